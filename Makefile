@@ -1,0 +1,35 @@
+# `make check` is what CI runs (.ci/run): lint, types, import rules, tests.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: check install lint types test demo bench clean
+
+$(BIN)/fabwiz: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $@
+
+install: $(BIN)/fabwiz
+
+lint: install
+	$(BIN)/ruff check wizard flows screens tests bench
+	$(BIN)/ruff format --check wizard flows screens tests bench
+
+types: install
+	$(BIN)/mypy
+
+test: install
+	$(BIN)/pytest
+
+check: lint types test
+
+demo: install
+	$(BIN)/fabwiz demo
+
+bench: install
+	$(BIN)/python bench/sweep.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,136 @@
+"""What a check is: probe specs, a pure parse, a pure judge, an optional fix plan.
+
+A check lives in one module of `flows/checks/` and exports `CHECK`. The sweep collects the probes
+of every check, runs each once per target (batched per node), and hands the results to the checks
+as `Observations`. `parse` turns the observations it needs into typed values (pure, using
+`wizard.parsers`); `judge` compares them with the expectations table and returns one `Verdict` per
+fault id it owns, each citing its evidence. Unknown or unparseable output gives an `unknown`
+verdict carrying the raw text, never a crash and never a silent pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from flows.expectations import Expectations
+from wizard.model import FixPlan, Measurement, ProbeResult, Rail, Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class HostProbe:
+    """A read-only shell command run on every node (or on every rail: `{netdev}`, `{rdma}` are
+    filled from discovery and shell-quoted by the sweep). `sudo` runs it with `sudo -n`."""
+
+    name: str
+    command: str
+    per_rail: bool = False
+    sudo: bool = False
+    timeout_s: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchProbe:
+    """A read-only RouterOS API call on every switch: `path` + `verb` (print, monitor...)."""
+
+    name: str
+    path: str
+    verb: str = "print"
+    args: tuple[tuple[str, str], ...] = ()
+    per_fabric_port: bool = False  # e.g. /interface/ethernet/monitor once, numbers=<port>
+    timeout_s: float = 10.0
+
+
+Probe = HostProbe | SwitchProbe
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """A link transition the engine knows of (caused, prompted, or seen in counters/logs)."""
+
+    node: str
+    at: float
+    cause: str
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """Everything a judge may consult besides the observations. Passed explicitly, never global."""
+
+    expectations: Expectations
+    rails: Mapping[str, tuple[Rail, ...]] = field(default_factory=dict)  # node -> rails
+    nodes: tuple[str, ...] = ()
+    switches: tuple[str, ...] = ()
+    cabling: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # rail key -> (sw, port)
+    management: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # switch -> ports
+    addressing: Mapping[str, Any] = field(default_factory=dict)  # the inventory's plan
+    known_good_firmware: str | None = None
+    transitions: tuple[Transition, ...] = ()
+    drained_at: Mapping[str, float] = field(default_factory=dict)  # node -> last AC drain
+
+
+@dataclass(frozen=True, slots=True)
+class Observations:
+    """Probe results of one sweep, by target and probe name (`name` or `name:netdev`)."""
+
+    nodes: Mapping[str, Mapping[str, ProbeResult]] = field(default_factory=dict)
+    switches: Mapping[str, Mapping[str, ProbeResult]] = field(default_factory=dict)
+    unreachable: Mapping[str, str] = field(default_factory=dict)  # target -> error text
+    measurements: tuple[Measurement, ...] = ()
+    traffic: Mapping[str, Any] = field(default_factory=dict)  # counters sampled during tests
+
+    def node(self, node: str, probe: str, rail: str | None = None) -> ProbeResult | None:
+        key = probe if rail is None else f"{probe}:{rail}"
+        return self.nodes.get(node, {}).get(key)
+
+    def switch(self, switch: str, probe: str, port: str | None = None) -> ProbeResult | None:
+        key = probe if port is None else f"{probe}:{port}"
+        return self.switches.get(switch, {}).get(key)
+
+
+Step = Literal[
+    "preflight",
+    "direct_connect",
+    "drain",
+    "offload",
+    "qos",
+    "addressing",
+    "halves",
+    "persist",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One check module's contract (STYLE.md, "What a check looks like")."""
+
+    id: str  # the check's name: its primary fault id
+    title: str
+    description: str  # the module docstring: the in-app help (what, why, what good looks like)
+    faults: tuple[str, ...]  # the fault ids this check can report
+    step: Step  # where it sits in the bisection order
+    probes: tuple[Probe, ...]
+    parse: Callable[[Observations, Context], Any]
+    judge: Callable[[Any, Context], list[Verdict]]
+    fix: Callable[[Any, Verdict, Context], FixPlan | None] | None = None
+    needs_traffic: bool = False  # judged from bandwidth tests (`check --perf`)
+
+    def run(self, obs: Observations, ctx: Context) -> list[Verdict]:
+        """parse then judge, stamping the check id on each verdict."""
+        parsed = self.parse(obs, ctx)
+        out = []
+        for v in self.judge(parsed, ctx):
+            out.append(v if v.check else _with_check(v, self.id))
+        return out
+
+
+def _with_check(v: Verdict, check: str) -> Verdict:
+    return Verdict(
+        fault=v.fault,
+        status=v.status,
+        summary=v.summary,
+        targets=v.targets,
+        evidence=v.evidence,
+        check=check,
+    )

@@ -1,0 +1,76 @@
+"""The `fabwiz` command line: the composition root that wires engine, flows and screens.
+
+Each subcommand lives in its own module under `screens/commands/` and is registered here, so that
+`fabwiz --help` stays fast (imports are lazy) and helpers can add commands without editing one big
+file. Exit codes: 0 healthy/success, 1 findings, 2 error (bad input, nothing could be checked).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from wizard import __version__
+
+# name -> (module, attribute, one-line help). The module is imported only when the command runs.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "demo": ("screens.commands.demo", "demo", "Open the wizard (TUI) on the built-in lab."),
+    "run": ("screens.commands.run", "run", "Open the wizard (TUI) on a real cluster."),
+    "check": ("screens.commands.check", "check", "Headless read-only sweep of every check."),
+    "fix": ("screens.commands.fix", "fix", "Headless wizard: walk the bisection and offer fixes."),
+    "lab": ("screens.commands.lab", "lab", "Run the simulated GB10 + MikroTik lab."),
+    "resume": ("screens.commands.session", "resume", "Continue a session cut off mid-way."),
+    "replay": ("screens.commands.session", "replay", "Re-run a session's verdicts offline."),
+    "report": ("screens.commands.session", "report", "Write a session report for a ticket."),
+    "analyze": ("screens.commands.analyze", "analyze", "Recognise and judge raw tool outputs."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attr, _help = COMMANDS[cmd_name]
+        try:
+            cmd = getattr(importlib.import_module(module), attr)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+
+            @click.command(name=cmd_name, help=_help + " (not available in this build)")
+            def missing() -> None:
+                click.echo(f"fabwiz {cmd_name}: not available in this build yet.", err=True)
+                sys.exit(2)
+
+            return missing
+        assert isinstance(cmd, click.Command)
+        return cmd
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_) for name, (_m, _a, help_) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="fabwiz")
+def cli() -> None:
+    """fabwiz: find why a GB10 RoCE fabric behind MikroTik CRS804/CRS812 switches is slow.
+
+    A guided wizard walks the bisection that took real clusters from a ~10 Gb/s ceiling to
+    line rate: direct-connect test, drain, switch offload, QoS, addressing, both PCIe halves,
+    then NCCL all-reduce as ground truth. Start with `fabwiz demo` on the built-in lab.
+    """
+
+
+def main() -> None:
+    cli(prog_name="fabwiz")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""One module per `fabwiz` subcommand (registered lazily in `screens.cli`)."""

@@ -1,0 +1,69 @@
+"""Exceptions of the engine, one base with data on them (STYLE.md, Python habits).
+
+Errors are data: a probe or transport failure becomes an `unknown`/`error` verdict carrying the raw
+text. These exceptions exist for the places where the engine must stop and tell the operator
+something (a broken inventory, a session log from the future), never as a bare traceback.
+"""
+
+from __future__ import annotations
+
+
+class FabwizError(Exception):
+    """Base of every error fabwiz raises on purpose. `hint` says what to do about it."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
+
+
+class InventoryError(FabwizError):
+    """The inventory file is missing, unreadable or invalid. `path` and `field` say where."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str,
+        field: str | None = None,
+        line: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        where = path if line is None else f"{path}:{line}"
+        loc = f"{where}: {field}: " if field else f"{where}: "
+        super().__init__(loc + message, hint=hint)
+        self.path = path
+        self.field = field
+        self.line = line
+
+
+class ScenarioError(InventoryError):
+    """A lab scenario file is invalid (same shape as an inventory error)."""
+
+
+class ParseError(FabwizError):
+    """A parser met output it does not recognise. `raw` is the text it was given."""
+
+    def __init__(self, message: str, *, tool: str, raw: str = "") -> None:
+        super().__init__(f"{tool}: {message}")
+        self.tool = tool
+        self.raw = raw
+
+
+class TransportError(FabwizError):
+    """A target could not be reached or answered badly. `target` names the node or switch."""
+
+    def __init__(self, message: str, *, target: str, hint: str | None = None) -> None:
+        super().__init__(f"{target}: {message}", hint=hint)
+        self.target = target
+
+
+class SessionLogError(FabwizError):
+    """A session log cannot be loaded (unknown future version, not a fabwiz log)."""
+
+
+class FixRefused(FabwizError):
+    """A fix was refused before anything was sent (no export, it would cut the management path)."""

@@ -1,0 +1,291 @@
+"""Engine events: what happened, in the past tense. One type per fact.
+
+The engine emits these through its event sink; the session log writes each as one JSON line
+(`to_json`, with `type` and `at`), and rebuilds them with `event_from_json` for resume, replay and
+reports; the TUI renders them. `RailSampled` is high-rate gauge data: it goes to the UI and is not
+written to the log (the log keeps the measurements themselves).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from wizard.model import Evidence, Measurement, ProbeResult, Verdict
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    type: ClassVar[str] = "event"
+    persist: ClassVar[bool] = True
+    at: float = field(default_factory=time.time)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type}
+        for f in dataclasses.fields(self):
+            out[f.name] = _encode(getattr(self, f.name))
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionStarted(Event):
+    type: ClassVar[str] = "session_started"
+    session_id: str
+    fabwiz_version: str
+    log_version: int
+    command: str  # "fix", "check", "run", "demo"
+    inventory_digest: str = ""
+    inventory_path: str = ""
+    scenario: str | None = None
+    nodes: tuple[str, ...] = ()
+    switches: tuple[str, ...] = ()
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionResumed(Event):
+    type: ClassVar[str] = "session_resumed"
+    from_step: str
+    events_loaded: int
+    torn_tail: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionEnded(Event):
+    type: ClassVar[str] = "session_ended"
+    healthy: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepChanged(Event):
+    """The bisection moved: `step` entered `phase` (probing, verdict, fix_offered, exporting,
+    applying, verifying, done, skipped, waiting_physical...)."""
+
+    type: ClassVar[str] = "step_changed"
+    step: str
+    phase: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeSent(Event):
+    type: ClassVar[str] = "probe_sent"
+    step: str
+    target: str
+    command: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeAnswered(Event):
+    type: ClassVar[str] = "probe_answered"
+    step: str
+    probe: str  # the probe name (`name` or `name:netdev`)
+    result: ProbeResult
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VerdictReached(Event):
+    type: ClassVar[str] = "verdict_reached"
+    step: str
+    verdict: Verdict
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeasurementTaken(Event):
+    type: ClassVar[str] = "measurement_taken"
+    step: str
+    measurement: Measurement
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OperatorAnswered(Event):
+    type: ClassVar[str] = "operator_answered"
+    step: str
+    question: str
+    answer: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PhysicalActionRequested(Event):
+    type: ClassVar[str] = "physical_action_requested"
+    step: str
+    kind: str
+    nodes: tuple[str, ...]
+    instructions: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PhysicalActionDone(Event):
+    type: ClassVar[str] = "physical_action_done"
+    step: str
+    kind: str
+    nodes: tuple[str, ...]
+    performed_by: str  # "operator" or "lab"
+    observed: str = ""  # e.g. "spark3 back with a new boot_id"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinkTransitionSeen(Event):
+    """A link transition on a node: caused by a fix, prompted (recabling) or seen in counters."""
+
+    type: ClassVar[str] = "link_transition_seen"
+    node: str
+    cause: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeDrained(Event):
+    type: ClassVar[str] = "node_drained"
+    node: str
+    boot_id: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExportTaken(Event):
+    """A verified `/export file=NAME` of a switch; `contents` is the `.rsc` text as kept."""
+
+    type: ClassVar[str] = "export_taken"
+    step: str
+    switch: str
+    file: str
+    contents: str
+    sha256: str
+    purpose: str = "pre-fix"  # or "golden"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FixPreviewed(Event):
+    type: ClassVar[str] = "fix_previewed"
+    step: str
+    fix_id: str  # stable within the session: "<step>:<fault>:<target>"
+    fault: str
+    target: str
+    summary: str
+    preview: str
+    bounces_links: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FixApplied(Event):
+    type: ClassVar[str] = "fix_applied"
+    step: str
+    fix_id: str
+    fault: str
+    target: str
+    export: str | None = None
+    rollback_armed: str | None = None  # the scheduler entry name on the switch
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FixVerified(Event):
+    type: ClassVar[str] = "fix_verified"
+    step: str
+    fix_id: str
+    fault: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FixRolledBack(Event):
+    type: ClassVar[str] = "fix_rolled_back"
+    step: str
+    fix_id: str
+    fault: str
+    reason: str
+    restored: bool = False  # the switch/host is confirmed back at its exported state
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FixRefusedEvent(Event):
+    type: ClassVar[str] = "fix_refused"
+    step: str
+    fault: str
+    target: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Note(Event):
+    """A line for the log pane: what the engine is doing, or a warning/error for the operator."""
+
+    type: ClassVar[str] = "note"
+    level: str  # "info", "warn", "error"
+    text: str
+    step: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RailSampled(Event):
+    """Gauge data: one node x rail throughput sample from counters. Not persisted."""
+
+    type: ClassVar[str] = "rail_sampled"
+    persist: ClassVar[bool] = False
+    node: str
+    netdev: str
+    gbps: float
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.type: cls
+    for cls in (
+        SessionStarted,
+        SessionResumed,
+        SessionEnded,
+        StepChanged,
+        ProbeSent,
+        ProbeAnswered,
+        VerdictReached,
+        MeasurementTaken,
+        OperatorAnswered,
+        PhysicalActionRequested,
+        PhysicalActionDone,
+        LinkTransitionSeen,
+        NodeDrained,
+        ExportTaken,
+        FixPreviewed,
+        FixApplied,
+        FixVerified,
+        FixRolledBack,
+        FixRefusedEvent,
+        Note,
+        RailSampled,
+    )
+}
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, ProbeResult | Verdict | Evidence):
+        return value.to_json()
+    if isinstance(value, Measurement):
+        return dataclasses.asdict(value)
+    if isinstance(value, tuple):
+        return [_encode(v) for v in value]
+    return value
+
+
+def event_from_json(data: dict[str, Any]) -> Event:
+    """Rebuild an event from its JSON form. Raises KeyError/TypeError/ValueError on bad data."""
+    cls = EVENT_TYPES[data["type"]]
+    hints = typing.get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        raw = data[f.name]
+        hint = hints[f.name]
+        if hint is ProbeResult:
+            kwargs[f.name] = ProbeResult.from_json(raw)
+        elif hint is Verdict:
+            kwargs[f.name] = Verdict.from_json(raw)
+        elif hint is Measurement:
+            kwargs[f.name] = Measurement(**raw)
+        elif typing.get_origin(hint) is tuple:
+            kwargs[f.name] = tuple(raw)
+        else:
+            kwargs[f.name] = raw
+    return cls(**kwargs)
