@@ -15,43 +15,19 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from flows.expectations import Expectations
-from wizard.model import FixPlan, Measurement, ProbeResult, Rail, Verdict
+from wizard.model import FixPlan, Rail, Verdict
+from wizard.probes import HostProbe, Observations, Probe, SwitchProbe, Transition
 
-
-@dataclass(frozen=True, slots=True)
-class HostProbe:
-    """A read-only shell command run on every node (or on every rail: `{netdev}`, `{rdma}` are
-    filled from discovery and shell-quoted by the sweep). `sudo` runs it with `sudo -n`."""
-
-    name: str
-    command: str
-    per_rail: bool = False
-    sudo: bool = False
-    timeout_s: float = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class SwitchProbe:
-    """A read-only RouterOS API call on every switch: `path` + `verb` (print, monitor...)."""
-
-    name: str
-    path: str
-    verb: str = "print"
-    args: tuple[tuple[str, str], ...] = ()
-    per_fabric_port: bool = False  # e.g. /interface/ethernet/monitor once, numbers=<port>
-    timeout_s: float = 10.0
-
-
-Probe = HostProbe | SwitchProbe
-
-
-@dataclass(frozen=True, slots=True)
-class Transition:
-    """A link transition the engine knows of (caused, prompted, or seen in counters/logs)."""
-
-    node: str
-    at: float
-    cause: str
+__all__ = [
+    "Check",
+    "Context",
+    "HostProbe",
+    "Observations",
+    "Probe",
+    "Step",
+    "SwitchProbe",
+    "Transition",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,25 +44,6 @@ class Context:
     known_good_firmware: str | None = None
     transitions: tuple[Transition, ...] = ()
     drained_at: Mapping[str, float] = field(default_factory=dict)  # node -> last AC drain
-
-
-@dataclass(frozen=True, slots=True)
-class Observations:
-    """Probe results of one sweep, by target and probe name (`name` or `name:netdev`)."""
-
-    nodes: Mapping[str, Mapping[str, ProbeResult]] = field(default_factory=dict)
-    switches: Mapping[str, Mapping[str, ProbeResult]] = field(default_factory=dict)
-    unreachable: Mapping[str, str] = field(default_factory=dict)  # target -> error text
-    measurements: tuple[Measurement, ...] = ()
-    traffic: Mapping[str, Any] = field(default_factory=dict)  # counters sampled during tests
-
-    def node(self, node: str, probe: str, rail: str | None = None) -> ProbeResult | None:
-        key = probe if rail is None else f"{probe}:{rail}"
-        return self.nodes.get(node, {}).get(key)
-
-    def switch(self, switch: str, probe: str, port: str | None = None) -> ProbeResult | None:
-        key = probe if port is None else f"{probe}:{port}"
-        return self.switches.get(switch, {}).get(key)
 
 
 Step = Literal[

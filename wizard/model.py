@@ -139,9 +139,9 @@ class ProbeResult:
     def text(self) -> str:
         """The raw text to show an operator: stdout then stderr (or the API rows)."""
         if self.kind == "api":
-            return "\n".join(
-                " ".join(f"{k}={v}" for k, v in row.items()) for row in self.rows
-            ) or (self.error or "")
+            return "\n".join(" ".join(f"{k}={v}" for k, v in row.items()) for row in self.rows) or (
+                self.error or ""
+            )
         out = self.stdout
         if self.stderr:
             out = f"{out}\n{self.stderr}" if out else self.stderr

@@ -1,0 +1,71 @@
+"""Helpers shared by the parsers: number coercion, prompt stripping, JSON conversion.
+
+Kept tiny and pure so every parser stays a function of its text alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from wizard.errors import ParseError
+
+# Shell prompts users paste in front of commands: `user@host:~$ `, `$ `, `# `.
+_PROMPT = re.compile(r"^\s*(?:[\w.-]+@[\w.-]+(?::[^$#]*)?[$#]|[$#])\s+")
+
+
+def to_jsonable(value: Any) -> Any:
+    """Plain JSON data (dicts, lists, str, numbers, None) for any parser result."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | frozenset | set):
+        items = sorted(value) if isinstance(value, frozenset | set) else value
+        return [to_jsonable(v) for v in items]
+    return value
+
+
+def strip_prompt(line: str) -> str:
+    """The command part of a pasted shell prompt line (`user@host:~$ cmd` -> `cmd`)."""
+    return _PROMPT.sub("", line, count=1)
+
+
+def is_prompt_line(line: str) -> bool:
+    return bool(_PROMPT.match(line))
+
+
+def to_int(text: str) -> int | None:
+    """An int from decimal text (thousand separators ` `/`,` allowed), or None."""
+    cleaned = text.strip().replace(" ", "").replace(",", "")
+    if re.fullmatch(r"[+-]?\d+", cleaned):
+        return int(cleaned)
+    return None
+
+
+def to_float(text: str) -> float | None:
+    cleaned = text.strip()
+    try:
+        value = float(cleaned)
+    except ValueError:
+        return None
+    if value != value or value in (float("inf"), float("-inf")):  # NaN / inf
+        return None
+    return value
+
+
+def lines(text: str) -> Iterator[str]:
+    """Lines without their end, CR removed (pastes from Windows terminals)."""
+    for line in text.splitlines():
+        yield line.rstrip("\r")
+
+
+def load_json(text: str, *, tool: str) -> Any:
+    """`json.loads` that raises ParseError (never ValueError/RecursionError)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ParseError(f"not valid JSON: {exc}", tool=tool, raw=text) from None
