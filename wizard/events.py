@@ -201,6 +201,28 @@ class FixRolledBack(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RollbackArmed(Event):
+    """A dead-man rollback armed on a switch (a /system/scheduler entry) or a host (a timer)."""
+
+    type: ClassVar[str] = "rollback_armed"
+    step: str
+    fix_id: str
+    target: str
+    name: str
+    window_s: float
+    script: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RollbackDisarmed(Event):
+    type: ClassVar[str] = "rollback_disarmed"
+    step: str
+    fix_id: str
+    target: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FixRefusedEvent(Event):
     type: ClassVar[str] = "fix_refused"
     step: str
@@ -251,6 +273,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         FixApplied,
         FixVerified,
         FixRolledBack,
+        RollbackArmed,
+        RollbackDisarmed,
         FixRefusedEvent,
         Note,
         RailSampled,

@@ -14,7 +14,7 @@ from typing import Any
 from wizard.errors import ParseError
 
 # Shell prompts users paste in front of commands: `user@host:~$ `, `$ `, `# `.
-_PROMPT = re.compile(r"^\s*(?:[\w.-]+@[\w.-]+(?::[^$#]*)?[$#]|[$#])\s+")
+_PROMPT = re.compile(r"^\s*(?:\[[\w.-]+@[^\]]*\][$#]|[\w.-]+@[\w.-]+(?::[^$#]*)?[$#]|[$#])\s+")
 
 
 def to_jsonable(value: Any) -> Any:

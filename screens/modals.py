@@ -1,0 +1,415 @@
+"""Modals for the decisions the engine awaits, and for nothing else.
+
+- `FixConfirmModal` (bool): the preview, the export's state and the rollback window. "Apply"
+  stays disabled until the switch export is verified (host-only fixes need no export).
+- `PhysicalActionModal`: instructions, a checklist, the AC-drain countdown, then a waiting state
+  ("waiting for spark3 to come back") fed by engine events until the action is seen done. The
+  operator's answer ("done", "perform", "skip") resolves a future as soon as it is given; the
+  modal stays up while the engine watches, and closes when the engine reports the result.
+- `ChoiceModal` (str), `ErrorModal` (None), `QuitModal` (bool), `RawOutputModal` (None).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar, Protocol
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, ProgressBar, SelectionList, Static, TextArea
+
+from wizard.events import Event, NodeDrained, Note, PhysicalActionDone
+from wizard.model import FixPlan, PhysicalAction
+
+DRAIN_SECONDS = 60  # AC off long enough to clear the CX7 degraded state (FAULTS.md)
+
+KIND_TITLES = {
+    "recable": "Re-cable",
+    "ac_drain": "AC drain",
+    "reboot": "Reboot",
+    "reseat": "Reseat",
+    "firmware_update": "Firmware update",
+    "power_cycle": "Power cycle",
+}
+_COMES_BACK = ("ac_drain", "reboot", "power_cycle", "firmware_update")
+_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
+
+
+class ExportStatusLike(Protocol):
+    """The engine's `ExportStatus` (wizard/engine.py), duck-typed."""
+
+    switch: str
+    file: str
+    verified: bool
+    size: int
+    sha256: str
+    error: str | None
+
+
+def checklist_items(instructions: str) -> list[str]:
+    """Checklist entries from the engine's instructions: numbered/bulleted lines, else lines,
+    else sentences. Presentation only; the wording is the engine's."""
+    lines = [ln.strip() for ln in instructions.splitlines() if ln.strip()]
+    bullets = [_ITEM.sub("", ln) for ln in lines if _ITEM.match(ln)]
+    if bullets:
+        return bullets
+    if len(lines) > 1:
+        return lines
+    sentences = [s.strip() for s in re.split(r"(?<=[.;])\s+", instructions) if s.strip()]
+    return sentences
+
+
+class _Dialog(ModalScreen[Any]):
+    """Shared frame: a bordered box in the middle of the screen."""
+
+    DEFAULT_CSS = """
+    _Dialog { align: center middle; }
+    """
+
+
+class FixConfirmModal(ModalScreen[bool]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("a", "apply", "Apply"),
+        Binding("escape,c", "cancel", "Cancel"),
+    ]
+
+    def __init__(
+        self,
+        plan: FixPlan,
+        export: ExportStatusLike | None,
+        *,
+        rollback_window_s: float | None = None,
+    ) -> None:
+        super().__init__(classes="dialog")
+        self.plan = plan
+        self.export = export
+        self.rollback_window_s = rollback_window_s
+
+    @property
+    def needs_export(self) -> bool:
+        return bool(self.plan.switch_changes)
+
+    @property
+    def can_apply(self) -> bool:
+        return not self.needs_export or bool(self.export is not None and self.export.verified)
+
+    def compose(self) -> ComposeResult:
+        plan = self.plan
+        with Vertical(id="dialog", classes="fix"):
+            yield Static(Text(f"Apply fix: {plan.summary}", style="bold"), id="dialog-title")
+            yield Static(Text(f"{plan.fault} on {plan.target}"), classes="dim")
+            with VerticalScroll(id="preview"):
+                yield Static(Text(plan.preview or "(no preview)"), id="preview-text")
+            yield Static(self._export_text(), id="export", classes=self._export_class())
+            yield Static(self._rollback_text(), id="rollback")
+            with Horizontal(classes="buttons"):
+                yield Button(
+                    "Apply [a]", id="apply", variant="warning", disabled=not self.can_apply
+                )
+                yield Button("Cancel [esc]", id="cancel")
+
+    def _export_class(self) -> str:
+        if not self.needs_export:
+            return "-none"
+        return "-pass" if self.can_apply else "-fail"
+
+    def _export_text(self) -> Text:
+        out = Text("Export: ", style="bold")
+        if not self.needs_export:
+            out.append("no switch change, no export needed")
+            return out
+        ex = self.export
+        if ex is None:
+            out.append("not taken yet: Apply stays disabled until the export is verified")
+            return out
+        out.append(f"{ex.switch}:{ex.file} ")
+        if ex.verified:
+            out.append(f"✔ verified, {ex.size} bytes, sha256 {ex.sha256[:16]}…, kept in session")
+        elif ex.error:
+            out.append(f"✘ failed: {ex.error}. Apply stays disabled.")
+        else:
+            out.append("… not verified yet. Apply stays disabled.")
+        return out
+
+    def _rollback_text(self) -> Text:
+        plan = self.plan
+        out = Text("Rollback: ", style="bold")
+        parts: list[str] = []
+        window = f" in {self.rollback_window_s:.0f} s" if self.rollback_window_s else ""
+        for change in plan.switch_changes:
+            parts.append(
+                f"a dead-man scheduler entry on {change.switch} undoes the change{window} "
+                "unless verification passes"
+            )
+        for host in plan.host_changes:
+            parts.append(f"{host.node}: files backed up, timed revert{window} unless confirmed")
+        out.append("; ".join(parts) or "nothing to roll back")
+        if plan.bounces_links:
+            out.append("\nLinks will bounce: the affected nodes need a drain before measuring.")
+        return out
+
+    @on(Button.Pressed, "#apply")
+    def action_apply(self) -> None:
+        if self.can_apply:
+            self.dismiss(True)
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+
+class PhysicalActionModal(ModalScreen[str]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("d", "answer('done')", "Done"),
+        Binding("p", "answer('perform')", "Perform in lab", show=False),
+        Binding("s", "answer('skip')", "Skip"),
+        Binding("t", "start_timer", "Start timer", show=False),
+        Binding("escape", "hide", "Hide"),
+    ]
+
+    def __init__(
+        self,
+        action: PhysicalAction,
+        *,
+        can_perform_in_lab: bool,
+        answer: asyncio.Future[str] | None = None,
+        drain_s: int = DRAIN_SECONDS,
+    ) -> None:
+        super().__init__(classes="dialog")
+        self.action = action
+        self.can_perform_in_lab = can_perform_in_lab
+        self.answer: asyncio.Future[str] = answer or asyncio.get_running_loop().create_future()
+        self.drain_s = drain_s
+        self.remaining: float | None = None
+        self.state = "ask"  # then "waiting", then dismissed
+        self.back: set[str] = set()
+        self._started: float | None = None
+        self._waiting_since: float | None = None
+
+    @property
+    def is_drain(self) -> bool:
+        return self.action.kind == "ac_drain"
+
+    def compose(self) -> ComposeResult:
+        a = self.action
+        title = f"Hands needed: {KIND_TITLES.get(a.kind, a.kind)} on {', '.join(a.nodes)}"
+        with Vertical(id="dialog", classes="physical"):
+            yield Static(Text(title, style="bold"), id="dialog-title")
+            yield Static(Text(a.instructions), id="instructions")
+            items = checklist_items(a.instructions)
+            if len(items) > 1:
+                yield SelectionList[int](*[(t, i) for i, t in enumerate(items)], id="checklist")
+            if self.is_drain:
+                yield Static(self._countdown_text(), id="countdown")
+                yield ProgressBar(
+                    total=self.drain_s, show_eta=False, show_percentage=False, id="drain-bar"
+                )
+            yield Static("", id="waiting")
+            with Horizontal(classes="buttons"):
+                yield Button("Done [d]", id="done", variant="primary")
+                if self.can_perform_in_lab:
+                    yield Button("Perform in lab [p]", id="perform", variant="success")
+                if self.is_drain:
+                    yield Button("Start 60 s timer [t]", id="timer")
+                yield Button("Skip [s]", id="skip")
+
+    def on_mount(self) -> None:
+        self.query_one("#waiting").display = False
+
+    def _countdown_text(self) -> Text:
+        if self.remaining is None:
+            return Text(f"Keep AC unplugged {self.drain_s} s: press t when the cord is out.")
+        if self.remaining <= 0:
+            return Text("AC off long enough: plug back in and power on.", style="bold")
+        return Text(f"AC off: {self.remaining:.0f} s left")
+
+    def update_countdown(self, remaining: float) -> None:
+        self.remaining = max(0.0, remaining)
+        if not self.is_drain or not self.is_mounted:
+            return
+        self.query_one("#countdown", Static).update(self._countdown_text())
+        self.query_one("#drain-bar", ProgressBar).update(progress=self.drain_s - self.remaining)
+
+    def action_start_timer(self) -> None:
+        if not self.is_drain or self._started is not None:
+            return
+        self._started = time.monotonic()
+        self.update_countdown(self.drain_s)
+        self.set_interval(1.0, self._tick)
+
+    def _tick(self) -> None:
+        if self._started is not None and self.state == "ask":
+            self.update_countdown(self.drain_s - (time.monotonic() - self._started))
+        if self._waiting_since is not None:
+            self._show_waiting()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "timer":
+            self.action_start_timer()
+        elif event.button.id in ("done", "perform", "skip"):
+            self.action_answer(event.button.id)
+
+    def action_answer(self, answer: str) -> None:
+        if self.state != "ask" or (answer == "perform" and not self.can_perform_in_lab):
+            return
+        if not self.answer.done():
+            self.answer.set_result(answer)
+        if answer == "skip" or self.action.kind not in _COMES_BACK + ("recable",):
+            self.dismiss(answer)
+            return
+        self.state = "waiting"
+        self._waiting_since = time.monotonic()
+        for btn in self.query(".buttons Button").results(Button):
+            btn.display = False
+        self._show_waiting()
+        if self._started is None:
+            self.set_interval(1.0, self._tick)
+
+    def _show_waiting(self, line: str = "") -> None:
+        a = self.action
+        pending = [n for n in a.nodes if n not in self.back]
+        if a.kind in _COMES_BACK:
+            text = f"Waiting for {', '.join(pending) or 'the nodes'} to come back"
+        else:
+            text = "Waiting for the links to come up"
+        if self._waiting_since is not None:
+            text += f" ({time.monotonic() - self._waiting_since:.0f} s)"
+        out = Text(f"… {text}", style="bold")
+        if self.back:
+            out.append(f"\nback: {', '.join(sorted(self.back))}")
+        if line:
+            out.append(f"\n{line}")
+        widget = self.query_one("#waiting", Static)
+        widget.display = True
+        widget.update(out)
+
+    def on_engine_event(self, event: Event) -> None:
+        """Fed by the app while this modal is up: the engine's view of the action's progress."""
+        if isinstance(event, PhysicalActionDone) and event.kind == self.action.kind:
+            self.dismiss(self.answer.result() if self.answer.done() else "done")
+            return
+        if isinstance(event, NodeDrained):
+            self.back.add(event.node)
+        remaining = getattr(event, "remaining_s", None)
+        if isinstance(remaining, int | float):
+            self.update_countdown(float(remaining))
+        if self.state == "waiting":
+            self._show_waiting(event.text if isinstance(event, Note) else "")
+
+    def action_hide(self) -> None:
+        """Close the modal; while still asking, that means skip."""
+        if self.state == "ask":
+            self.action_answer("skip")
+        else:
+            self.dismiss(self.answer.result() if self.answer.done() else "skip")
+
+
+class ChoiceModal(ModalScreen[str]):
+    """A question with free options (anything the action bar cannot express)."""
+
+    def __init__(self, step: str, question: str, options: Sequence[str]) -> None:
+        super().__init__(classes="dialog")
+        self.step = step
+        self.question = question
+        self.options = list(options)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="choice"):
+            yield Static(Text(self.question, style="bold"), id="dialog-title")
+            with Horizontal(classes="buttons"):
+                for i, opt in enumerate(self.options, start=1):
+                    yield Button(f"{opt} [{i}]", id=f"opt-{i}", variant="primary" if i == 1 else "default")
+
+    def on_key(self, event: Any) -> None:
+        key = getattr(event, "key", "")
+        if key.isdigit() and 1 <= int(key) <= len(self.options):
+            event.stop()
+            self.dismiss(self.options[int(key) - 1])
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        index = int((event.button.id or "opt-1").removeprefix("opt-")) - 1
+        self.dismiss(self.options[index])
+
+
+class ErrorModal(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter", "close", "Close")]
+
+    def __init__(self, title: str, message: str, hint: str | None) -> None:
+        super().__init__(classes="dialog")
+        self.title_text = title
+        self.message = message
+        self.hint = hint
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="error"):
+            yield Static(Text(f"✘ {self.title_text}", style="bold"), id="dialog-title")
+            with VerticalScroll(id="error-body"):
+                yield Static(Text(self.message))
+            hint = self.hint or "Check the log pane for details, then re-run the step [r]."
+            yield Static(Text.assemble(("What to do: ", "bold"), hint), id="hint")
+            with Horizontal(classes="buttons"):
+                yield Button("OK [enter]", id="ok", variant="primary")
+
+    @on(Button.Pressed, "#ok")
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class QuitModal(ModalScreen[bool]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "quit", "Quit anyway"),
+        Binding("escape,n", "stay", "Stay"),
+    ]
+
+    def __init__(self, unapplied: Sequence[str]) -> None:
+        super().__init__(classes="dialog")
+        self.unapplied = list(unapplied)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="quit"):
+            yield Static(Text("Quit with unapplied work?", style="bold"), id="dialog-title")
+            yield Static(Text("\n".join(f"• {u}" for u in self.unapplied)))
+            yield Static(
+                Text("The session log keeps everything: `fabwiz resume` continues it later."),
+                classes="dim",
+            )
+            with Horizontal(classes="buttons"):
+                yield Button("Quit [y]", id="quit", variant="error")
+                yield Button("Stay [n]", id="stay", variant="primary")
+
+    @on(Button.Pressed, "#quit")
+    def action_quit(self) -> None:
+        self.dismiss(True)
+
+    @on(Button.Pressed, "#stay")
+    def action_stay(self) -> None:
+        self.dismiss(False)
+
+
+class RawOutputModal(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,x", "close", "Close")]
+
+    def __init__(self, title: str, text: str) -> None:
+        super().__init__(classes="dialog")
+        self.title_text = title
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="raw"):
+            yield Static(Text(self.title_text, style="bold"), id="dialog-title")
+            yield TextArea(self.text, read_only=True, soft_wrap=False, id="raw-text")
+            with Horizontal(classes="buttons"):
+                yield Button("Close [esc]", id="close")
+
+    @on(Button.Pressed, "#close")
+    def action_close(self) -> None:
+        self.dismiss(None)

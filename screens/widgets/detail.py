@@ -1,0 +1,199 @@
+"""The detail of one step: what it checks, why, what good looks like, the verdicts, the evidence
+table (target, command, observed, expected, verdict) and the action bar.
+
+The action bar only posts `...Requested` intents; when the engine is waiting for a decision the
+offered actions are highlighted (`-offered`) and the question is shown above the evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Button, DataTable, Static
+
+from screens.widgets.messages import (
+    ApplyFixRequested,
+    BackRequested,
+    NextRequested,
+    RunStepRequested,
+    ShowRawRequested,
+    SkipStepRequested,
+    StepRequested,
+)
+from screens.widgets.steps import GLYPHS
+from screens.widgets.view_model import StepView
+from wizard.model import Evidence, Status, Verdict
+
+_ACTIONS: tuple[tuple[str, str, str, type[StepRequested]], ...] = (
+    # intent, label, key shown, message
+    ("run", "Run", "r", RunStepRequested),
+    ("raw", "Raw output", "x", ShowRawRequested),
+    ("apply", "Apply fix", "a", ApplyFixRequested),
+    ("skip", "Skip", "s", SkipStepRequested),
+    ("back", "Back", "b", BackRequested),
+    ("next", "Next", "n", NextRequested),
+)
+
+
+class EvidenceTable(DataTable[Text | str]):
+    """Evidence rows of the step's latest verdicts; the verdict cell is styled from CSS."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "evidence--pass",
+        "evidence--benign",
+        "evidence--unknown",
+        "evidence--warn",
+        "evidence--fail",
+    }
+    DEFAULT_CSS = """
+    EvidenceTable > .evidence--pass { color: $success; }
+    EvidenceTable > .evidence--benign { color: $text-muted; }
+    EvidenceTable > .evidence--unknown { color: $warning; }
+    EvidenceTable > .evidence--warn { color: $warning; }
+    EvidenceTable > .evidence--fail { color: $error; text-style: bold; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self.rows_shown: list[tuple[Verdict, Evidence]] = []
+
+    def on_mount(self) -> None:
+        self.add_columns("Target", "Command", "Observed", "Expected", "Verdict")
+
+    def show(self, view: StepView) -> None:
+        rows = [(v, e) for v in view.verdicts.values() for e in v.evidence]
+        if rows == self.rows_shown:
+            return
+        self.rows_shown = rows
+        self.clear()
+        for i, (_verdict, ev) in enumerate(rows):
+            status = str(ev.status)
+            style = self.get_component_rich_style(f"evidence--{status}", partial=True)
+            self.add_row(
+                ev.target,
+                ev.command,
+                ev.observed,
+                ev.expected,
+                Text(f"{GLYPHS.get(status, '·')} {status}", style=style),
+                key=str(i),
+            )
+
+    @property
+    def selected_row(self) -> int | None:
+        if not self.rows_shown:
+            return None
+        return min(max(self.cursor_row, 0), len(self.rows_shown) - 1)
+
+
+class ActionBar(Horizontal):
+    """Run, raw output, apply fix, skip, back, next: compact buttons naming their keys."""
+
+    DEFAULT_CSS = """
+    ActionBar { height: 1; }
+    ActionBar > Button { margin-right: 1; min-width: 6; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
+        super().__init__(id=id)
+        self.step: str | None = None
+
+    def compose(self) -> ComposeResult:
+        for intent, label, key, _cls in _ACTIONS:
+            yield Button(f"{label} [{key}]", id=f"act-{intent}", compact=True)
+
+    def button(self, intent: str) -> Button:
+        return self.query_one(f"#act-{intent}", Button)
+
+    def show(self, *, enabled: Collection[str], offered: Collection[str]) -> None:
+        for intent, *_ in _ACTIONS:
+            btn = self.button(intent)
+            btn.disabled = intent not in enabled
+            btn.set_class(intent in offered, "-offered")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        intent = (event.button.id or "").removeprefix("act-")
+        for name, _label, _key, cls in _ACTIONS:
+            if name == intent:
+                self.post_message(cls(self.step))
+
+
+class StepDetail(Vertical):
+    """Everything about the step being looked at."""
+
+    BINDINGS: ClassVar[list[BindingType]] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="step-title")
+        with VerticalScroll(id="explain"):
+            yield Static("", id="explain-text")
+        yield Static("", id="verdict")
+        yield Static("", id="prompt")
+        yield EvidenceTable(id="evidence")
+        yield ActionBar(id="actions")
+
+    def show(
+        self,
+        view: StepView,
+        *,
+        is_current: bool,
+        question: str | None,
+        enabled: Collection[str],
+        offered: Collection[str],
+    ) -> None:
+        info = view.info
+        title = Text(info.title, style="bold")
+        phase = view.phase.replace("_", " ")
+        title.append(f"  ({info.id} · {phase}{' · current' if is_current else ''})", style="dim")
+        self.query_one("#step-title", Static).update(title)
+
+        explain = Text()
+        for head, body in (("What", info.what), ("Why", info.why), ("Good", info.good)):
+            if body:
+                explain.append(f"{head}: ", style="bold")
+                explain.append(body + "\n")
+        if view.reason:
+            explain.append("Now: ", style="bold")
+            explain.append(view.reason)
+        self.query_one("#explain-text", Static).update(explain.rstrip() or Text("—"))
+
+        verdict = self.query_one("#verdict", Static)
+        worst = view.verdict_status
+        for s in Status:
+            verdict.set_class(worst == s, f"-{s}")
+        verdict.update(_verdict_text(view))
+
+        prompt = self.query_one("#prompt", Static)
+        prompt.display = bool(question)
+        prompt.update(Text(f"▶ {question}") if question else "")
+
+        self.query_one(EvidenceTable).show(view)
+        bar = self.query_one(ActionBar)
+        bar.step = view.id
+        bar.show(enabled=enabled, offered=offered)
+
+
+def _verdict_text(view: StepView) -> Text:
+    if not view.verdicts:
+        if view.status == "running":
+            return Text(f"… {view.phase.replace('_', ' ')}", style="italic")
+        if view.status == "skipped":
+            return Text("skipped")
+        return Text("not run yet")
+    out = Text()
+    ordered = sorted(view.verdicts.values(), key=lambda v: -v.status.severity)
+    for i, v in enumerate(ordered):
+        if i:
+            out.append("\n")
+        out.append(f"{GLYPHS.get(str(v.status), '·')} {str(v.status).upper():<7} ", style="bold")
+        out.append(f"{v.fault}: {v.summary}")
+    for fix in view.fixes.values():
+        out.append("\n")
+        out.append(f"  fix {fix.state.replace('_', ' ')}: ", style="bold")
+        out.append(fix.summary)
+    return out

@@ -1,0 +1,264 @@
+"""Per-rail gauges: every node x rail with live Gb/s against the expected ceiling.
+
+One compact row per rail (node, netdev, half and port, a bar, the value against the ceiling and a
+short history), so 32 nodes x 4 rails scroll in a small panel. Fed by `RailsSampled` snapshots
+(coalesced upstream) and by `MeasurementTaken` results; colour comes from CSS classes
+(`-pass`, `-warn`, `-fail`, `-idle`), never from Python. History lives in a bounded deque.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable, Mapping
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widget import Widget
+from textual.widgets import Static
+
+from flows.expectations import Expectations
+from wizard.model import Measurement, Rail
+
+HISTORY = 32
+IDLE_GBPS = 0.5  # below this, with no measurement, a rail is idle rather than failing
+_SPARK = " ▁▂▃▄▅▆▇█"
+_PORT = re.compile(r"f(\d)np\d")
+_VERDICT_CLASSES = ("-pass", "-warn", "-fail", "-idle")
+
+
+def rail_tag(netdev: str) -> tuple[str, int]:
+    """(half, port) from a ConnectX-7 netdev name: domain 0002 (`enP2p...`) is half B."""
+    half = "B" if netdev.startswith("enP2") else "A"
+    match = _PORT.search(netdev)
+    return half, int(match.group(1)) if match else 0
+
+
+def sparkline(values: Iterable[float], ceiling: float, width: int) -> str:
+    vals = list(values)[-width:] if width > 0 else []
+    top = max(ceiling, *vals) if vals else ceiling
+    if top <= 0:
+        return " " * len(vals)
+    steps = len(_SPARK) - 1
+    return "".join(_SPARK[min(steps, round(v / top * steps))] for v in vals)
+
+
+class RailGauge(Widget):
+    """One rail: `spark3 enP2p1s0f0np0 B0 ██████░░░  64.1/109 ▂▄▆▆▅▃`."""
+
+    DEFAULT_CSS = """
+    RailGauge { height: 1; width: 1fr; color: $text-muted; }
+    RailGauge.-pass { color: $success; }
+    RailGauge.-warn { color: $warning; }
+    RailGauge.-fail { color: $error; text-style: bold; }
+    """
+
+    def __init__(
+        self,
+        node: str,
+        netdev: str,
+        *,
+        half: str,
+        port: int,
+        ceiling: float,
+        expectations: Expectations,
+        label_width: int = 8,
+    ) -> None:
+        super().__init__(classes="-idle")
+        self.node = node
+        self.netdev = netdev
+        self.half = half
+        self.port = port
+        self.ceiling = ceiling
+        self.label_width = label_width
+        self.value = 0.0
+        self.history: deque[float] = deque(maxlen=HISTORY)
+        self.measured: Measurement | None = None
+        self._expectations = expectations
+
+    @property
+    def verdict(self) -> str:
+        """pass/warn/fail from the last measurement, else from the live value; idle at rest."""
+        if self.measured is not None:
+            if not self.measured.valid:
+                return "warn"
+            return self._expectations.band(self.measured.value, self.ceiling)
+        if self.value < IDLE_GBPS:
+            return "idle"
+        return self._expectations.band(self.value, self.ceiling)
+
+    def sample(self, gbps: float) -> None:
+        self.value = gbps
+        self.history.append(gbps)
+        self._restyle()
+
+    def measure(self, measurement: Measurement) -> None:
+        self.measured = measurement
+        self._restyle()
+
+    def clear_measurement(self) -> None:
+        self.measured = None
+        self._restyle()
+
+    def copy_row(self) -> RailGauge:
+        """A fresh widget with this row's state (Textual widgets cannot be re-mounted)."""
+        row = RailGauge(
+            self.node,
+            self.netdev,
+            half=self.half,
+            port=self.port,
+            ceiling=self.ceiling,
+            expectations=self._expectations,
+            label_width=self.label_width,
+        )
+        row.value = self.value
+        row.history.extend(self.history)
+        row.measured = self.measured
+        row._restyle()
+        return row
+
+    def _restyle(self) -> None:
+        verdict = f"-{self.verdict}"
+        for cls in _VERDICT_CLASSES:
+            self.set_class(cls == verdict, cls)
+        self.refresh()
+
+    def render(self) -> Text:
+        width = self.size.width or 72
+        label = f"{self.node:<{self.label_width}} {self.netdev:<14} {self.half}{self.port}"
+        value = f"{self.value:6.1f}/{self.ceiling:<4.0f}"
+        spark_w = min(HISTORY, 12) if width >= 64 else 0
+        bar_w = max(4, width - len(label) - len(value) - spark_w - 4)
+        filled = round(min(self.value, self.ceiling) / self.ceiling * bar_w) if self.ceiling else 0
+        bar = "█" * filled + "░" * (bar_w - filled)
+        spark = sparkline(self.history, self.ceiling, spark_w)
+        line = f"{label} {bar} {value}"
+        if spark_w:
+            line += f" {spark:<{spark_w}}"
+        return Text(line[:width], no_wrap=True, overflow="crop")
+
+
+class RailGauges(Vertical):
+    """The gauge panel: a summary line and one scrolling row per node x rail."""
+
+    DEFAULT_CSS = """
+    RailGauges { height: 1fr; }
+    RailGauges > #gauge-summary { height: 1; color: $text-muted; }
+    RailGauges > #gauge-rows { height: 1fr; }
+    """
+
+    def __init__(
+        self,
+        *,
+        expectations: Expectations | None = None,
+        ceiling: float | None = None,
+        id: str | None = None,  # noqa: A002 - Textual's name
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(id=id, classes=classes)
+        self.expectations = expectations or Expectations()
+        self.ceiling = ceiling if ceiling is not None else self.expectations.rail_switched_gbps
+        self.gauges: dict[tuple[str, str], RailGauge] = {}
+        self._label_width = 8
+
+    def compose(self) -> ComposeResult:
+        yield Static("no rail sampled yet", id="gauge-summary")
+        yield VerticalScroll(id="gauge-rows")
+
+    def gauge(self, node: str, netdev: str) -> RailGauge | None:
+        return self.gauges.get((node, netdev))
+
+    def set_rails(self, rails: Iterable[Rail]) -> None:
+        """Pre-create rows for known rails (discovery or the lab) so the panel has its shape."""
+        self._add([(r.node, r.netdev, r.half, r.port) for r in rails])
+
+    def update_samples(self, samples: Mapping[tuple[str, str], float]) -> None:
+        new = [(n, d, *rail_tag(d)) for (n, d) in samples if (n, d) not in self.gauges]
+        self._add(new)
+        for key, gbps in samples.items():
+            self.gauges[key].sample(gbps)
+        self._summarise()
+
+    def add_measurement(self, measurement: Measurement) -> None:
+        """A rail or pair result colours the rails at both ends of its target."""
+        if measurement.kind == "nccl":
+            return
+        for end in measurement.target.split("->"):
+            node, _, netdev = end.strip().partition("/")
+            gauge = self.gauges.get((node, netdev))
+            if gauge is None and netdev:
+                self._add([(node, netdev, *rail_tag(netdev))])
+                gauge = self.gauges[(node, netdev)]
+            if gauge is not None:
+                gauge.measure(measurement)
+        self._summarise()
+
+    def clear_measurements(self) -> None:
+        for gauge in self.gauges.values():
+            gauge.clear_measurement()
+        self._summarise()
+
+    def _add(self, rails: list[tuple[str, str, str, int]]) -> None:
+        if not rails:
+            return
+        widest = max(len(n) for n, *_ in rails)
+        if widest > self._label_width:
+            self._label_width = widest
+            for g in self.gauges.values():
+                g.label_width = widest
+                g.refresh()
+        rows = []
+        for node, netdev, half, port in rails:
+            if (node, netdev) in self.gauges:
+                continue
+            gauge = RailGauge(
+                node,
+                netdev,
+                half=half,
+                port=port,
+                ceiling=self.ceiling,
+                expectations=self.expectations,
+                label_width=self._label_width,
+            )
+            self.gauges[(node, netdev)] = gauge
+            rows.append(gauge)
+        if not rows:
+            return
+        container = self.query_one("#gauge-rows", VerticalScroll)
+        existing = [g for g in self.gauges.values() if g not in rows]
+        rows.sort(key=_gauge_order)
+        if existing and _gauge_order(rows[0]) < max(_gauge_order(g) for g in existing):
+            # A rail that sorts among the existing rows (rare): re-mount all rows in order.
+            for g in existing:
+                g.remove()
+            fresh = [g.copy_row() for g in sorted(self.gauges.values(), key=_gauge_order)]
+            self.gauges = {(g.node, g.netdev): g for g in fresh}
+            container.mount(*fresh)
+        else:
+            container.mount(*rows)
+        self._summarise()
+
+    def _summarise(self) -> None:
+        if not self.gauges:
+            return
+        counts = {"pass": 0, "warn": 0, "fail": 0, "idle": 0}
+        for g in self.gauges.values():
+            counts[g.verdict] += 1
+        total = sum(g.value for g in self.gauges.values())
+        nodes = len({n for n, _ in self.gauges})
+        self.query_one("#gauge-summary", Static).update(
+            f"{nodes} nodes · {len(self.gauges)} rails · {counts['pass']} pass · "
+            f"{counts['warn']} warn · {counts['fail']} fail · {counts['idle']} idle · "
+            f"{total:.0f} Gb/s now (ceiling {self.ceiling:.0f}/rail)"
+        )
+
+
+def _gauge_order(g: RailGauge) -> tuple[tuple[str, int], int, str]:
+    return (_node_order(g.node), g.port, g.half)
+
+
+def _node_order(name: str) -> tuple[str, int]:
+    """spark2 before spark10."""
+    match = re.match(r"(.*?)(\d+)$", name)
+    return (match.group(1), int(match.group(2))) if match else (name, 0)

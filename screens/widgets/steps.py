@@ -1,0 +1,84 @@
+"""The bisection steps as a list with their status (one row per step, styled by class).
+
+Moving the highlight only changes which step the detail panel shows (`StepViewRequested`); it
+never moves the engine, which only the action intents do.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Label, ListItem, ListView
+
+from screens.widgets.messages import StepViewRequested
+from screens.widgets.view_model import SessionView, StepView
+
+GLYPHS = {
+    "pending": "○",
+    "running": "◐",
+    "pass": "✔",
+    "benign": "✔",
+    "fixed": "✔",
+    "warn": "▲",
+    "fail": "✘",
+    "unknown": "?",
+    "skipped": "»",
+}
+STATUS_CLASSES = tuple(f"-{s}" for s in GLYPHS)
+
+
+class StepItem(ListItem):
+    def __init__(self, step_id: str, number: int) -> None:
+        self._label = Label("", classes="step-label")
+        super().__init__(self._label, classes="-pending")
+        self.step_id = step_id
+        self.number = number
+        self.status = "pending"
+
+    def show(self, view: StepView, *, current: bool) -> None:
+        self.status = view.status
+        for cls in STATUS_CLASSES:
+            self.set_class(cls == f"-{self.status}", cls)
+        self.set_class(current, "-current")
+        word = view.status
+        if word == "running" and view.phase not in ("running", "pending"):
+            word = view.phase.replace("_", " ")
+        glyph = GLYPHS.get(view.status, "·")
+        label = Text(f"{glyph} {self.number} {view.info.title}", no_wrap=True, overflow="ellipsis")
+        label.append(f"  {word}", style="dim")
+        self._label.update(label)
+
+
+class StepList(ListView):
+    """Steps in bisection order. Enter or the highlight selects which step to look at."""
+
+    def __init__(self, view: SessionView, *, id: str | None = None) -> None:  # noqa: A002
+        self._session = view
+        items = [StepItem(s, i) for i, s in enumerate(view.steps, start=1)]
+        super().__init__(*items, id=id)
+
+    def item(self, step_id: str) -> StepItem | None:
+        for child in self.query(StepItem):
+            if child.step_id == step_id:
+                return child
+        return None
+
+    def refresh_steps(self) -> None:
+        known = {c.step_id for c in self.query(StepItem)}
+        for step_id in self._session.steps:
+            if step_id not in known:
+                self.append(StepItem(step_id, len(known) + 1))
+                known.add(step_id)
+        for child in self.query(StepItem):
+            child.show(
+                self._session.steps[child.step_id], current=child.step_id == self._session.current
+            )
+
+    def on_list_view_highlighted(self, message: ListView.Highlighted) -> None:
+        if isinstance(message.item, StepItem):
+            message.stop()
+            self.post_message(StepViewRequested(message.item.step_id))
+
+    def on_list_view_selected(self, message: ListView.Selected) -> None:
+        if isinstance(message.item, StepItem):
+            message.stop()
+            self.post_message(StepViewRequested(message.item.step_id))

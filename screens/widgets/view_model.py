@@ -1,0 +1,376 @@
+"""What the session screen shows, folded from engine events. No Textual here, no decisions.
+
+The engine decides; this module only remembers what it said, so widgets can render a step
+(its phase, latest verdict per fault, the probes behind them, the fixes offered) and the app can
+tell whether quitting would leave work unapplied. `SessionView.apply(event)` is the one entry
+point; it returns which parts changed so the screen refreshes only those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from wizard.events import (
+    Event,
+    ExportTaken,
+    FixApplied,
+    FixPreviewed,
+    FixRefusedEvent,
+    FixRolledBack,
+    FixVerified,
+    LinkTransitionSeen,
+    MeasurementTaken,
+    NodeDrained,
+    Note,
+    OperatorAnswered,
+    PhysicalActionDone,
+    PhysicalActionRequested,
+    ProbeAnswered,
+    ProbeSent,
+    SessionEnded,
+    SessionResumed,
+    SessionStarted,
+    StepChanged,
+    VerdictReached,
+)
+from wizard.model import Measurement, ProbeResult, Status, Verdict
+
+
+class StepText(Protocol):
+    """A bisection step as `flows/bisection.py` describes it (duck-typed on these attributes)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def what(self) -> str: ...
+    @property
+    def why(self) -> str: ...
+    @property
+    def good(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StepInfo:
+    """The TUI's own copy of a step's texts (also the stand-in list below)."""
+
+    id: str
+    title: str
+    what: str
+    why: str
+    good: str
+
+
+# Used only when flows/bisection.py is absent; the real list comes from the flow (`load_steps`).
+FALLBACK_STEPS: tuple[StepInfo, ...] = (
+    StepInfo(
+        "preflight",
+        "Preflight",
+        "Reach every node and switch, discover the rails and cabling, and sweep every check.",
+        "Nothing can be judged while a link is down or a node is unreachable.",
+        "All nodes and switches answer; every rail is up at 200G with the expected MTU.",
+    ),
+    StepInfo(
+        "direct_connect",
+        "Direct-connect test",
+        "Cable two nodes port to port and measure one rail with ib_write_bw.",
+        "Good numbers clear the NICs and host stack and pin the fault on the switch path.",
+        "~112 Gb/s on one rail with one QP.",
+    ),
+    StepInfo(
+        "drain",
+        "Drain",
+        "AC-drain the nodes whose links bounced before measuring again.",
+        "A ConnectX-7 can stay degraded (~12 Gb/s) after a link transition until drained.",
+        "Every node that saw a transition was drained (new boot_id).",
+    ),
+    StepInfo(
+        "offload",
+        "Switch offload",
+        "Check that the fabric bridge is forwarded by the switch chip, not its CPU.",
+        "A split breakout cage or a second bridge caps every flow at ~10 Gb/s.",
+        "Every fabric port hw-offloaded; switch CPU near 0 % during a transfer.",
+    ),
+    StepInfo(
+        "qos",
+        "QoS",
+        "Check switch QoS and host PFC settings.",
+        "A lossless profile without matching host PFC stalls RDMA: no data moves.",
+        "Lossy QoS on the switch and PFC disabled on the hosts (or both lossless).",
+    ),
+    StepInfo(
+        "addressing",
+        "Addressing",
+        "Check rail addresses, ARP sysctls, IPv6 and MTU with a jumbo ping matrix.",
+        "Duplicate IPs make frames vanish; one subnet per rail keeps routing sane.",
+        "One /24 per rail, unique addresses, MTU 9000 end to end.",
+    ),
+    StepInfo(
+        "halves",
+        "Both halves",
+        "Run both PCIe halves of every node concurrently, then NCCL all_reduce_perf.",
+        "A node using one half tops out at ~110 Gb/s where ~196 is expected.",
+        "~98 Gb/s on each half concurrently; NCCL busbw near the expected value.",
+    ),
+    StepInfo(
+        "persist",
+        "Persist and prove",
+        "Write netplan, sysctl.d and a QoS unit, take a golden switch export.",
+        "A fix that does not survive a reboot comes back as a ticket.",
+        "Everything returns after a reboot with zero manual steps.",
+    ),
+)
+
+
+def load_steps() -> tuple[StepInfo, ...]:
+    """The bisection steps from `flows.bisection` when it exists, else the stand-in list."""
+    try:
+        from flows import bisection  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return FALLBACK_STEPS
+    raw = getattr(bisection, "STEPS", None) or getattr(bisection, "BISECTION", None)
+    if not raw:
+        return FALLBACK_STEPS
+    return steps_from(raw)
+
+
+def steps_from(raw: Iterable[StepText]) -> tuple[StepInfo, ...]:
+    return tuple(
+        StepInfo(
+            str(s.id),
+            str(s.title),
+            str(getattr(s, "what", "")),
+            str(getattr(s, "why", "")),
+            str(getattr(s, "good", "")),
+        )
+        for s in raw
+    )
+
+
+# Phases after which the step's verdict is what counts; the rest mean "the engine is busy here".
+_SETTLED = frozenset({"verdict", "fix_offered", "done", "awaiting", "decision"})
+
+
+@dataclass(slots=True)
+class FixView:
+    fix_id: str
+    fault: str
+    target: str
+    summary: str
+    preview: str
+    state: str = "previewed"  # applied, verified, failed, rolled_back, refused
+    export: str | None = None
+
+    @property
+    def unapplied(self) -> bool:
+        return self.state in ("previewed", "applied")
+
+
+@dataclass(slots=True)
+class StepView:
+    info: StepInfo
+    phase: str = "pending"
+    reason: str = ""
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # fault -> latest
+    probes: list[ProbeResult] = field(default_factory=list)
+    sent: list[tuple[str, str]] = field(default_factory=list)  # (target, command)
+    measurements: list[Measurement] = field(default_factory=list)
+    fixes: dict[str, FixView] = field(default_factory=dict)
+    exports: list[ExportTaken] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    @property
+    def verdict_status(self) -> Status | None:
+        if not self.verdicts:
+            return None
+        return Status.worst(tuple(v.status for v in self.verdicts.values()))
+
+    @property
+    def status(self) -> str:
+        """One word for the step list: pending, running, skipped, fixed or a Status value."""
+        if self.phase == "pending":
+            return "pending"
+        if self.phase == "skipped":
+            return "skipped"
+        if self.phase not in _SETTLED:
+            return "running"
+        worst = self.verdict_status
+        if worst is None:
+            return "pass" if self.phase == "done" else "running"
+        if worst in (Status.PASS, Status.BENIGN) and any(
+            f.state == "verified" for f in self.fixes.values()
+        ):
+            return "fixed"
+        return str(worst)
+
+    @property
+    def open_fix(self) -> FixView | None:
+        for fix in reversed(self.fixes.values()):
+            if fix.state == "previewed":
+                return fix
+        return None
+
+
+@dataclass(slots=True)
+class SessionView:
+    steps: dict[str, StepView]
+    current: str | None = None
+    started: SessionStarted | None = None
+    ended: SessionEnded | None = None
+    log: list[tuple[float, str, str]] = field(default_factory=list)  # (at, level, text)
+    measurements: list[Measurement] = field(default_factory=list)
+    waiting: PhysicalActionRequested | None = None
+
+    @classmethod
+    def new(cls, steps: Sequence[StepInfo]) -> SessionView:
+        return cls(steps={s.id: StepView(s) for s in steps})
+
+    def step(self, step_id: str) -> StepView:
+        if step_id not in self.steps:
+            self.steps[step_id] = StepView(
+                StepInfo(step_id, step_id.replace("_", " ").capitalize(), "", "", "")
+            )
+        return self.steps[step_id]
+
+    def unapplied_work(self) -> list[str]:
+        """What quitting now would leave behind: fixes offered or applied but not verified."""
+        out = []
+        for view in self.steps.values():
+            for fix in view.fixes.values():
+                if fix.state == "previewed":
+                    out.append(f"{view.info.title}: fix offered, not applied ({fix.summary})")
+                elif fix.state == "applied":
+                    out.append(
+                        f"{view.info.title}: fix applied, not verified yet ({fix.summary}); "
+                        "its rollback is still armed"
+                    )
+        if self.waiting is not None:
+            out.append(f"Physical action in progress: {self.waiting.kind} on "
+                       + ", ".join(self.waiting.nodes))
+        return out
+
+    def _log(self, event: Event, level: str, text: str) -> None:
+        self.log.append((event.at, level, text))
+
+    def apply(self, event: Event) -> set[str]:  # noqa: PLR0915 - one branch per event type
+        """Fold one event in. Returns the parts that changed: steps, detail, log, gauges, ended."""
+        changed = {"log"}
+        match event:
+            case SessionStarted():
+                self.started = event
+                where = event.scenario or event.inventory_path or "inventory"
+                self._log(event, "info", f"session {event.session_id} started on {where}")
+            case SessionResumed():
+                self._log(event, "info", f"resumed at {event.from_step} "
+                          f"({event.events_loaded} events replayed)")
+            case SessionEnded():
+                self.ended = event
+                word = "healthy" if event.healthy else "not healthy"
+                self._log(event, "info" if event.healthy else "warn",
+                          f"session ended: {word}" + (f" ({event.reason})" if event.reason else ""))
+                changed |= {"ended", "steps", "detail"}
+            case StepChanged():
+                view = self.step(event.step)
+                view.phase = event.phase
+                view.reason = event.reason
+                self.current = event.step
+                extra = f": {event.reason}" if event.reason else ""
+                self._log(event, "info", f"[{event.step}] {event.phase}{extra}")
+                changed |= {"steps", "detail"}
+            case ProbeSent():
+                self.step(event.step).sent.append((event.target, event.command))
+                self._log(event, "debug", f"{event.target}: {event.command}")
+            case ProbeAnswered():
+                self.step(event.step).probes.append(event.result)
+                res = event.result
+                if res.error:
+                    self._log(event, "warn", f"{res.target}: {res.command}: {res.error}")
+                changed.add("detail")
+            case VerdictReached():
+                verdict = event.verdict
+                self.step(event.step).verdicts[verdict.fault] = verdict
+                level = "info" if verdict.status in (Status.PASS, Status.BENIGN) else "warn"
+                self._log(event, level, f"[{event.step}] {verdict.status}: {verdict.fault}: "
+                          f"{verdict.summary}")
+                changed |= {"steps", "detail"}
+            case MeasurementTaken():
+                m = event.measurement
+                self.step(event.step).measurements.append(m)
+                self.measurements.append(m)
+                note = "" if m.valid else f" (not evidence: {m.reason})"
+                self._log(event, "info" if m.valid else "warn",
+                          f"{m.target}: {m.value:.2f} {m.unit}{note}")
+                changed |= {"detail", "gauges"}
+            case OperatorAnswered():
+                self._log(event, "info", f"operator: {event.question} -> {event.answer}")
+            case PhysicalActionRequested():
+                self.waiting = event
+                self._log(event, "warn", f"hands needed: {event.kind} on {', '.join(event.nodes)}")
+                changed.add("detail")
+            case PhysicalActionDone():
+                self.waiting = None
+                by = "the lab" if event.performed_by == "lab" else "the operator"
+                obs = f": {event.observed}" if event.observed else ""
+                self._log(event, "info", f"{event.kind} on {', '.join(event.nodes)} done by {by}"
+                          f"{obs}")
+                changed.add("detail")
+            case LinkTransitionSeen():
+                self._log(event, "warn", f"link transition on {event.node} ({event.cause})")
+            case NodeDrained():
+                self._log(event, "info", f"{event.node} drained"
+                          + (f", boot_id {event.boot_id[:8]}" if event.boot_id else ""))
+            case ExportTaken():
+                self.step(event.step).exports.append(event)
+                self._log(event, "info", f"export {event.switch}:{event.file} "
+                          f"({len(event.contents)} bytes, sha256 {event.sha256[:12]}) kept")
+                changed.add("detail")
+            case FixPreviewed():
+                self.step(event.step).fixes[event.fix_id] = FixView(
+                    event.fix_id, event.fault, event.target, event.summary, event.preview
+                )
+                self._log(event, "info", f"fix offered: {event.summary}")
+                changed |= {"detail", "steps"}
+            case FixApplied():
+                fix = self._fix(event.step, event.fix_id, event.fault, event.target)
+                fix.state = "applied"
+                fix.export = event.export
+                armed = f", rollback armed ({event.rollback_armed})" if event.rollback_armed else ""
+                self._log(event, "info", f"fix applied on {event.target}{armed}")
+                changed |= {"detail", "steps"}
+            case FixVerified():
+                fix = self._fix(event.step, event.fix_id, event.fault, "")
+                fix.state = "verified" if event.ok else "failed"
+                self._log(event, "info" if event.ok else "error",
+                          f"fix {'verified' if event.ok else 'did not verify'}: {event.fault}"
+                          + (f" ({event.detail})" if event.detail else ""))
+                changed |= {"detail", "steps"}
+            case FixRolledBack():
+                fix = self._fix(event.step, event.fix_id, event.fault, "")
+                fix.state = "rolled_back"
+                restored = "restored" if event.restored else "NOT confirmed restored"
+                self._log(event, "error", f"fix rolled back ({event.reason}); {restored}")
+                changed |= {"detail", "steps"}
+            case FixRefusedEvent():
+                for fix in self.step(event.step).fixes.values():
+                    if fix.fault == event.fault and fix.state == "previewed":
+                        fix.state = "refused"
+                self._log(event, "error", f"fix refused on {event.target}: {event.reason}")
+                changed |= {"detail", "steps"}
+            case Note():
+                prefix = f"[{event.step}] " if event.step else ""
+                self._log(event, event.level, prefix + event.text)
+            case _:
+                self._log(event, "debug", event.type)
+        return changed
+
+    def _fix(self, step: str, fix_id: str, fault: str, target: str) -> FixView:
+        fixes = self.step(step).fixes
+        if fix_id not in fixes:
+            fixes[fix_id] = FixView(fix_id, fault, target, fault, "")
+        return fixes[fix_id]

@@ -1,0 +1,92 @@
+"""The drain guard (`process.undrained-measurement`).
+
+A bandwidth result taken after a link transition (cable move, port bounce, switch reboot, a fix
+that bounced links) on a node that has not been AC-drained since is not evidence: a transition can
+re-arm a low-throughput CX7 state that survives reboots and only a full AC drain clears.
+
+The guard knows the transitions the engine caused or prompted (`record_transition`), and those it
+sees: a node whose carrier counters (`link_down_events_phy`, per boot) went up since the engine
+last looked, or that shows link-down events since boot while the engine has no drain on record
+after them. It is rebuilt from the session log on resume (`from_events`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from wizard.events import Event, LinkTransitionSeen, NodeDrained
+
+FAULT_ID = "process.undrained-measurement"
+
+
+@dataclass(slots=True)
+class DrainGuard:
+    transitions: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
+    drains: dict[str, float] = field(default_factory=dict)
+    boot_ids: dict[str, str] = field(default_factory=dict)
+    link_down_counts: dict[str, int] = field(default_factory=dict)
+
+    def record_transition(self, node: str, at: float, cause: str) -> None:
+        self.transitions.setdefault(node, []).append((at, cause))
+
+    def record_drain(self, node: str, at: float, boot_id: str = "") -> None:
+        self.drains[node] = at
+        if boot_id:
+            self.boot_ids[node] = boot_id
+        self.link_down_counts.pop(node, None)
+
+    def observe_counters(
+        self, node: str, link_down_events: int, at: float, boot_id: str = ""
+    ) -> str | None:
+        """Feed the node's summed `link_down_events_phy` of this boot. Returns the cause text of
+        a newly seen transition (for a `LinkTransitionSeen` event), or None."""
+        if boot_id and self.boot_ids.get(node) not in (None, boot_id):
+            # A new boot (reboot or drain): counters restart from zero.
+            self.link_down_counts.pop(node, None)
+        if boot_id:
+            self.boot_ids[node] = boot_id
+        previous = self.link_down_counts.get(node)
+        self.link_down_counts[node] = link_down_events
+        if previous is None:
+            if link_down_events > 0 and not self._undrained(node):
+                cause = f"{link_down_events} link-down event(s) since boot (carrier counters)"
+                self.record_transition(node, at, cause)
+                return cause
+            return None
+        if link_down_events > previous:
+            cause = f"link went down {link_down_events - previous} time(s) (carrier counters)"
+            self.record_transition(node, at, cause)
+            return cause
+        return None
+
+    def _undrained(self, node: str) -> list[tuple[float, str]]:
+        since = self.drains.get(node, float("-inf"))
+        return [t for t in self.transitions.get(node, []) if t[0] > since]
+
+    def undrained(self, nodes: Iterable[str]) -> dict[str, str]:
+        """Nodes whose latest transition is newer than their latest drain, with the cause."""
+        out: dict[str, str] = {}
+        for node in nodes:
+            pending = self._undrained(node)
+            if pending:
+                out[node] = pending[-1][1]
+        return out
+
+    def reason(self, pending: Mapping[str, str]) -> str:
+        parts = [f"{node}: {cause}" for node, cause in sorted(pending.items())]
+        return (
+            "not evidence: link transition without an AC drain since ("
+            + "; ".join(parts)
+            + "). A transition can re-arm the CX7's low-throughput state; drain first."
+        )
+
+    @classmethod
+    def from_events(cls, events: Iterable[Event]) -> DrainGuard:
+        guard = cls()
+        for ev in events:
+            if isinstance(ev, LinkTransitionSeen):
+                guard.record_transition(ev.node, ev.at, ev.cause)
+            elif isinstance(ev, NodeDrained):
+                guard.record_drain(ev.node, ev.at, ev.boot_id)
+        return guard

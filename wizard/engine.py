@@ -1,0 +1,1078 @@
+"""The wizard engine: walks the bisection with the operator, one step at a time.
+
+For each step of the flow (flows/bisection.py, injected): probe (one concurrent sweep of the
+step's checks), judge (the checks, injected), show the evidence (events), offer each fix (preview,
+mandatory export, dead-man rollback, apply, verify, disarm or roll back), perform or prompt for
+physical actions and watch for their result, and confirm with a bandwidth test where the step
+calls for one. The drain guard refuses to judge bandwidth from undrained nodes.
+
+Everything goes through ports (STYLE.md rule 6): `Fabric` (transports, sweep, traffic, the lab's
+hands if any), `Operator` (decisions, awaited), an event sink, a clock. The same engine runs in
+the TUI, headless (`fabwiz fix`), in tests and on resume. The engine never imports flows: the
+flow, the checks and the context factory are given to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
+
+from wizard import fixes
+from wizard.drain import FAULT_ID as UNDRAINED
+from wizard.drain import DrainGuard
+from wizard.errors import FabwizError
+from wizard.events import (
+    Event,
+    ExportTaken,
+    FixApplied,
+    FixPreviewed,
+    FixRefusedEvent,
+    FixRolledBack,
+    FixVerified,
+    LinkTransitionSeen,
+    MeasurementTaken,
+    NodeDrained,
+    Note,
+    OperatorAnswered,
+    PhysicalActionDone,
+    PhysicalActionRequested,
+    ProbeAnswered,
+    RollbackArmed,
+    RollbackDisarmed,
+    SessionEnded,
+    StepChanged,
+    VerdictReached,
+)
+from wizard.fixes import ExportStatus
+from wizard.machine import Phase, StepLifecycle
+from wizard.model import (
+    Evidence,
+    FixPlan,
+    Measurement,
+    PhysicalAction,
+    ProbeResult,
+    Status,
+    Verdict,
+)
+from wizard.probes import HostProbe, Observations, Probe
+
+# --- ports -----------------------------------------------------------------------------------
+
+
+class StepLike(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def faults(self) -> tuple[str, ...]: ...
+    @property
+    def traffic(self) -> bool: ...
+
+
+class CheckLike(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def faults(self) -> tuple[str, ...]: ...
+    @property
+    def probes(self) -> tuple[Probe, ...]: ...
+    @property
+    def needs_traffic(self) -> bool: ...
+    @property
+    def parse(self) -> Callable[[Observations, Any], Any]: ...
+    @property
+    def fix(self) -> Callable[[Any, Verdict, Any], FixPlan | None] | None: ...
+
+    def run(self, obs: Observations, ctx: Any) -> list[Verdict]: ...
+
+
+class Thresholds(Protocol):
+    @property
+    def rail_fix_target_gbps(self) -> float: ...
+    @property
+    def node_both_halves_min_gbps(self) -> float: ...
+    @property
+    def nccl_pass_gate(self) -> float: ...
+
+
+class Hands(Protocol):
+    """The lab's hands: performs a physical action in the simulated rack."""
+
+    async def perform(self, action: PhysicalAction) -> str: ...
+
+
+MeasureKind = Literal["rails", "halves", "direct", "nccl"]
+
+
+class Fabric(Protocol):
+    """The cluster as the engine sees it (wizard/fabric.py builds it from an inventory)."""
+
+    @property
+    def nodes(self) -> tuple[str, ...]: ...
+    @property
+    def switches(self) -> tuple[str, ...]: ...
+    @property
+    def hands(self) -> Hands | None: ...
+
+    async def sweep(self, probes: Sequence[Probe]) -> Observations: ...
+    async def measure(self, kind: MeasureKind) -> list[Measurement]: ...
+    async def run(
+        self, node: str, command: str, *, stdin: str | None = None, timeout: float = 30.0
+    ) -> ProbeResult: ...
+    def api(self, switch: str) -> fixes.RouterOsApi: ...
+    def management_ports(self, switch: str) -> tuple[str, ...]: ...
+    def direct_connect_action(self) -> tuple[PhysicalAction, PhysicalAction] | None: ...
+
+
+Choice = Literal["done", "perform", "skip"]
+
+
+class Operator(Protocol):
+    """Decisions, awaited from the engine's worker (a TUI modal, a terminal prompt, `--yes`)."""
+
+    async def confirm_fix(self, plan: FixPlan, export: ExportStatus | None) -> bool: ...
+    async def physical_action(self, action: PhysicalAction, can_perform_in_lab: bool) -> str: ...
+    async def choose(self, step: str, question: str, options: list[str]) -> str: ...
+    async def error(self, title: str, message: str, hint: str | None) -> None: ...
+
+
+# --- results ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class FixRecord:
+    fix_id: str
+    fault: str
+    target: str
+    applied: bool = False
+    verified: bool = False
+    rolled_back: bool = False
+    export: str | None = None
+    refused: str | None = None
+
+
+@dataclass(slots=True)
+class RunResult:
+    healthy_before: bool | None = None
+    healthy_after: bool | None = None
+    steps: dict[str, list[Verdict]] = field(default_factory=dict)
+    fixes: list[FixRecord] = field(default_factory=list)
+    rails_gbps: dict[str, float] = field(default_factory=dict)
+    halves_gbps: dict[str, float] = field(default_factory=dict)
+    nccl_busbw: float | None = None
+    aborted: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "healthy_before": self.healthy_before,
+            "healthy_after": self.healthy_after,
+            "steps": [
+                {"step": s, "verdicts": [v.to_json() for v in vs]} for s, vs in self.steps.items()
+            ],
+            "fixes": [
+                {
+                    "fault": f.fault,
+                    "target": f.target,
+                    "applied": f.applied,
+                    "verified": f.verified,
+                    "rolled_back": f.rolled_back,
+                    "export": f.export,
+                }
+                for f in self.fixes
+            ],
+            "measurements": {
+                "rails_gbps": dict(sorted(self.rails_gbps.items())),
+                "halves_gbps": dict(sorted(self.halves_gbps.items())),
+                "nccl_busbw": self.nccl_busbw,
+            },
+            "aborted": self.aborted,
+        }
+
+
+@dataclass(slots=True)
+class Resume:
+    """What a resumed engine takes from the session log (wizard/session.py folds it)."""
+
+    step: str
+    done_steps: tuple[str, ...] = ()
+    verified_fixes: tuple[str, ...] = ()  # fix ids applied and verified: never repeated
+    pending_rollbacks: tuple[tuple[str, str, str, bool], ...] = ()  # (fix_id, switch, name, ok)
+    guard: DrainGuard | None = None
+    fixes: tuple[FixRecord, ...] = ()
+    healthy_before: bool | None = None
+
+
+# --- the engine ------------------------------------------------------------------------------
+
+_LINK_DOWN = re.compile(r"^/sys/class/net/([^/]+)/carrier_down_count:(\d+)\s*$", re.M)
+_CARRIER = re.compile(r"^/sys/class/net/([^/]+)/(carrier|speed):(-?\d+)\s*$", re.M)
+_CARRIER_PROBE = HostProbe(
+    name="fabwiz.carrier",
+    command=(
+        "grep -H . /sys/class/net/*/carrier /sys/class/net/*/speed "
+        "/sys/class/net/*/carrier_down_count 2>/dev/null; cat /proc/sys/kernel/random/boot_id"
+    ),
+)
+
+
+class Engine:
+    def __init__(
+        self,
+        *,
+        fabric: Fabric,
+        operator: Operator,
+        emit: Callable[[Event], None],
+        flow: Sequence[StepLike],
+        checks: Sequence[CheckLike],
+        make_context: Callable[[Observations, DrainGuard], Any],
+        thresholds: Thresholds,
+        session_id: str = "session",
+        rollback_window_s: float = 300.0,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Any] = asyncio.sleep,
+        poll_interval_s: float = 1.0,
+        physical_timeout_s: float = 900.0,
+        resume: Resume | None = None,
+    ) -> None:
+        self.fabric = fabric
+        self.operator = operator
+        self._emit = emit
+        self.flow = list(flow)
+        self.checks = list(checks)
+        self.make_context = make_context
+        self.thresholds = thresholds
+        self.session_id = session_id
+        self.rollback_window_s = rollback_window_s
+        self.clock = clock
+        self.sleep = sleep
+        self.poll_interval_s = poll_interval_s
+        self.physical_timeout_s = physical_timeout_s
+        self.guard = resume.guard if resume and resume.guard else DrainGuard()
+        self.result = RunResult()
+        self._resume = resume
+        self._verified_fixes: set[str] = set(resume.verified_fixes) if resume else set()
+        self._fix_counter = 0
+        self._step = self.flow[0].id if self.flow else ""
+        self.lifecycle = StepLifecycle(self._phase_changed)
+        self._last_obs: Observations | None = None
+        if resume is not None:
+            self.result.fixes = list(resume.fixes)
+            self.result.healthy_before = resume.healthy_before
+
+    # -- events --------------------------------------------------------------------------------
+
+    def emit(self, event: Event) -> None:
+        self._emit(event)
+
+    def note(self, text: str, level: str = "info") -> None:
+        self.emit(Note(level=level, text=text, step=self._step))
+
+    def _phase_changed(self, _src: Phase, dest: Phase, trigger: str) -> None:
+        self.emit(StepChanged(step=self._step, phase=dest.value, reason=trigger))
+
+    def _fire(self, trigger: str) -> None:
+        if self.lifecycle.can(trigger):
+            self.lifecycle.fire(trigger)
+
+    # -- the walk ------------------------------------------------------------------------------
+
+    async def run(self) -> RunResult:
+        """Walk the flow from the start (or from the resumed step) to the end."""
+        index = 0
+        done: set[str] = set()
+        if self._resume is not None:
+            done = set(self._resume.done_steps)
+            ids = [s.id for s in self.flow]
+            index = ids.index(self._resume.step) if self._resume.step in ids else 0
+            await self._settle_pending_rollbacks()
+        try:
+            while index < len(self.flow):
+                spec = self.flow[index]
+                if spec.id in done:
+                    index += 1
+                    continue
+                self._step = spec.id
+                self.lifecycle.force(Phase.IDLE)
+                self.emit(StepChanged(step=spec.id, phase="entered", reason="next"))
+                outcome = await self._run_step(spec)
+                if outcome == "back":
+                    done.discard(self.flow[max(0, index - 1)].id)
+                    index = max(0, index - 1)
+                    continue
+                if outcome == "rerun":
+                    continue
+                done.add(spec.id)
+                index += 1
+        except FabwizError as exc:
+            self.result.aborted = str(exc)
+            await self.operator.error("The wizard stopped", exc.message, exc.hint)
+        self.emit(
+            SessionEnded(healthy=bool(self.result.healthy_after), reason=self.result.aborted or "")
+        )
+        return self.result
+
+    async def _run_step(self, spec: StepLike) -> str:
+        handler = {
+            "preflight": self._step_preflight,
+            "direct_connect": self._step_direct_connect,
+            "drain": self._step_drain,
+            "config": self._step_config,
+            "halves": self._step_halves,
+            "persist": self._step_persist,
+        }[spec.kind]
+        skipped = await handler(spec)
+        if skipped:
+            self._fire("skip")
+        else:
+            if self.lifecycle.state is not Phase.VERDICT:
+                self._fire("judged")
+            self._fire("finish")
+        answer = await self.operator.choose(
+            spec.id, f"{spec.title}: done.", ["next", "rerun", "back"]
+        )
+        self.emit(OperatorAnswered(step=spec.id, question="step finished", answer=answer))
+        return answer
+
+    # -- probing and judging -------------------------------------------------------------------
+
+    def _checks_for(self, faults: Sequence[str], *, traffic: bool | None = None) -> list[CheckLike]:
+        wanted = set(faults)
+        out = []
+        for c in self.checks:
+            if not wanted & set(c.faults):
+                continue
+            if traffic is not None and c.needs_traffic != traffic:
+                continue
+            out.append(c)
+        return out
+
+    async def _sweep(self, checks: Sequence[CheckLike]) -> Observations:
+        probes: dict[str, Probe] = {_CARRIER_PROBE.name: _CARRIER_PROBE}
+        for c in checks:
+            for p in c.probes:
+                probes.setdefault(p.name, p)
+        self._fire("probe")
+        obs = await self.fabric.sweep(list(probes.values()))
+        for results in (*obs.nodes.values(), *obs.switches.values()):
+            for name, res in results.items():
+                self.emit(ProbeAnswered(step=self._step, probe=name, result=res))
+        for target, error in obs.unreachable.items():
+            self.note(f"{target} did not answer: {error}", "error")
+        self._observe_carrier(obs)
+        self._last_obs = obs
+        return obs
+
+    def _observe_carrier(self, obs: Observations) -> None:
+        now = self.clock()
+        for node in self.fabric.nodes:
+            res = obs.node(node, _CARRIER_PROBE.name)
+            if res is None or not res.stdout:
+                continue
+            downs = sum(int(m.group(2)) for m in _LINK_DOWN.finditer(res.stdout))
+            boot_id = res.stdout.strip().splitlines()[-1].strip()
+            cause = self.guard.observe_counters(node, downs, now, boot_id)
+            if cause:
+                self.emit(LinkTransitionSeen(node=node, cause=cause, at=now))
+
+    def _judge(
+        self, checks: Sequence[CheckLike], obs: Observations, faults: Sequence[str] | None
+    ) -> list[Verdict]:
+        ctx = self.make_context(obs, self.guard)
+        verdicts: list[Verdict] = []
+        for c in checks:
+            try:
+                found = c.run(obs, ctx)
+            except Exception as exc:  # a check bug must not stop the walk: it is an unknown
+                found = [
+                    Verdict(
+                        fault=f,
+                        status=Status.UNKNOWN,
+                        summary=f"the check {c.id} failed: {exc!r}",
+                        check=c.id,
+                    )
+                    for f in c.faults
+                ]
+            verdicts.extend(v for v in found if faults is None or v.fault in faults)
+        return verdicts
+
+    def _record_verdicts(self, verdicts: Sequence[Verdict]) -> None:
+        self.result.steps.setdefault(self._step, [])
+        existing = self.result.steps[self._step]
+        for v in verdicts:
+            self.emit(VerdictReached(step=self._step, verdict=v))
+            existing[:] = [e for e in existing if e.fault != v.fault] + [v]
+
+    # -- measurements and the drain guard -----------------------------------------------------
+
+    async def _measure(self, kind: MeasureKind) -> list[Measurement]:
+        self._fire("measure")
+        raw = await self.fabric.measure(kind)
+        out: list[Measurement] = []
+        for measured in raw:
+            nodes = tuple(measured.extra.get("nodes") or self.fabric.nodes)
+            pending = self.guard.undrained(nodes)
+            m = measured
+            if pending and m.valid:
+                m = replace(m, valid=False, reason=self.guard.reason(pending))
+            out.append(m)
+            self.emit(MeasurementTaken(step=self._step, measurement=m))
+            if m.valid:
+                if kind in ("rails", "direct"):
+                    self.result.rails_gbps[m.target] = m.value
+                elif kind == "halves":
+                    self.result.halves_gbps[m.target] = m.value
+                elif kind == "nccl":
+                    self.result.nccl_busbw = m.value
+        invalid = [m for m in out if not m.valid and m.reason.startswith("not evidence")]
+        if invalid:
+            self._record_verdicts(
+                [
+                    Verdict(
+                        fault=UNDRAINED,
+                        status=Status.FAIL,
+                        summary=invalid[0].reason,
+                        targets=tuple(sorted(self.guard.undrained(self.fabric.nodes))),
+                        evidence=tuple(
+                            Evidence(
+                                target=m.target,
+                                command=str(m.extra.get("command", kind)),
+                                observed=f"{m.value:.2f} {m.unit} (not judged)",
+                                expected="a measurement from drained nodes",
+                                status=Status.FAIL,
+                            )
+                            for m in invalid
+                        ),
+                        check="drain-guard",
+                    )
+                ]
+            )
+        return out
+
+    async def _measure_and_judge(
+        self, kind: MeasureKind, faults: Sequence[str]
+    ) -> tuple[list[Measurement], list[Verdict]]:
+        ms = await self._measure(kind)
+        valid = tuple(m for m in ms if m.valid)
+        if not valid:
+            return ms, []
+        base = self._last_obs or Observations()
+        obs = replace(base, measurements=valid)
+        checks = self._checks_for(faults, traffic=True)
+        verdicts = self._judge(checks, obs, faults)
+        self._record_verdicts(verdicts)
+        return ms, verdicts
+
+    async def _drain(self, nodes: dict[str, str]) -> bool:
+        """Ask for (or perform) an AC drain of `nodes`; True when all came back drained."""
+        names = tuple(sorted(nodes))
+        action = PhysicalAction(
+            kind="ac_drain",
+            nodes=names,
+            instructions=(
+                f"AC-drain {', '.join(names)}: shut down, unplug the power cord, wait at least "
+                "60 s, plug it back and power on. Reason: "
+                + "; ".join(f"{n}: {c}" for n, c in sorted(nodes.items()))
+                + ". The wizard waits for each node to come back with a new boot_id."
+            ),
+        )
+        ok = await self._physical(action)
+        return ok
+
+    # -- physical actions ------------------------------------------------------------------------
+
+    async def _boot_ids(self, nodes: Sequence[str]) -> dict[str, str]:
+        async def one(node: str) -> tuple[str, str]:
+            res = await self.fabric.run(node, "cat /proc/sys/kernel/random/boot_id", timeout=5.0)
+            return node, res.stdout.strip() if res.ok else ""
+
+        return dict(await asyncio.gather(*(one(n) for n in nodes)))
+
+    async def _physical(self, action: PhysicalAction) -> bool:
+        self._fire("need_physical")
+        self.emit(
+            PhysicalActionRequested(
+                step=self._step,
+                kind=action.kind,
+                nodes=action.nodes,
+                instructions=action.instructions,
+            )
+        )
+        before = await self._boot_ids(action.nodes)
+        while True:
+            hands = self.fabric.hands
+            answer = await self.operator.physical_action(action, hands is not None)
+            self.emit(
+                OperatorAnswered(step=self._step, question=f"physical:{action.kind}", answer=answer)
+            )
+            if answer == "skip":
+                self.note(
+                    f"{action.kind} on {', '.join(action.nodes)} skipped by the operator", "warn"
+                )
+                return False
+            by = "operator"
+            if answer == "perform" and hands is not None:
+                observed = await hands.perform(action)
+                by = "lab"
+                self.note(f"lab: {observed}")
+            ok, observed = await self._watch(action, before)
+            if ok:
+                self.emit(
+                    PhysicalActionDone(
+                        step=self._step,
+                        kind=action.kind,
+                        nodes=action.nodes,
+                        performed_by=by,
+                        observed=observed,
+                    )
+                )
+                return True
+            await self.operator.error("Not done yet", observed, "do it, then answer again")
+
+    async def _watch(self, action: PhysicalAction, before: dict[str, str]) -> tuple[bool, str]:
+        deadline = self.clock() + self.physical_timeout_s
+        waiting = set(action.nodes)
+        seen: list[str] = []
+        while waiting and self.clock() < deadline:
+            now = await self._boot_ids(sorted(waiting))
+            for node, boot in now.items():
+                if action.kind in ("ac_drain", "reboot", "firmware_update", "power_cycle"):
+                    if boot and boot != before.get(node):
+                        waiting.discard(node)
+                        seen.append(f"{node} back with a new boot_id")
+                        if action.kind == "ac_drain":
+                            self.guard.record_drain(node, self.clock(), boot)
+                            self.emit(NodeDrained(node=node, boot_id=boot, at=self.clock()))
+                        else:
+                            self.guard.link_down_counts.pop(node, None)
+                    elif not boot:
+                        self.note(f"waiting for {node} to come back")
+                elif await self._carrier_up(node):  # recable / reseat: carrier up at 200G
+                    waiting.discard(node)
+                    seen.append(f"{node} carrier up at 200000Mb/s")
+                    self.guard.record_transition(node, self.clock(), f"{action.kind} (prompted)")
+                    self.emit(
+                        LinkTransitionSeen(
+                            node=node, cause=f"{action.kind} (prompted)", at=self.clock()
+                        )
+                    )
+            if waiting:
+                await self.sleep(self.poll_interval_s)
+        if waiting:
+            return False, f"still waiting for {', '.join(sorted(waiting))}"
+        return True, "; ".join(seen)
+
+    async def _carrier_up(self, node: str) -> bool:
+        res = await self.fabric.run(node, _CARRIER_PROBE.command, timeout=5.0)
+        if not res.ok:
+            return False
+        values: dict[tuple[str, str], int] = {}
+        for m in _CARRIER.finditer(res.stdout):
+            values[(m.group(1), m.group(2))] = int(m.group(3))
+        fabric = [
+            n
+            for (n, k) in values
+            if k == "carrier" and not n.startswith(("lo", "eth", "wl", "docker"))
+        ]
+        up = [
+            n
+            for n in fabric
+            if values.get((n, "carrier")) == 1 and values.get((n, "speed"), 0) >= 200000
+        ]
+        return bool(up)
+
+    # -- fixes ---------------------------------------------------------------------------------
+
+    def _fix_id(self, verdict: Verdict) -> str:
+        return f"{self._step}:{verdict.fault}:{','.join(verdict.targets) or 'cluster'}"
+
+    def _plans(
+        self, obs: Observations, verdicts: Sequence[Verdict]
+    ) -> list[tuple[Verdict, FixPlan]]:
+        ctx = self.make_context(obs, self.guard)
+        out: list[tuple[Verdict, FixPlan]] = []
+        for v in verdicts:
+            if v.status not in (Status.FAIL, Status.WARN):
+                continue
+            for c in self.checks:
+                if v.fault in c.faults and c.fix is not None:
+                    try:
+                        plan = c.fix(c.parse(obs, ctx), v, ctx)
+                    except Exception as exc:  # a plan bug is shown, never a crash
+                        self.note(f"no fix plan for {v.fault}: {exc!r}", "error")
+                        plan = None
+                    if plan is not None:
+                        out.append((v, plan))
+                    break
+        return out
+
+    async def _offer_and_apply(self, verdict: Verdict, plan: FixPlan) -> bool:
+        """Offer one fix; True when it was applied and verified."""
+        fix_id = self._fix_id(verdict)
+        record = FixRecord(fix_id=fix_id, fault=plan.fault, target=plan.target)
+        if fix_id in self._verified_fixes:
+            self.note(f"{plan.fault} on {plan.target}: already fixed and verified in this session")
+            return True
+        self._fire("offer_fix")
+        self.emit(
+            FixPreviewed(
+                step=self._step,
+                fix_id=fix_id,
+                fault=plan.fault,
+                target=plan.target,
+                summary=plan.summary,
+                preview=plan.preview,
+                bounces_links=plan.bounces_links,
+            )
+        )
+        if plan.physical is not None and not plan.switch_changes and not plan.host_changes:
+            return await self._physical_fix(plan, record, fix_id)
+        # Safety first: the management-path guard, before any export or change.
+        for change in plan.switch_changes:
+            bridge_of = await self._bridge_of(change.switch)
+            why = fixes.management_conflict(
+                change, self.fabric.management_ports(change.switch), bridge_of
+            )
+            if why:
+                return self._refuse(
+                    plan,
+                    record,
+                    why + " Do it by hand from the switch's console "
+                    "(serial or a port outside the change), or move the management "
+                    "port first.",
+                )
+        exports: list[ExportStatus] = []
+        if plan.switch_changes:
+            self._fire("export")
+            for change in plan.switch_changes:
+                self._fix_counter += 1
+                name = f"fabwiz-{self.session_id}-{self._step}-{self._fix_counter}"
+                status = await fixes.take_export(
+                    self.fabric.api(change.switch), change.switch, name
+                )
+                if not status.verified:
+                    return self._refuse(plan, record, f"no verified export: {status.error}")
+                exports.append(status)
+                self.emit(
+                    ExportTaken(
+                        step=self._step,
+                        switch=change.switch,
+                        file=status.file,
+                        contents=status.contents,
+                        sha256=status.sha256,
+                    )
+                )
+            record.export = exports[0].file
+        ok = await self.operator.confirm_fix(plan, exports[0] if exports else None)
+        self.emit(
+            OperatorAnswered(
+                step=self._step, question=f"apply fix {fix_id}", answer="yes" if ok else "no"
+            )
+        )
+        if not ok:
+            self._fire("declined")
+            self.result.fixes.append(record)
+            return False
+        self._fire("apply")
+        armed: list[tuple[Any, str]] = []  # (change, rollback name)
+        try:
+            for change in plan.switch_changes:
+                api = self.fabric.api(change.switch)
+                name = f"fabwiz-rb-{self.session_id}-{self._fix_counter}"
+                script = await fixes.arm_switch_rollback(api, change, name, self.rollback_window_s)
+                armed.append((change, name))
+                self.emit(
+                    RollbackArmed(
+                        step=self._step,
+                        fix_id=fix_id,
+                        target=change.switch,
+                        name=name,
+                        window_s=self.rollback_window_s,
+                        script=script,
+                    )
+                )
+                await fixes.apply_switch_change(api, change)
+            for hchange in plan.host_changes:
+                unit = f"fabwiz-revert-{self.session_id}-{self._fix_counter}"
+                script = await fixes.backup_and_write(
+                    _Runner(self.fabric), hchange, unit, self.rollback_window_s
+                )
+                armed.append((hchange, unit))
+                self.emit(
+                    RollbackArmed(
+                        step=self._step,
+                        fix_id=fix_id,
+                        target=hchange.node,
+                        name=unit,
+                        window_s=self.rollback_window_s,
+                        script=script,
+                    )
+                )
+        except Exception as exc:  # a lost session mid-change: the armed rollback will run
+            record.applied = True
+            record.rolled_back = bool(armed)
+            self.result.fixes.append(record)
+            self.emit(
+                FixRolledBack(
+                    step=self._step,
+                    fix_id=fix_id,
+                    fault=plan.fault,
+                    reason=f"the change failed ({exc}); the armed rollback restores the exported "
+                    f"state within {self.rollback_window_s:.0f} s",
+                )
+            )
+            self._fire("rolled_back")
+            await self.operator.error(
+                "Fix interrupted",
+                f"{plan.fault} on {plan.target}: {exc}",
+                "the dead-man rollback armed before the change will restore the exported state; "
+                "re-run the step once the target answers again",
+            )
+            return False
+        record.applied = True
+        self.emit(
+            FixApplied(
+                step=self._step,
+                fix_id=fix_id,
+                fault=plan.fault,
+                target=plan.target,
+                export=record.export,
+                rollback_armed=armed[0][1] if armed else None,
+            )
+        )
+        if plan.bounces_links:
+            for node in self._nodes_of(plan):
+                self.guard.record_transition(node, self.clock(), f"fix {plan.fault} bounced links")
+                self.emit(LinkTransitionSeen(node=node, cause=f"fix {plan.fault} bounced links"))
+        self._fire("verify")
+        ok, detail = await self._verify(plan)
+        self.emit(
+            FixVerified(step=self._step, fix_id=fix_id, fault=plan.fault, ok=ok, detail=detail)
+        )
+        if ok:
+            for change, name in armed:
+                if hasattr(change, "switch"):
+                    await fixes.disarm_switch_rollback(self.fabric.api(change.switch), name)
+                    target = change.switch
+                else:
+                    await fixes.disarm_host_revert(_Runner(self.fabric), change.node, name)
+                    target = change.node
+                self.emit(
+                    RollbackDisarmed(step=self._step, fix_id=fix_id, target=target, name=name)
+                )
+            record.verified = True
+            self._verified_fixes.add(fix_id)
+            self._fire("verified")
+        else:
+            restored = await self._roll_back(plan, armed, exports)
+            record.rolled_back = True
+            self.emit(
+                FixRolledBack(
+                    step=self._step,
+                    fix_id=fix_id,
+                    fault=plan.fault,
+                    reason=f"verification failed: {detail}",
+                    restored=restored,
+                )
+            )
+            self._fire("rolled_back")
+        self.result.fixes.append(record)
+        return ok
+
+    def _refuse(self, plan: FixPlan, record: FixRecord, why: str) -> bool:
+        record.refused = why
+        self.result.fixes.append(record)
+        self.emit(
+            FixRefusedEvent(step=self._step, fault=plan.fault, target=plan.target, reason=why)
+        )
+        self._fire("declined")
+        return False
+
+    def _nodes_of(self, plan: FixPlan) -> tuple[str, ...]:
+        nodes = {h.node for h in plan.host_changes}
+        if plan.physical is not None:
+            nodes.update(plan.physical.nodes)
+        if plan.switch_changes and not nodes:
+            nodes.update(self.fabric.nodes)
+        return tuple(sorted(nodes))
+
+    async def _bridge_of(self, switch: str) -> dict[str, str]:
+        try:
+            rows = await self.fabric.api(switch).call("/interface/bridge/port", "print")
+        except Exception:  # the guard then only knows the ports themselves
+            return {}
+        return {r["interface"]: r.get("bridge", "") for r in rows if "interface" in r}
+
+    async def _verify(self, plan: FixPlan) -> tuple[bool, str]:
+        faults = plan.verify_checks or (plan.fault,)
+        checks = self._checks_for(faults, traffic=False)
+        if not checks:
+            return True, "no read-only check to re-run"
+        obs = await self._sweep(checks)
+        verdicts = self._judge(checks, obs, faults)
+        self._record_verdicts(verdicts)
+        bad = [
+            v
+            for v in verdicts
+            if v.fault == plan.fault and v.status in (Status.FAIL, Status.WARN, Status.UNKNOWN)
+        ]
+        if bad:
+            return False, bad[0].summary
+        return True, f"{plan.fault}: check passes after the change"
+
+    async def _roll_back(
+        self, plan: FixPlan, armed: list[tuple[Any, str]], exports: list[ExportStatus]
+    ) -> bool:
+        restored = True
+        for change, name in armed:
+            if hasattr(change, "switch"):
+                api = self.fabric.api(change.switch)
+                await fixes.roll_back_switch(api, change, name)
+                before = next((e for e in exports if e.switch == change.switch), None)
+                after = await fixes.take_export(api, change.switch, f"{name}-after-rollback")
+                same = (
+                    before is not None
+                    and after.verified
+                    and fixes.same_config(before.contents, after.contents)
+                )
+                restored = restored and same
+                self.note(
+                    f"{change.switch}: configuration {'equals' if same else 'DIFFERS from'} the "
+                    f"pre-fix export {before.file if before else '?'} after the rollback",
+                    "info" if same else "error",
+                )
+            else:
+                await fixes.revert_host(_Runner(self.fabric), change, name)
+        return restored
+
+    async def _physical_fix(self, plan: FixPlan, record: FixRecord, fix_id: str) -> bool:
+        assert plan.physical is not None
+        done = await self._physical(plan.physical)
+        record.applied = done
+        if not done:
+            self.result.fixes.append(record)
+            return False
+        self.emit(FixApplied(step=self._step, fix_id=fix_id, fault=plan.fault, target=plan.target))
+        self._fire("verify")
+        ok, detail = await self._verify(plan)
+        self.emit(
+            FixVerified(step=self._step, fix_id=fix_id, fault=plan.fault, ok=ok, detail=detail)
+        )
+        record.verified = ok
+        if ok:
+            self._verified_fixes.add(fix_id)
+        self._fire("verified")
+        self.result.fixes.append(record)
+        return ok
+
+    async def _settle_pending_rollbacks(self) -> None:
+        """On resume: a fix verified before the crash but not disarmed would be undone by its
+        dead-man rollback; disarm it. One not verified is left to fire (or fired already)."""
+        assert self._resume is not None
+        for fix_id, target, name, verified in self._resume.pending_rollbacks:
+            if not verified:
+                self.note(
+                    f"{fix_id}: not verified before the interruption; its rollback on {target} runs as armed",
+                    "warn",
+                )
+                continue
+            try:
+                if target in self.fabric.switches:
+                    gone = await fixes.disarm_switch_rollback(self.fabric.api(target), name)
+                else:
+                    await fixes.disarm_host_revert(_Runner(self.fabric), target, name)
+                    gone = True
+                self.emit(
+                    RollbackDisarmed(step=self._step, fix_id=fix_id, target=target, name=name)
+                )
+                self.note(
+                    f"{fix_id}: verified before the interruption; rollback {name} on {target} "
+                    f"{'disarmed' if gone else 'was already gone'}"
+                )
+            except Exception as exc:  # the target may still be away: say so, go on
+                self.note(f"could not disarm {name} on {target}: {exc}", "error")
+
+    # -- the steps -----------------------------------------------------------------------------
+
+    async def _fix_findings(
+        self,
+        spec: StepLike,
+        checks: Sequence[CheckLike],
+        verdicts: list[Verdict],
+        obs: Observations,
+    ) -> list[Verdict]:
+        self._fire("judged")
+        for verdict, plan in self._plans(obs, [v for v in verdicts if v.fault in spec.faults]):
+            await self._offer_and_apply(verdict, plan)
+        return verdicts
+
+    async def _step_preflight(self, spec: StepLike) -> bool:
+        obs = await self._sweep(self.checks)
+        all_config = [c for c in self.checks if not c.needs_traffic]
+        verdicts = self._judge(all_config, obs, None)
+        self._record_verdicts(verdicts)
+        if len(obs.unreachable) >= len(self.fabric.nodes) + len(self.fabric.switches):
+            raise FabwizError(
+                "no node and no switch answered",
+                hint="check the inventory's addresses, credentials and host keys (fabwiz check -i ...)",
+            )
+        findings = [v for v in verdicts if v.is_finding]
+        self.result.healthy_before = not findings and not obs.unreachable
+        for target, error in obs.unreachable.items():
+            await self.operator.error(
+                f"{target} is unreachable", error, "the walk goes on without it"
+            )
+        await self._fix_findings(spec, all_config, verdicts, obs)
+        return False
+
+    async def _step_direct_connect(self, spec: StepLike) -> bool:
+        pending = self.guard.undrained(self.fabric.nodes)
+        if not pending:
+            ms, _ = await self._measure_and_judge("rails", spec.faults)
+            valid = [m for m in ms if m.valid]
+            if valid and all(m.value >= self.thresholds.rail_fix_target_gbps for m in valid):
+                self._fire("judged")
+                self.note("every rail is at line rate through the switch: no need to bisect")
+                return True
+        actions = self.fabric.direct_connect_action()
+        if actions is None:
+            # Already direct-cabled (a two-node lab): the measurement above is the direct one.
+            ms, verdicts = await self._measure_and_judge("direct", spec.faults)
+            await self._host_branch(spec, verdicts, tuple(m for m in ms if m.valid))
+            return False
+        to_direct, back = actions
+        if not await self._physical(to_direct):
+            return True
+        pending = self.guard.undrained(to_direct.nodes)
+        if pending:
+            await self._drain(pending)
+        ms, verdicts = await self._measure_and_judge("direct", spec.faults)
+        valid = [m for m in ms if m.valid]
+        if valid and all(m.value >= self.thresholds.rail_fix_target_gbps for m in valid):
+            self.note(
+                "direct cable at line rate: NICs and host stack are clear, the fault is on the switch path"
+            )
+        else:
+            await self._host_branch(spec, verdicts, tuple(valid))
+        self._fire("judged")
+        await self._physical(back)
+        return False
+
+    async def _host_branch(
+        self, spec: StepLike, verdicts: list[Verdict], measured: tuple[Measurement, ...]
+    ) -> None:
+        """Bad numbers on a direct cable: judge and fix the host side (CX7 state, PCIe, MTU, PFC)."""
+        checks = self._checks_for(spec.faults)
+        obs = await self._sweep(checks)
+        config = self._judge([c for c in checks if not c.needs_traffic], obs, spec.faults)
+        self._record_verdicts(config)
+        obs = replace(obs, measurements=measured)
+        await self._fix_findings(spec, checks, [*verdicts, *config], obs)
+
+    async def _step_drain(self, spec: StepLike) -> bool:
+        await self._sweep([])
+        pending = self.guard.undrained(self.fabric.nodes)
+        if not pending:
+            self.note("no link transition since the last drain on any node")
+            self._fire("judged")
+            return False
+        await self._drain(pending)
+        left = self.guard.undrained(self.fabric.nodes)
+        self._fire("judged")
+        self._record_verdicts(
+            [
+                Verdict(
+                    fault=UNDRAINED,
+                    status=Status.FAIL if left else Status.PASS,
+                    summary=(
+                        self.guard.reason(left)
+                        if left
+                        else "every node with a link transition has been AC-drained"
+                    ),
+                    targets=tuple(sorted(left or pending)),
+                    check="drain-guard",
+                )
+            ]
+        )
+        return False
+
+    async def _step_config(self, spec: StepLike) -> bool:
+        checks = self._checks_for(spec.faults, traffic=False)
+        obs = await self._sweep(checks)
+        verdicts = self._judge(checks, obs, spec.faults)
+        self._record_verdicts(verdicts)
+        await self._fix_findings(spec, checks, verdicts, obs)
+        if spec.traffic:
+            pending = self.guard.undrained(self.fabric.nodes)
+            if pending:
+                await self._drain(pending)
+            await self._measure_and_judge("rails", spec.faults)
+        return False
+
+    async def _step_halves(self, spec: StepLike) -> bool:
+        checks = self._checks_for(spec.faults, traffic=False)
+        obs = await self._sweep(checks)
+        verdicts = self._judge(checks, obs, spec.faults)
+        self._record_verdicts(verdicts)
+        await self._fix_findings(spec, checks, verdicts, obs)
+        pending = self.guard.undrained(self.fabric.nodes)
+        if pending:
+            await self._drain(pending)
+        await self._measure_and_judge("rails", spec.faults)
+        await self._measure_and_judge("halves", spec.faults)
+        await self._measure_and_judge("nccl", spec.faults)
+        return False
+
+    async def _step_persist(self, spec: StepLike) -> bool:
+        for switch in self.fabric.switches:
+            name = f"fabwiz-{self.session_id}-golden"
+            status = await fixes.take_export(self.fabric.api(switch), switch, name)
+            if status.verified:
+                self.emit(
+                    ExportTaken(
+                        step=self._step,
+                        switch=switch,
+                        file=status.file,
+                        contents=status.contents,
+                        sha256=status.sha256,
+                        purpose="golden",
+                    )
+                )
+            else:
+                self.note(f"{switch}: golden export failed: {status.error}", "error")
+        config = [c for c in self.checks if not c.needs_traffic]
+        obs = await self._sweep(config)
+        verdicts = self._judge(config, obs, None)
+        self._record_verdicts(verdicts)
+        self._fire("judged")
+        t = self.thresholds
+        rails_ok = bool(self.result.rails_gbps) and all(
+            v >= t.rail_fix_target_gbps for v in self.result.rails_gbps.values()
+        )
+        halves_ok = all(v >= t.node_both_halves_min_gbps for v in self.result.halves_gbps.values())
+        nccl_ok = self.result.nccl_busbw is None or self.result.nccl_busbw >= t.nccl_pass_gate
+        findings = [v for v in verdicts if v.is_finding]
+        self.result.healthy_after = (
+            not findings and rails_ok and halves_ok and nccl_ok and not obs.unreachable
+        )
+        if findings:
+            self.note("still open: " + ", ".join(sorted({v.fault for v in findings})), "warn")
+        return False
+
+
+class _Runner:
+    """Adapts the fabric's `run` to the `fixes.HostRunner` port."""
+
+    def __init__(self, fabric: Fabric) -> None:
+        self.fabric = fabric
+
+    async def run(
+        self, node: str, command: str, *, stdin: str | None = None, timeout: float = 30.0
+    ) -> ProbeResult:
+        return await self.fabric.run(node, command, stdin=stdin, timeout=timeout)

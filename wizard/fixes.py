@@ -1,0 +1,304 @@
+"""Safe fix execution: the mandatory export, the dead-man rollback, the management-path guard.
+
+Switch fixes go: export (`/export file=NAME`, verified: present, non-empty, contents copied into
+the session) -> rollback armed on the switch (a `/system/scheduler` entry whose `on-event` holds the
+inverse commands and fires after a window unless disarmed) -> the change -> verification (by the
+engine) -> disarm, or roll back now and confirm the switch is back at the exported state.
+Host fixes go: backup of every file -> a timed revert armed on the host (`systemd-run`) -> files
+written and commands run -> verification -> disarm, or restore.
+
+No export, no change: `FixRefused` is raised before anything is sent. A change that would remove
+or alter a port (or the bridge) carrying the wizard's own API session is refused the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import shlex
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from wizard.errors import FixRefused
+from wizard.model import ApiCommand, HostChange, ProbeResult, SwitchChange
+
+
+class RouterOsApi(Protocol):
+    """What fixes need from a switch transport (wizard/transports/routeros.py provides it)."""
+
+    async def call(self, path: str, verb: str, **args: str) -> list[dict[str, str]]: ...
+
+
+class HostRunner(Protocol):
+    async def run(
+        self, node: str, command: str, *, stdin: str | None = None, timeout: float = 30.0
+    ) -> ProbeResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ExportStatus:
+    switch: str
+    file: str
+    verified: bool
+    size: int = 0
+    sha256: str = ""
+    contents: str = ""
+    error: str | None = None
+
+
+def to_cli(cmd: ApiCommand) -> str:
+    """RouterOS CLI text for an API command (for previews and scheduler scripts)."""
+    if cmd.cli:
+        return cmd.cli
+    menu = cmd.path.strip("/").replace("/", " ")
+    parts = [f"/{menu}", cmd.verb]
+    if cmd.select is not None:
+        key, value = cmd.select
+        parts.append(f"[find {key}={_cli_quote(value)}]")
+    parts.extend(f"{k}={_cli_quote(v)}" for k, v in cmd.args)
+    return " ".join(parts)
+
+
+def _cli_quote(value: str) -> str:
+    if value and all(c.isalnum() or c in "-_.:*/" for c in value):
+        return value
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    return f'"{escaped}"'
+
+
+def _strip_export_header(text: str) -> str:
+    # The first line carries the export's date and time ("# 2026-11-30 00:45:12 by RouterOS ...").
+    lines = text.splitlines()
+    return "\n".join(line for line in lines if " by RouterOS " not in line).strip()
+
+
+def same_config(before: str, after: str) -> bool:
+    """Whether two exports describe the same configuration (date header ignored)."""
+    return _strip_export_header(before) == _strip_export_header(after)
+
+
+def management_conflict(
+    change: SwitchChange, management_ports: Sequence[str], bridge_of: Mapping[str, str]
+) -> str | None:
+    """Why this change would cut the wizard off its own API session, or None.
+
+    `management_ports` are the ports the API session arrives on; `bridge_of` maps each port to
+    its bridge, so that removing or disabling that bridge is caught too.
+    """
+    mgmt = set(management_ports)
+    mgmt_bridges = {bridge_of[p] for p in mgmt if p in bridge_of}
+    for cmd in change.commands:
+        values = {v for _k, v in cmd.args}
+        if cmd.select is not None:
+            values.add(cmd.select[1])
+        touched_ports = values & mgmt
+        if touched_ports and (cmd.verb in {"remove", "set", "disable", "move"}):
+            port = sorted(touched_ports)[0]
+            return (
+                f"`{to_cli(cmd)}` would {cmd.verb} {port}, which carries this wizard's own "
+                f"RouterOS API session on {change.switch}: the session would drop mid-change."
+            )
+        if cmd.path.rstrip("/").endswith("/interface/bridge") and values & mgmt_bridges:
+            bridge = sorted(values & mgmt_bridges)[0]
+            return (
+                f"`{to_cli(cmd)}` would {cmd.verb} bridge {bridge}, which carries this wizard's "
+                f"own RouterOS API session on {change.switch}."
+            )
+    return None
+
+
+async def resolve_id(api: RouterOsApi, cmd: ApiCommand) -> str | None:
+    """The `.id` of the item `cmd.select` names, looked up right before sending (ids change
+    after a reboot, so none is ever kept)."""
+    if cmd.select is None:
+        return None
+    key, value = cmd.select
+    rows = await api.call(cmd.path, "print")
+    for row in rows:
+        if row.get(key) == value:
+            return row.get(".id")
+    return None
+
+
+async def send(api: RouterOsApi, cmd: ApiCommand) -> None:
+    args = dict(cmd.args)
+    if cmd.select is not None:
+        item = await resolve_id(api, cmd)
+        if item is None:
+            if cmd.verb == "remove":
+                return  # already gone: removing is idempotent
+            raise FixRefused(
+                f"{cmd.path}: no item with {cmd.select[0]}={cmd.select[1]}",
+                hint="the switch changed since it was probed; re-run the step",
+            )
+        args[".id"] = item
+    await api.call(cmd.path, cmd.verb, **args)
+
+
+async def take_export(
+    api: RouterOsApi, switch: str, name: str, *, wait_s: float = 5.0
+) -> ExportStatus:
+    """`/export file=NAME`, then read NAME.rsc back and verify it. Never raises for a missing or
+    empty file: the status says so, and the caller refuses the change."""
+    file = f"{name}.rsc"
+    try:
+        await api.call("/", "export", file=name)
+        deadline = time.monotonic() + wait_s
+        contents = ""
+        size = 0
+        while True:
+            rows = [r for r in await api.call("/file", "print") if r.get("name") == file]
+            if rows:
+                size = int(rows[0].get("size") or 0)
+                contents = rows[0].get("contents") or ""
+                if size > 0 and not contents:
+                    contents = await _read_file(api, file, size)
+                if contents:
+                    break
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.1)
+    except Exception as exc:  # transport errors arrive as many types; they become data here
+        return ExportStatus(switch, file, False, error=f"export failed: {exc}")
+    if not contents.strip():
+        why = "missing" if not size and not contents else "empty"
+        return ExportStatus(switch, file, False, size=size, error=f"{file} is {why} on {switch}")
+    digest = hashlib.sha256(contents.encode()).hexdigest()
+    return ExportStatus(switch, file, True, size=len(contents), sha256=digest, contents=contents)
+
+
+async def _read_file(api: RouterOsApi, file: str, size: int) -> str:
+    chunks: list[str] = []
+    offset = 0
+    while offset < size:
+        rows = await api.call(
+            "/file", "read", file=file, offset=str(offset), **{"chunk-size": "4096"}
+        )
+        data = "".join(r.get("data", "") for r in rows)
+        if not data:
+            break
+        chunks.append(data)
+        offset += len(data.encode())
+    return "".join(chunks)
+
+
+async def switch_now(api: RouterOsApi, fallback: Callable[[], float] = time.time) -> dt.datetime:
+    """The switch's own clock (the scheduler fires on it), or ours if it does not say."""
+    try:
+        rows = await api.call("/system/clock", "print")
+        if rows and rows[0].get("date") and rows[0].get("time"):
+            return dt.datetime.fromisoformat(f"{rows[0]['date']}T{rows[0]['time']}")
+    except (ValueError, KeyError, OSError):  # an old RouterOS without the ISO date
+        return dt.datetime.fromtimestamp(fallback())
+    return dt.datetime.fromtimestamp(fallback())
+
+
+def rollback_script(change: SwitchChange, name: str) -> str:
+    lines = [to_cli(c) for c in change.rollback]
+    lines.append(f'/system scheduler remove [find name="{name}"]')
+    return "\n".join(lines)
+
+
+async def arm_switch_rollback(
+    api: RouterOsApi, change: SwitchChange, name: str, window_s: float
+) -> str:
+    """Arm the dead-man rollback; returns the script it holds."""
+    script = rollback_script(change, name)
+    when = await switch_now(api) + dt.timedelta(seconds=window_s)
+    await api.call(
+        "/system/scheduler",
+        "add",
+        name=name,
+        **{
+            "start-date": when.strftime("%Y-%m-%d"),
+            "start-time": when.strftime("%H:%M:%S"),
+            "interval": "0s",
+            "on-event": script,
+            "comment": "fabwiz dead-man rollback: removed when the fix is verified",
+        },
+    )
+    return script
+
+
+async def disarm_switch_rollback(api: RouterOsApi, name: str) -> bool:
+    rows = [r for r in await api.call("/system/scheduler", "print") if r.get("name") == name]
+    for row in rows:
+        await api.call("/system/scheduler", "remove", **{".id": row[".id"]})
+    return bool(rows)
+
+
+async def apply_switch_change(api: RouterOsApi, change: SwitchChange) -> None:
+    for cmd in change.commands:
+        await send(api, cmd)
+
+
+async def roll_back_switch(api: RouterOsApi, change: SwitchChange, name: str) -> None:
+    """Run the inverse commands now (the same ones the armed entry holds), then disarm it."""
+    for cmd in change.rollback:
+        await send(api, cmd)
+    await disarm_switch_rollback(api, name)
+
+
+# --- hosts ------------------------------------------------------------------------------------
+
+BACKUP_SUFFIX = ".fabwiz-bak"
+
+
+def _q(text: str) -> str:
+    return shlex.quote(text)
+
+
+def host_revert_script(change: HostChange) -> str:
+    steps = []
+    for f in change.files:
+        bak = f.path + BACKUP_SUFFIX
+        steps.append(
+            f"if test -e {_q(bak)}; then cp -p {_q(bak)} {_q(f.path)}; else rm -f {_q(f.path)}; fi"
+        )
+    steps.extend(change.rollback_commands)
+    return "; ".join(steps)
+
+
+async def backup_and_write(
+    runner: HostRunner, change: HostChange, unit: str, window_s: float
+) -> str:
+    """Back up, arm the timed revert, write the files and run the commands. Returns the revert
+    script. Raises FixRefused when a step fails (nothing after it is run)."""
+    for f in change.files:
+        path, bak = _q(f.path), _q(f.path + BACKUP_SUFFIX)
+        res = await runner.run(
+            change.node,
+            f"sudo -n rm -f {bak}; if test -e {path}; then sudo -n cp -p {path} {bak}; fi",
+        )
+        _require(res, change.node, f"backing up {f.path}")
+    script = host_revert_script(change)
+    arm = f"sudo -n systemd-run --on-active={int(window_s)} --unit={_q(unit)} sh -c {_q(script)}"
+    _require(await runner.run(change.node, arm), change.node, "arming the timed revert")
+    for f in change.files:
+        res = await runner.run(change.node, f"sudo -n tee {_q(f.path)} >/dev/null", stdin=f.content)
+        _require(res, change.node, f"writing {f.path}")
+    for command in change.commands:
+        _require(await runner.run(change.node, command, timeout=120.0), change.node, command)
+    return script
+
+
+async def disarm_host_revert(runner: HostRunner, node: str, unit: str) -> None:
+    await runner.run(node, f"sudo -n systemctl stop {_q(unit + '.timer')}")
+
+
+async def revert_host(runner: HostRunner, change: HostChange, unit: str) -> None:
+    await runner.run(change.node, f"sudo -n sh -c {_q(host_revert_script(change))}")
+    await disarm_host_revert(runner, change.node, unit)
+
+
+def _require(res: ProbeResult, node: str, what: str) -> None:
+    if res.ok:
+        return
+    text = (res.error or res.stderr or res.stdout).strip()
+    hint = None
+    if "password is required" in text:
+        hint = f"give the fabwiz user passwordless sudo on {node} for the fix commands"
+    raise FixRefused(f"{node}: {what} failed: {text or f'exit {res.exit_status}'}", hint=hint)

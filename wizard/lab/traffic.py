@@ -1,0 +1,137 @@
+"""Running flows advance the counters over simulated time, so sampled counters show live Gb/s.
+
+A flow is registered while an emulated `ib_write_bw` or NCCL run is in progress. Counters are
+settled lazily (on every read and on every change of the flow set) from the rates the physics
+gives the current set of flows. A stalled flow still moves counters the way a real one does:
+the sender's `tx_packets_phy` (retransmissions) and `local_ack_timeout_err` climb, the
+receiver stays flat. The switches hear about software-forwarded Gb/s (their cpu-load) and the
+bytes crossing their ports.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from dataclasses import dataclass
+
+from wizard.lab.physics import FlowResult, FlowSpec, solve
+from wizard.lab.world import World
+
+STALL_RETRY_PPS = 2048.0  # one window of 64 KiB writes in 4 KiB frames per retry period
+STALL_TIMEOUTS_PER_S = 8.0  # local ACK timeouts per second on a stalled QP
+ISL_SHARED_SEQ_ERR_PER_S = 550.0  # DCQCN splitting: some packet_seq_err is normal (003)
+
+
+@dataclass
+class _Active:
+    spec: FlowSpec
+    result: FlowResult
+
+
+class Traffic:
+    """The set of running flows and the counter accounting."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        world.traffic = self
+        self._ids = itertools.count(1)
+        self.flows: dict[int, _Active] = {}
+        self._last = world.now()
+
+    def start(self, specs: list[FlowSpec]) -> list[int]:
+        self.settle()
+        ids = []
+        for spec in specs:
+            fid = next(self._ids)
+            self.flows[fid] = _Active(spec, FlowResult(0.0))
+            ids.append(fid)
+        self.recompute(settle=False)
+        return ids
+
+    def stop(self, ids: list[int]) -> None:
+        self.settle()
+        for fid in ids:
+            self.flows.pop(fid, None)
+        self.recompute(settle=False)
+
+    def result(self, fid: int) -> FlowResult | None:
+        a = self.flows.get(fid)
+        return a.result if a else None
+
+    def node_lost(self, node: str) -> None:
+        self.settle()
+        for fid, a in list(self.flows.items()):
+            if node in (a.spec.src, a.spec.dst):
+                self.flows.pop(fid)
+        self.recompute(settle=False)
+
+    def recompute(self, *, settle: bool = True) -> None:
+        if settle:
+            self.settle()
+        items = list(self.flows.items())
+        try:
+            results = solve(self.world, [a.spec for _, a in items]) if items else []
+        except KeyError:
+            results = [FlowResult(0.0, True, "gone") for _ in items]
+        sw_gbps: dict[str, float] = defaultdict(float)
+        for (_fid, a), r in zip(items, results, strict=True):
+            a.result = r
+            for sw in r.software:
+                sw_gbps[sw] += r.gbps
+        for name, sw in self.world.switches.items():
+            sw.set_software_forwarded_gbps(sw_gbps.get(name, 0.0))
+
+    def settle(self) -> None:
+        now = self.world.now()
+        dt = max(0.0, now - self._last)
+        self._last = now
+        if dt <= 0 or not self.flows:
+            return
+        world = self.world
+        for a in self.flows.values():
+            spec, r = a.spec, a.result
+            src, dst = world.nodes.get(spec.src), world.nodes.get(spec.dst)
+            if src is None or dst is None:
+                continue
+            sr, dr = src.rail(spec.src_rail), dst.rail(spec.dst_rail)
+            if sr is None or dr is None:
+                continue
+            if r.stalled:
+                if r.path is not None and r.path.ok:
+                    pk = STALL_RETRY_PPS * dt
+                    sr.bump("tx_packets_phy", pk)
+                    sr.bump("tx_bytes_phy", pk * 4154)
+                    sr.bump("port_xmit_packets", pk)
+                    sr.bump("port_xmit_data", pk * 4154 / 4)
+                    sr.bump("local_ack_timeout_err", STALL_TIMEOUTS_PER_S * dt)
+                    sr.bump("roce_adp_retrans", STALL_TIMEOUTS_PER_S * dt)
+                continue
+            nbytes = r.gbps * 1e9 / 8 * dt
+            frame = r.mtu + 58
+            pkts = nbytes / r.mtu
+            wire = pkts * frame
+            for rail, way in ((sr, "tx"), (dr, "rx")):
+                rail.bump(f"{way}_bytes_phy", wire)
+                rail.bump(f"{way}_packets_phy", pkts)
+                rail.bump(f"{way}_prio3_packets", pkts)
+            sr.bump("port_xmit_data", wire / 4)
+            sr.bump("port_xmit_packets", pkts)
+            dr.bump("port_rcv_data", wire / 4)
+            dr.bump("port_rcv_packets", pkts)
+            dr.bump("rx_write_requests", pkts)
+            if r.path is not None and r.path.isl:
+                shared = sum(
+                    1
+                    for b in self.flows.values()
+                    if b.result.path is not None and set(b.result.path.isl) & set(r.path.isl)
+                )
+                if shared > 1:
+                    sr.bump("packet_seq_err", ISL_SHARED_SEQ_ERR_PER_S * dt)
+                    dr.bump("np_cnp_sent", 40 * dt)
+                    sr.bump("rp_cnp_handled", 40 * dt)
+            if r.path is not None:
+                for hop in r.path.hops:
+                    sw = world.switches[hop.switch]
+                    n_b, n_p = int(wire), int(pkts)
+                    sw.add_port_traffic(hop.ingress, 0, n_b, 0, n_p)
+                    sw.add_port_traffic(hop.egress, n_b, 0, n_p, 0)

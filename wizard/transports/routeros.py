@@ -1,0 +1,420 @@
+"""The RouterOS API to the MikroTik switches, with librouteros' asyncio client.
+
+librouteros logs in (`async_connect`, plain login, 8728 or API-SSL 8729 with an SSLContext); the
+sentences are then written and read on its protocol object directly so the rows keep the values
+exactly as the wire carries them (strings: `true`, `9216`, `*1A`), which is what the session log
+records and what the parsers read. librouteros has no `.tag` support, so one command is
+outstanding per connection: a lock serialises them. Every failure (refused, timeout, login
+refused, `!trap`, `!fatal`, connection closed) comes back as a `ProbeResult` with `error` naming
+the switch and what to do, never as an exception.
+
+Write calls select items by a stable key (`interface=qsfp56-dd-1-2`) and look the `.id` up right
+before sending: RouterOS ids change after a reboot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import librouteros
+from librouteros.exceptions import (
+    ConnectionClosed,
+    FatalError,
+    LibRouterosError,
+    MultiTrapError,
+    TrapError,
+)
+
+from wizard.model import ApiCommand, ProbeResult
+
+__all__ = ["RouterOsTarget", "RouterOsTransport"]
+
+FILE_CHUNK = 32768
+
+
+@dataclass(frozen=True, slots=True)
+class RouterOsTarget:
+    name: str
+    host: str
+    user: str
+    password: str
+    port: int | None = None
+    tls: bool = False
+    ca_file: str | None = None  # verify API-SSL against this CA; None: RouterOS' self-signed
+    timeout_s: float = 10.0
+
+    @property
+    def api_port(self) -> int:
+        return self.port or (8729 if self.tls else 8728)
+
+    @property
+    def where(self) -> str:
+        return f"{self.host}:{self.api_port}"
+
+    @classmethod
+    def from_spec(cls, spec: Any, password: str) -> RouterOsTarget:
+        """From an inventory `SwitchSpec` and its resolved password."""
+        return cls(
+            name=spec.name,
+            host=spec.host,
+            user=spec.user,
+            password=password,
+            port=spec.port,
+            tls=spec.tls,
+            ca_file=spec.ca_file,
+            timeout_s=spec.timeout_s,
+        )
+
+
+class _Failed(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class RouterOsTransport:
+    """One API session to one switch, opened on first use and reopened after a failure."""
+
+    def __init__(self, target: RouterOsTarget) -> None:
+        self.target = target
+        self._api: Any = None
+        self._lock = asyncio.Lock()
+        self.logins = 0
+
+    @property
+    def name(self) -> str:
+        return self.target.name
+
+    # --- read ------------------------------------------------------------------------------
+
+    async def connect(self) -> str | None:
+        """Log in now. Returns None, or the error text."""
+        async with self._lock:
+            try:
+                await self._session()
+            except _Failed as exc:
+                return exc.message
+        return None
+
+    async def print(
+        self,
+        path: str,
+        proplist: Iterable[str] | None = None,
+        where: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> ProbeResult:
+        """`<path>/print`, optionally with `.proplist` and `?key=value` filters."""
+        words: list[str] = []
+        if proplist is not None:
+            words.append(f"=.proplist={','.join(proplist)}")
+        words.extend(f"?{k}={v}" for k, v in (where or {}).items())
+        return await self._command(path, "print", words, timeout=timeout)
+
+    async def call(
+        self, path: str, verb: str, *, timeout: float | None = None, **args: str
+    ) -> ProbeResult:
+        """Any command: `<path>/<verb>` with attribute words `=k=v` (use ** for dotted keys)."""
+        return await self._command(path, verb, _attrs(args.items()), timeout=timeout)
+
+    async def monitor_once(
+        self, ports: Iterable[str], *, timeout: float | None = None
+    ) -> ProbeResult:
+        """`/interface/ethernet/monitor numbers=<ports> once`: one row per port."""
+        numbers = ",".join(ports)
+        return await self._command(
+            "/interface/ethernet",
+            "monitor",
+            [f"=numbers={numbers}", "=once="],
+            timeout=timeout,
+        )
+
+    # --- write (the engine's fix executor) --------------------------------------------------
+
+    async def add(self, path: str, **args: str) -> ProbeResult:
+        return await self._command(path, "add", _attrs(args.items()))
+
+    async def set(self, path: str, select: tuple[str, str], **args: str) -> ProbeResult:
+        """`set` on every item whose `select[0]` equals `select[1]`."""
+        return await self._on_selected(path, "set", select, _attrs(args.items()))
+
+    async def remove(self, path: str, select: tuple[str, str]) -> ProbeResult:
+        return await self._on_selected(path, "remove", select, [])
+
+    async def execute(self, cmd: ApiCommand) -> ProbeResult:
+        """Run one `ApiCommand` of a fix plan (select by key when it has one)."""
+        words = _attrs(cmd.args)
+        if cmd.select is not None and cmd.verb in ("set", "remove", "enable", "disable"):
+            return await self._on_selected(cmd.path, cmd.verb, cmd.select, words)
+        return await self._command(cmd.path, cmd.verb, words)
+
+    async def export(self, file: str) -> ProbeResult:
+        """`/export file=NAME` (writes NAME.rsc on the switch; the API returns nothing)."""
+        return await self._command("", "export", [f"=file={file}"])
+
+    async def read_file(self, name: str) -> ProbeResult:
+        """The contents of a switch file, in `stdout` (and a row name/size/contents).
+
+        `/file print` carries `contents` only below ~60 KiB; larger files are read with
+        `/file/read` in 32 KiB chunks (RouterOS 7.13+)."""
+        listing = await self._command(
+            "/file", "print", ["=.proplist=name,size,contents", f"?name={name}"]
+        )
+        if listing.error is not None:
+            return listing
+        if not listing.rows:
+            return _replace(listing, error=f"{self.name}: no file {name!r} on the switch")
+        row = listing.rows[0]
+        contents = row.get("contents")
+        size = _int(row.get("size", "0"))
+        if contents is None and size > 0:
+            parts: list[str] = []
+            offset = 0
+            while offset < size:
+                chunk = await self._command(
+                    "/file",
+                    "read",
+                    [f"=file={name}", f"=offset={offset}", f"=chunk-size={FILE_CHUNK}"],
+                )
+                if chunk.error is not None:
+                    return chunk
+                data = chunk.rows[0].get("data", "") if chunk.rows else ""
+                if not data:
+                    break
+                parts.append(data)
+                offset += len(data.encode("utf-8", "surrogateescape"))
+            contents = "".join(parts)
+        text = contents or ""
+        return _replace(
+            listing,
+            command=f"/file print ?name={name} (contents)",
+            stdout=text,
+            rows=({"name": name, "size": str(size), "contents": text},),
+        )
+
+    async def close(self) -> None:
+        api, self._api = self._api, None
+        if api is not None:
+            try:
+                await asyncio.wait_for(api.close(), 2.0)
+            except (TimeoutError, OSError, LibRouterosError):
+                pass
+
+    async def __aenter__(self) -> RouterOsTransport:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- internals -------------------------------------------------------------------------
+
+    async def _on_selected(
+        self, path: str, verb: str, select: tuple[str, str], words: list[str]
+    ) -> ProbeResult:
+        key, value = select
+        found = await self._command(path, "print", ["=.proplist=.id", f"?{key}={value}"])
+        if found.error is not None:
+            return found
+        ids = [r[".id"] for r in found.rows if ".id" in r]
+        command = f"{path} {verb} [find {key}={value}] {' '.join(w[1:] for w in words)}".strip()
+        if not ids:
+            return _replace(
+                found,
+                command=command,
+                error=f"{self.name}: nothing in {path} has {key}={value}; the configuration "
+                "changed since it was read: re-run the check",
+            )
+        last = found
+        for item in ids:
+            last = await self._command(path, verb, [f"=.id={item}", *words])
+            if last.error is not None:
+                break
+        return _replace(last, command=command)
+
+    async def _command(
+        self, path: str, verb: str, words: list[str], *, timeout: float | None = None
+    ) -> ProbeResult:
+        cmd = f"{path}/{verb}"
+        shown = (f"{path} {verb}" if path else f"/{verb}") + "".join(
+            f" {w[1:]}" for w in words if not w.startswith("=password=")
+        )
+        started = time.time()
+        t0 = time.monotonic()
+        limit = self.target.timeout_s if timeout is None else timeout
+
+        def result(**kw: Any) -> ProbeResult:
+            return ProbeResult(
+                target=self.name,
+                kind="api",
+                command=shown,
+                started_at=started,
+                duration_s=time.monotonic() - t0,
+                **kw,
+            )
+
+        async with self._lock:
+            try:
+                api = await self._session()
+            except _Failed as exc:
+                return result(error=exc.message)
+            try:
+                rows = await asyncio.wait_for(self._exchange(api, cmd, words), limit)
+            except (TrapError, MultiTrapError) as exc:
+                return result(
+                    error=f"{self.name}: `{shown}` was refused by the switch: {exc}",
+                    stderr=str(exc),
+                )
+            except TimeoutError:
+                await self._reset()
+                return result(
+                    error=f"{self.name}: `{shown}` gave no answer within {limit:g} s; the API "
+                    "session was dropped (if a fix just ran, it may have cut the management "
+                    "path)"
+                )
+            except FatalError as exc:
+                await self._reset()
+                return result(error=f"{self.name}: the switch ended the API session: {exc}")
+            except (ConnectionClosed, OSError) as exc:
+                await self._reset()
+                return result(
+                    error=f"{self.name}: the API connection to {self.target.where} closed "
+                    f"during `{shown}` ({exc or 'closed'}); fabwiz reconnects on the next call"
+                )
+            except LibRouterosError as exc:
+                await self._reset()
+                return result(error=f"{self.name}: API protocol error during `{shown}`: {exc}")
+        return result(rows=tuple(rows))
+
+    async def _exchange(self, api: Any, cmd: str, words: list[str]) -> list[dict[str, str]]:
+        protocol = api.protocol
+        await protocol.writeSentence(cmd, *words)
+        rows: list[dict[str, str]] = []
+        traps: list[TrapError] = []
+        while True:
+            reply, raw = await protocol.readSentence()
+            attrs = _parse_words(raw)
+            if reply == "!trap":
+                category = attrs.get("category")
+                traps.append(
+                    TrapError(
+                        attrs.get("message", "trap"),
+                        int(category) if category and category.isdigit() else None,
+                    )
+                )
+            elif reply == "!re" or (reply == "!done" and attrs):
+                rows.append(attrs)
+            if reply == "!done":
+                break
+        if len(traps) > 1:
+            raise MultiTrapError(*traps)
+        if traps:
+            raise traps[0]
+        return rows
+
+    async def _reset(self) -> None:
+        api, self._api = self._api, None
+        if api is not None:
+            try:
+                await asyncio.wait_for(api.close(), 1.0)
+            except (TimeoutError, OSError, LibRouterosError):
+                pass
+
+    async def _session(self) -> Any:
+        if self._api is not None:
+            return self._api
+        t = self.target
+        context: ssl.SSLContext | None = None
+        if t.tls:
+            if t.ca_file:
+                context = ssl.create_default_context(cafile=t.ca_file)
+            else:
+                # RouterOS' API-SSL uses a self-signed certificate unless one is installed:
+                # encrypt, but do not verify (give ca_file in the inventory to verify).
+                context = ssl.create_default_context()
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+        self.logins += 1
+        try:
+            self._api = await asyncio.wait_for(
+                librouteros.async_connect(
+                    t.host,
+                    t.user,
+                    t.password,
+                    port=t.api_port,
+                    timeout=t.timeout_s,
+                    ssl_wrapper=context,
+                ),
+                t.timeout_s + 1,
+            )
+        except (TrapError, MultiTrapError) as exc:
+            raise _Failed(
+                f"{t.name}: login refused for user {t.user!r} at {t.where} ({exc}): check the "
+                "password source in the inventory and that the user's group has the api, read "
+                "(and for fixes write) policies"
+            ) from None
+        except ConnectionRefusedError:
+            service = "api-ssl" if t.tls else "api"
+            raise _Failed(
+                f"{t.name}: {t.where} refused the connection: enable the service with "
+                f"`/ip service enable {service}` and check its `address=` allows this machine"
+            ) from None
+        except TimeoutError:
+            raise _Failed(
+                f"{t.name}: no answer from the RouterOS API at {t.where} within "
+                f"{t.timeout_s:g} s: is the switch up, and is {t.api_port} reachable?"
+            ) from None
+        except ssl.SSLError as exc:
+            raise _Failed(
+                f"{t.name}: TLS handshake with {t.where} failed ({exc.reason or exc}): is "
+                "api-ssl enabled with a certificate, and is the CA right?"
+            ) from None
+        except (ConnectionClosed, FatalError) as exc:
+            raise _Failed(
+                f"{t.name}: the switch closed the API session during login ({exc}); is "
+                f"{t.api_port} really the {'api-ssl' if t.tls else 'api'} service?"
+            ) from None
+        except OSError as exc:
+            raise _Failed(f"{t.name}: cannot reach {t.where}: {exc.strerror or exc}") from None
+        except (LibRouterosError, UnicodeError) as exc:
+            raise _Failed(f"{t.name}: API login failed at {t.where}: {exc}") from None
+        return self._api
+
+
+def _attrs(items: Iterable[tuple[str, str]]) -> list[str]:
+    return [f"={k}={_wire(v)}" for k, v in items]
+
+
+def _wire(value: object) -> str:
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    return str(value)
+
+
+def _parse_words(words: Iterable[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for word in words:
+        if not word.startswith("="):
+            continue  # .tag and the like
+        key, _, value = word[1:].partition("=")
+        out[key] = value
+    return out
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        return 0
+
+
+def _replace(r: ProbeResult, **kw: Any) -> ProbeResult:
+    from dataclasses import replace
+
+    return replace(r, **kw)

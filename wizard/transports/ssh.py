@@ -1,0 +1,344 @@
+"""SSH to the GB10 nodes with asyncssh: one persistent connection per node, reused by every probe.
+
+Why this shape: a sweep runs dozens of probes on each node; a new SSH handshake per command costs
+more than the commands themselves, and OpenSSH drops more than 10 unauthenticated connections at
+once (MaxStartups), so handshakes are bounded by a semaphore. Host keys are checked against
+known_hosts by default; a host that is not there yet is accepted only when the operator asked
+(`accept_new_host_keys`), and then recorded; a host whose key changed is always refused, with the
+commands to check it. Every failure comes back as a `ProbeResult` whose `error` names the target
+and says what to do: the sweep goes on with the other nodes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+
+from wizard.model import ProbeResult
+
+__all__ = ["SshTarget", "SshTransport", "sudo_error"]
+
+DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
+DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
+
+
+@dataclass(frozen=True, slots=True)
+class SshTarget:
+    """How to reach one node. `host` may be an ~/.ssh/config alias; None fields defer to it."""
+
+    name: str
+    host: str
+    port: int | None = None
+    user: str | None = None
+    identity_file: str | None = None
+    known_hosts: str | None = None
+
+    @classmethod
+    def from_spec(cls, spec: Any) -> SshTarget:
+        """From an inventory `NodeSpec` (duck-typed to keep this module free of pydantic)."""
+        return cls(
+            name=spec.name,
+            host=spec.address,
+            port=spec.port,
+            user=spec.user,
+            identity_file=spec.identity_file,
+            known_hosts=spec.known_hosts,
+        )
+
+    @property
+    def where(self) -> str:
+        return self.host if self.port in (None, 22) else f"{self.host}:{self.port}"
+
+
+def sudo_error(target: str, command: str, stderr: str) -> str | None:
+    """The operator's message when `sudo -n` refused for want of a password, else None."""
+    low = stderr.lower()
+    if "a password is required" in low or "a terminal is required" in low:
+        tool = command.split("sudo -n", 1)[-1].split()[:1]
+        what = tool[0] if tool else "the command"
+        return (
+            f"{target}: sudo needs a password to run {what}; fabwiz only uses `sudo -n`. "
+            f"Allow it without a password (e.g. /etc/sudoers.d/fabwiz: "
+            f"`<user> ALL=(root) NOPASSWD: /usr/bin/{what}`)"
+        )
+    return None
+
+
+class _HostKeyPolicy(asyncssh.SSHClient):
+    """Decides on host keys known_hosts does not trust: accept a *new* host when allowed."""
+
+    def __init__(self, transport: SshTransport, target: SshTarget, known: Any) -> None:
+        self._transport = transport
+        self._target = target
+        self._known = known
+        self.refusal: str | None = None
+
+    def validate_host_public_key(
+        self, host: str, addr: str, port: int, key: asyncssh.SSHKey
+    ) -> bool:
+        matched = self._known.match(host, addr, None if port == 22 else port)
+        fingerprint = key.get_fingerprint("sha256")
+        kh = self._transport.known_hosts_path(self._target)
+        pattern = host if port == 22 else f"[{host}]:{port}"
+        if matched[0]:
+            self.refusal = (
+                f"{self._target.name}: the host key of {pattern} CHANGED: it now presents "
+                f"{fingerprint}, which is not the key recorded in {kh}. Either the node was "
+                f"reinstalled or something is in the way. Check the fingerprint on the console "
+                f"of the node (`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub`), then remove "
+                f"the old entry with `ssh-keygen -R '{pattern}' -f {kh}` and run again"
+            )
+            return False
+        if self._transport.accept_new_host_keys:
+            self._transport.record_host_key(self._target, pattern, key)
+            return True
+        self.refusal = (
+            f"{self._target.name}: the host key of {pattern} ({fingerprint}) is not in {kh}. "
+            f"Check the fingerprint on the node's console, then run again with "
+            f"--accept-new-host-keys to record it (or `ssh {self._target.where}` once by hand)"
+        )
+        return False
+
+
+class SshTransport:
+    """A pool of persistent SSH connections, one per node, opened on first use."""
+
+    def __init__(
+        self,
+        targets: Iterable[SshTarget] = (),
+        *,
+        accept_new_host_keys: bool = False,
+        max_handshakes: int = 8,
+        connect_timeout: float = 10.0,
+        command_timeout: float = 30.0,
+        ssh_config: str | Path | None = DEFAULT_SSH_CONFIG,
+        known_hosts: str | Path = DEFAULT_KNOWN_HOSTS,
+    ) -> None:
+        self.targets: dict[str, SshTarget] = {t.name: t for t in targets}
+        self.accept_new_host_keys = accept_new_host_keys
+        self.connect_timeout = connect_timeout
+        self.command_timeout = command_timeout
+        self._ssh_config = None if ssh_config is None else Path(ssh_config).expanduser()
+        self._known_hosts = Path(known_hosts).expanduser()
+        self._handshake = asyncio.Semaphore(max_handshakes)
+        self._conns: dict[str, asyncssh.SSHClientConnection] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.handshakes = 0  # connections opened, for tests and the bench
+        self.max_concurrent_handshakes = 0
+        self._in_handshake = 0
+        self.accepted_host_keys: list[tuple[str, str, str]] = []  # (target, pattern, fingerprint)
+
+    def add(self, target: SshTarget) -> None:
+        self.targets[target.name] = target
+
+    def known_hosts_path(self, target: SshTarget) -> Path:
+        return Path(target.known_hosts).expanduser() if target.known_hosts else self._known_hosts
+
+    def record_host_key(self, target: SshTarget, pattern: str, key: asyncssh.SSHKey) -> None:
+        """Append a newly accepted host key to the target's known_hosts file."""
+        path = self.known_hosts_path(target)
+        algo, blob = key.export_public_key("openssh").decode().split()[:2]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(f"{pattern} {algo} {blob}\n")
+        self.accepted_host_keys.append((target.name, pattern, key.get_fingerprint("sha256")))
+
+    async def connect(self, name: str) -> str | None:
+        """Open (or reuse) the connection to `name`. Returns None, or the error text."""
+        try:
+            await self._connection(name)
+        except _ConnectFailed as exc:
+            return exc.message
+        return None
+
+    async def run(
+        self,
+        name: str,
+        command: str,
+        *,
+        timeout: float | None = None,
+        stdin: str | None = None,
+    ) -> ProbeResult:
+        """Run one command on node `name`; never raises for transport trouble."""
+        started = time.time()
+        t0 = time.monotonic()
+
+        def result(**kw: Any) -> ProbeResult:
+            return ProbeResult(
+                target=name,
+                kind="ssh",
+                command=command,
+                started_at=started,
+                duration_s=time.monotonic() - t0,
+                **kw,
+            )
+
+        try:
+            conn = await self._connection(name)
+        except _ConnectFailed as exc:
+            return result(error=exc.message)
+        limit = self.command_timeout if timeout is None else timeout
+        try:
+            proc = await asyncio.wait_for(conn.run(command, check=False, input=stdin), limit)
+        except TimeoutError:
+            return result(
+                error=f"{name}: `{_short(command)}` gave no answer within {limit:g} s; "
+                "the node may be overloaded or the command hung"
+            )
+        except (asyncssh.Error, OSError) as exc:
+            self._drop(name)
+            return result(
+                error=f"{name}: the SSH connection broke during `{_short(command)}`: "
+                f"{_reason(exc)}; fabwiz reconnects on the next probe"
+            )
+        stdout = _text(proc.stdout)
+        stderr = _text(proc.stderr)
+        status = proc.exit_status
+        if status is None and proc.exit_signal is not None:
+            status = 128
+        error = sudo_error(name, command, stderr) if "sudo -n" in command else None
+        return result(stdout=stdout, stderr=stderr, exit_status=status, error=error)
+
+    async def close(self) -> None:
+        conns = list(self._conns.values())
+        self._conns.clear()
+        for c in conns:
+            c.close()
+        for c in conns:
+            try:
+                await asyncio.wait_for(c.wait_closed(), 2.0)
+            except (TimeoutError, asyncssh.Error, OSError):
+                pass
+
+    async def __aenter__(self) -> SshTransport:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _drop(self, name: str) -> None:
+        conn = self._conns.pop(name, None)
+        if conn is not None:
+            conn.close()
+
+    async def _connection(self, name: str) -> asyncssh.SSHClientConnection:
+        conn = self._conns.get(name)
+        if conn is not None and not conn.is_closed():
+            return conn
+        lock = self._locks.setdefault(name, asyncio.Lock())
+        async with lock:
+            conn = self._conns.get(name)
+            if conn is not None and not conn.is_closed():
+                return conn
+            target = self.targets.get(name)
+            if target is None:
+                raise _ConnectFailed(f"{name}: not in the inventory")
+            async with self._handshake:
+                self._in_handshake += 1
+                self.max_concurrent_handshakes = max(
+                    self.max_concurrent_handshakes, self._in_handshake
+                )
+                try:
+                    conn = await self._open(target)
+                finally:
+                    self._in_handshake -= 1
+            self._conns[name] = conn
+            return conn
+
+    async def _open(self, target: SshTarget) -> asyncssh.SSHClientConnection:
+        kh_path = self.known_hosts_path(target)
+        try:
+            kh_text = kh_path.read_text(encoding="utf-8") if kh_path.exists() else ""
+            known = asyncssh.import_known_hosts(kh_text)
+        except (OSError, ValueError) as exc:
+            raise _ConnectFailed(
+                f"{target.name}: cannot read known_hosts {kh_path}: {exc}; fix or move it"
+            ) from None
+        policy = _HostKeyPolicy(self, target, known)
+        options: dict[str, Any] = {
+            "known_hosts": known,
+            "connect_timeout": self.connect_timeout,
+            "login_timeout": self.connect_timeout,
+            "client_factory": lambda: policy,
+        }
+        if self._ssh_config is not None and self._ssh_config.is_file():
+            options["config"] = [str(self._ssh_config)]
+        else:
+            options["config"] = []
+        if target.port is not None:
+            options["port"] = target.port
+        if target.user is not None:
+            options["username"] = target.user
+        if target.identity_file is not None:
+            options["client_keys"] = [target.identity_file]
+        self.handshakes += 1
+        try:
+            return await asyncio.wait_for(
+                asyncssh.connect(target.host, **options), self.connect_timeout + 1
+            )
+        except asyncssh.HostKeyNotVerifiable as exc:
+            raise _ConnectFailed(policy.refusal or f"{target.name}: {_reason(exc)}") from None
+        except asyncssh.PermissionDenied:
+            user = target.user or "(your login)"
+            raise _ConnectFailed(
+                f"{target.name}: SSH login refused for user {user} at {target.where}: check "
+                f"identity_file ({target.identity_file or 'default keys'}) and that its public "
+                f"key is in ~{user}/.ssh/authorized_keys on the node"
+            ) from None
+        except (TimeoutError, asyncssh.ConnectionLost) as exc:
+            raise _ConnectFailed(
+                f"{target.name}: no SSH answer from {target.where} within "
+                f"{self.connect_timeout:g} s ({_reason(exc) or 'timeout'}): is the node up and "
+                "on the management network?"
+            ) from None
+        except socket.gaierror:
+            raise _ConnectFailed(
+                f"{target.name}: cannot resolve host {target.host!r}: check the inventory or "
+                "the alias in ~/.ssh/config"
+            ) from None
+        except asyncssh.KeyImportError as exc:
+            raise _ConnectFailed(
+                f"{target.name}: cannot load identity file {target.identity_file}: {exc}"
+            ) from None
+        except OSError as exc:
+            raise _ConnectFailed(
+                f"{target.name}: cannot reach {target.where}: {exc.strerror or exc}; check the "
+                "node is powered and sshd listens on that port"
+            ) from None
+        except asyncssh.Error as exc:
+            raise _ConnectFailed(f"{target.name}: SSH failed: {_reason(exc)}") from None
+        except ValueError as exc:  # asyncssh raises ValueError for bad config/options
+            raise _ConnectFailed(f"{target.name}: bad SSH settings: {exc}") from None
+
+
+class _ConnectFailed(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _reason(exc: BaseException) -> str:
+    reason = getattr(exc, "reason", None)
+    return str(reason) if reason else str(exc)
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def _short(command: str, limit: int = 60) -> str:
+    first = command.strip().splitlines()[0] if command.strip() else command
+    return first if len(first) <= limit else first[: limit - 1] + "…"
