@@ -66,14 +66,6 @@ def checklist_items(instructions: str) -> list[str]:
     return sentences
 
 
-class _Dialog(ModalScreen[Any]):
-    """Shared frame: a bordered box in the middle of the screen."""
-
-    DEFAULT_CSS = """
-    _Dialog { align: center middle; }
-    """
-
-
 class FixConfirmModal(ModalScreen[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "apply", "Apply"),
@@ -111,9 +103,8 @@ class FixConfirmModal(ModalScreen[bool]):
             yield Static(self._rollback_text(), id="rollback")
             with Horizontal(classes="buttons"):
                 yield Button(
-                    "Apply [a]", id="apply", variant="warning", disabled=not self.can_apply
-                )
-                yield Button("Cancel [esc]", id="cancel")
+                    "Apply [a]", id="apply", variant="warning", disabled=not self.can_apply, compact=True)
+                yield Button("Cancel [esc]", id="cancel", compact=True)
 
     def _export_class(self) -> str:
         if not self.needs_export:
@@ -168,7 +159,7 @@ class FixConfirmModal(ModalScreen[bool]):
 class PhysicalActionModal(ModalScreen[str]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "answer('done')", "Done"),
-        Binding("p", "answer('perform')", "Perform in lab", show=False),
+        Binding("p", "answer('perform')", "Perform in lab"),
         Binding("s", "answer('skip')", "Skip"),
         Binding("t", "start_timer", "Start timer", show=False),
         Binding("escape", "hide", "Hide"),
@@ -193,6 +184,13 @@ class PhysicalActionModal(ModalScreen[str]):
         self._started: float | None = None
         self._waiting_since: float | None = None
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "answer" and parameters == ("perform",) and not self.can_perform_in_lab:
+            return False  # hidden from the footer: this build has no lab hands
+        if action == "start_timer" and not self.is_drain:
+            return False
+        return True
+
     @property
     def is_drain(self) -> bool:
         return self.action.kind == "ac_drain"
@@ -213,12 +211,12 @@ class PhysicalActionModal(ModalScreen[str]):
                 )
             yield Static("", id="waiting")
             with Horizontal(classes="buttons"):
-                yield Button("Done [d]", id="done", variant="primary")
+                yield Button("Done [d]", id="done", variant="primary", compact=True)
                 if self.can_perform_in_lab:
-                    yield Button("Perform in lab [p]", id="perform", variant="success")
+                    yield Button("Perform in lab [p]", id="perform", variant="success", compact=True)
                 if self.is_drain:
-                    yield Button("Start 60 s timer [t]", id="timer")
-                yield Button("Skip [s]", id="skip")
+                    yield Button("Start 60 s timer [t]", id="timer", compact=True)
+                yield Button("Skip [s]", id="skip", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#waiting").display = False
@@ -326,7 +324,7 @@ class ChoiceModal(ModalScreen[str]):
             yield Static(Text(self.question, style="bold"), id="dialog-title")
             with Horizontal(classes="buttons"):
                 for i, opt in enumerate(self.options, start=1):
-                    yield Button(f"{opt} [{i}]", id=f"opt-{i}", variant="primary" if i == 1 else "default")
+                    yield Button(f"{opt} [{i}]", id=f"opt-{i}", variant="primary" if i == 1 else "default", compact=True)
 
     def on_key(self, event: Any) -> None:
         key = getattr(event, "key", "")
@@ -357,7 +355,7 @@ class ErrorModal(ModalScreen[None]):
             hint = self.hint or "Check the log pane for details, then re-run the step [r]."
             yield Static(Text.assemble(("What to do: ", "bold"), hint), id="hint")
             with Horizontal(classes="buttons"):
-                yield Button("OK [enter]", id="ok", variant="primary")
+                yield Button("OK [enter]", id="ok", variant="primary", compact=True)
 
     @on(Button.Pressed, "#ok")
     def action_close(self) -> None:
@@ -383,8 +381,8 @@ class QuitModal(ModalScreen[bool]):
                 classes="dim",
             )
             with Horizontal(classes="buttons"):
-                yield Button("Quit [y]", id="quit", variant="error")
-                yield Button("Stay [n]", id="stay", variant="primary")
+                yield Button("Quit [y]", id="quit", variant="error", compact=True)
+                yield Button("Stay [n]", id="stay", variant="primary", compact=True)
 
     @on(Button.Pressed, "#quit")
     def action_quit(self) -> None:
@@ -408,7 +406,7 @@ class RawOutputModal(ModalScreen[None]):
             yield Static(Text(self.title_text, style="bold"), id="dialog-title")
             yield TextArea(self.text, read_only=True, soft_wrap=False, id="raw-text")
             with Horizontal(classes="buttons"):
-                yield Button("Close [esc]", id="close")
+                yield Button("Close [esc]", id="close", compact=True)
 
     @on(Button.Pressed, "#close")
     def action_close(self) -> None:

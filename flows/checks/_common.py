@@ -1,0 +1,224 @@
+"""What the checks share: the probe specs (one object per command, so the sweep runs each once),
+reading a probe result through a parser with `unknown` as the answer to anything unreadable, and
+a small builder that turns evidence into one verdict per fault id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from flows.base import Context, HostProbe, Observations, SwitchProbe
+from wizard.errors import ParseError
+from wizard.model import Evidence, ProbeResult, Rail, Status, Verdict
+
+T = TypeVar("T")
+
+# --- host probes (read-only; the probe contract of TEAM.md) -------------------------------------
+IBDEV = HostProbe("ibdev2netdev", "ibdev2netdev")
+IP_ADDR = HostProbe("ip_addr", "ip -j addr show")
+IP_LINK = HostProbe("ip_link", "ip -j link show")
+ETHTOOL = HostProbe("ethtool", "ethtool {netdev}", per_rail=True)
+ETHTOOL_I = HostProbe("ethtool_i", "ethtool -i {netdev}", per_rail=True)
+MLNX_QOS = HostProbe("mlnx_qos", "mlnx_qos -i {netdev}", per_rail=True, sudo=True)
+SYSCTL_ARP = HostProbe(
+    "sysctl_arp",
+    "sysctl net.ipv4.conf.all.arp_ignore net.ipv4.conf.all.arp_announce "
+    "net.ipv4.conf.all.rp_filter",
+)
+LSPCI = HostProbe("lspci", "lspci -vv -d 15b3:", sudo=True)
+DMESG = HostProbe("dmesg", "dmesg", sudo=True)
+BOOT_ID = HostProbe("boot_id", "cat /proc/sys/kernel/random/boot_id")
+UPTIME = HostProbe("uptime", "cat /proc/uptime")
+NCCL_CONF = HostProbe("nccl_conf", "cat /etc/nccl.conf")
+NCCL_ENV = HostProbe("nccl_env", "bash -lc 'env | grep ^NCCL_'")
+HW_COUNTERS = HostProbe(
+    "hw_counters",
+    "grep -H . /sys/class/infiniband/{rdma}/ports/1/hw_counters/* "
+    "/sys/class/infiniband/{rdma}/ports/1/counters/*",
+    per_rail=True,
+)
+
+# Probes discovery needs before the per-rail ones can be filled in.
+DISCOVERY_PROBES: tuple[HostProbe, ...] = (IBDEV, IP_ADDR, IP_LINK, ETHTOOL_I)
+
+# --- switch probes ----------------------------------------------------------------------------
+SW_RESOURCE = SwitchProbe("resource", "/system/resource")
+SW_IDENTITY = SwitchProbe("identity", "/system/identity")
+SW_ETHERNET = SwitchProbe("ethernet", "/interface/ethernet")
+# one call with numbers=<comma list of fabric ports> once
+SW_MONITOR = SwitchProbe("monitor", "/interface/ethernet", verb="monitor", per_fabric_port=True)
+SW_BRIDGE = SwitchProbe("bridge", "/interface/bridge")
+SW_BRIDGE_PORT = SwitchProbe("bridge_port", "/interface/bridge/port")
+SW_BRIDGE_HOST = SwitchProbe("bridge_host", "/interface/bridge/host")
+SW_QOS_PORT = SwitchProbe("qos_port", "/interface/ethernet/switch/qos/port")
+SW_LOG = SwitchProbe("log", "/log")
+
+
+def sudo_command(probe: HostProbe) -> str:
+    return f"sudo -n {probe.command}" if probe.sudo else probe.command
+
+
+# --- reading observations ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A probe whose output could not be judged: becomes `unknown` evidence with the raw text."""
+
+    target: str
+    command: str
+    reason: str
+    raw: str
+
+    def evidence(self, expected: str) -> Evidence:
+        return Evidence(
+            target=self.target,
+            command=self.command,
+            observed=self.reason,
+            expected=expected,
+            status=Status.UNKNOWN,
+            raw=self.raw,
+        )
+
+
+def read(
+    obs: Observations,
+    node: str,
+    probe: HostProbe,
+    parser: Callable[[str], T],
+    rail: str | None = None,
+    *,
+    ok_exit: Iterable[int] = (0,),
+) -> tuple[T | None, Unreadable | None, ProbeResult | None]:
+    """Parse one host probe result. (value, None, result) or (None, why, result); a node the
+    sweep could not reach gives (None, None, None): the unreachable finding already covers it."""
+    target = node if rail is None else f"{node}/{rail}"
+    if node in obs.unreachable:
+        return None, None, None
+    result = obs.node(node, probe.name, rail)
+    command = probe.command.replace("{netdev}", rail or "")
+    if result is None:
+        return None, Unreadable(target, command, "not probed", ""), None
+    if result.error is not None:
+        return None, Unreadable(target, result.command, result.error, result.text), result
+    if result.exit_status not in tuple(ok_exit):
+        return (
+            None,
+            Unreadable(
+                target,
+                result.command,
+                f"exit status {result.exit_status}: {result.stderr.strip()[:200]}",
+                result.text,
+            ),
+            result,
+        )
+    try:
+        return parser(result.stdout), None, result
+    except ParseError as exc:
+        return (
+            None,
+            Unreadable(target, result.command, f"unrecognised output: {exc}", result.text),
+            result,
+        )
+
+
+def rows(
+    obs: Observations, switch: str, probe: SwitchProbe
+) -> tuple[tuple[dict[str, str], ...] | None, Unreadable | None, ProbeResult | None]:
+    """The API rows of a switch probe, or why they are missing."""
+    if switch in obs.unreachable:
+        return None, None, None
+    result = obs.switch(switch, probe.name)
+    command = f"{probe.path} {probe.verb}"
+    if result is None:
+        return None, Unreadable(switch, command, "not probed", ""), None
+    if result.error is not None:
+        return None, Unreadable(switch, result.command, result.error, result.text), result
+    return result.rows, None, result
+
+
+def is_true(value: str | None) -> bool:
+    return (value or "").lower() in ("true", "yes")
+
+
+def is_cpu_port(default_name: str) -> bool:
+    """ether1/ether2 are CPU-attached management ports, never part of the fabric datapath."""
+    return default_name.startswith("ether")
+
+
+def default_names(ethernet: Iterable[Mapping[str, str]]) -> dict[str, str]:
+    """Current interface name -> default-name (checks key on default-name: ports get renamed)."""
+    return {r.get("name", ""): r.get("default-name") or r.get("name", "") for r in ethernet}
+
+
+def node_rails(ctx: Context, node: str) -> tuple[Rail, ...]:
+    return tuple(ctx.rails.get(node, ()))
+
+
+def configured(rail: Rail) -> bool:
+    """A rail the operator set up for the fabric: it carries an IPv4 address."""
+    return bool(rail.addresses)
+
+
+# --- verdict building -------------------------------------------------------------------------
+
+
+@dataclass
+class Finding:
+    """Evidence for one fault id, accumulated by a judge."""
+
+    fault: str
+    bad: list[Evidence] = field(default_factory=list)
+    good: list[Evidence] = field(default_factory=list)
+    unknown: list[Evidence] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)
+
+    def fail(self, ev: Evidence, target: str | None = None, *, warn: bool = False) -> None:
+        status = Status.WARN if warn else Status.FAIL
+        self.bad.append(_with_status(ev, status))
+        t = target or ev.target
+        if t not in self.targets:
+            self.targets.append(t)
+
+    def ok(self, ev: Evidence) -> None:
+        self.good.append(_with_status(ev, Status.PASS))
+
+    def cannot_tell(self, why: Unreadable | None, expected: str) -> None:
+        if why is not None:
+            self.unknown.append(why.evidence(expected))
+
+    def verdict(self, *, ok: str, bad: str, unknown: str | None = None) -> Verdict:
+        if self.bad:
+            status = Status.worst([e.status for e in self.bad])
+            return Verdict(
+                fault=self.fault,
+                status=status,
+                summary=bad,
+                targets=tuple(self.targets),
+                evidence=tuple(self.bad + self.unknown),
+            )
+        if self.unknown:
+            return Verdict(
+                fault=self.fault,
+                status=Status.UNKNOWN,
+                summary=unknown
+                or f"could not judge on {', '.join(sorted({e.target for e in self.unknown}))}",
+                targets=tuple(sorted({e.target for e in self.unknown})),
+                evidence=tuple(self.unknown),
+            )
+        return Verdict(
+            fault=self.fault, status=Status.PASS, summary=ok, evidence=tuple(self.good[:50])
+        )
+
+
+def _with_status(ev: Evidence, status: Status) -> Evidence:
+    return Evidence(ev.target, ev.command, ev.observed, ev.expected, status, ev.raw)
+
+
+def listing(items: Iterable[str], limit: int = 6) -> str:
+    seq = list(dict.fromkeys(items))
+    if len(seq) <= limit:
+        return ", ".join(seq)
+    return ", ".join(seq[:limit]) + f" and {len(seq) - limit} more"

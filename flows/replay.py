@@ -1,0 +1,430 @@
+"""Replay: re-run a session's verdicts offline from its recorded probe outputs.
+
+A support engineer gets a session log attached to a ticket; replay runs today's checks on the raw
+outputs the session recorded and shows where the verdicts differ from the ones recorded at the
+rack (a parser fixed since, a threshold changed, a check that judged wrong). It is also how
+fixtures are harvested: a recorded answer whose replay agrees is a ready test case.
+
+Events are walked in order. At each recorded `VerdictReached`, the check that judged it (by its
+`check` id, else by fault id) is run on the observations known at that moment: the latest answer
+per (target, probe) of that step, over the latest of earlier steps, with the step's measurements
+and the link transitions and drains seen so far (the drain guard judges the same way). Nothing is
+sent anywhere: replay is pure.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from flows.base import Check, Context, Observations
+from flows.expectations import DEFAULT, Expectations
+from wizard.errors import FabwizError
+from wizard.events import MeasurementTaken, ProbeAnswered, VerdictReached
+from wizard.model import Half, Measurement, ProbeResult, Rail, Status, Verdict
+from wizard.session import LoadedSession, SessionState
+
+
+class ReplayUnavailable(FabwizError):
+    """The checks cannot be loaded in this build (no `flows.registry` yet)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayRow:
+    """One recorded verdict next to its replay (or a replayed finding nobody recorded)."""
+
+    step: str
+    fault: str
+    check: str
+    recorded: Status | None
+    replayed: Status | None
+    recorded_targets: tuple[str, ...] = ()
+    replayed_targets: tuple[str, ...] = ()
+    recorded_summary: str = ""
+    replayed_summary: str = ""
+    at: float = 0.0
+    note: str = ""  # why there is no replayed verdict, or the error a check raised
+
+    @property
+    def agree(self) -> bool:
+        return (
+            self.recorded is not None
+            and self.recorded == self.replayed
+            and sorted(self.recorded_targets) == sorted(self.replayed_targets)
+        )
+
+    @property
+    def difference(self) -> str:
+        """What differs, in words ("" when they agree)."""
+        if self.agree:
+            return ""
+        if self.recorded is None:
+            return "replay finds what the session did not record"
+        if self.replayed is None:
+            return self.note or "not judged on replay"
+        if self.recorded != self.replayed:
+            return f"status {self.recorded} -> {self.replayed}"
+        return "targets differ"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "fault": self.fault,
+            "check": self.check,
+            "recorded": None if self.recorded is None else str(self.recorded),
+            "replayed": None if self.replayed is None else str(self.replayed),
+            "recorded_targets": list(self.recorded_targets),
+            "replayed_targets": list(self.replayed_targets),
+            "recorded_summary": self.recorded_summary,
+            "replayed_summary": self.replayed_summary,
+            "agree": self.agree,
+            "difference": self.difference,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    rows: tuple[ReplayRow, ...]
+    checks_run: int = 0  # check executions (one per check per snapshot of observations)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def agree(self) -> bool:
+        return all(r.agree for r in self.rows)
+
+    @property
+    def differences(self) -> tuple[ReplayRow, ...]:
+        return tuple(r for r in self.rows if not r.agree)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "agree": self.agree,
+            "verdicts": len([r for r in self.rows if r.recorded is not None]),
+            "differences": len(self.differences),
+            "checks_run": self.checks_run,
+            "rows": [r.to_json() for r in self.rows],
+            "warnings": list(self.warnings),
+        }
+
+
+# --- the checks and the context ----------------------------------------------------------------
+
+
+def registered_checks() -> tuple[Check, ...]:
+    """Every check of `flows.registry` (imported lazily: replay works on what this build has)."""
+    try:
+        mod = importlib.import_module("flows.registry")
+    except ModuleNotFoundError as exc:
+        if exc.name != "flows.registry":
+            raise
+        raise ReplayUnavailable(
+            "this build has no check registry (flows/registry.py), so nothing can be replayed",
+            hint="use a build that ships the checks",
+        ) from exc
+    for name in ("CHECKS", "ALL_CHECKS", "REGISTRY"):
+        value = getattr(mod, name, None)
+        if value is not None:
+            items = value.values() if isinstance(value, Mapping) else value
+            return tuple(c for c in items if isinstance(c, Check))
+    for name in ("all_checks", "checks"):
+        fn = getattr(mod, name, None)
+        if callable(fn):
+            return tuple(c for c in fn() if isinstance(c, Check))
+    raise ReplayUnavailable("flows.registry exports no CHECKS")
+
+
+def _rail_from_json(node: str, data: Mapping[str, Any]) -> Rail | None:
+    try:
+        return Rail(
+            node=str(data.get("node", node)),
+            netdev=str(data["netdev"]),
+            rdma=str(data.get("rdma", "")),
+            port=int(data.get("port", 0)),
+            half="B" if data.get("half") == "B" else "A",
+            pci=str(data.get("pci", "")),
+            mac=str(data.get("mac", "")),
+            addresses=tuple(data.get("addresses") or ()),
+            ipv6=tuple(data.get("ipv6") or ()),
+            mtu=int(data.get("mtu", 0)),
+            up=bool(data.get("up", False)),
+            speed_mbps=data.get("speed_mbps"),
+            switch=data.get("switch"),
+            switch_port=data.get("switch_port"),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _rail_from_netdev(node: str, netdev: str) -> Rail:
+    """A rail known only by its GB10 netdev name (enp1s0f0np0, enP2p1s0f1np1): the port is
+    the PCI function, half B lives on PCI domain 0002, and the RDMA name follows mlx5's rule."""
+    half: Half = "B" if netdev.startswith("enP2") else "A"
+    port = 1 if "f1" in netdev.split("s0", 1)[-1] else 0
+    base = netdev.split("np", 1)[0]
+    rdma = "roce" + base[2:] if base.startswith("en") else ""
+    return Rail(node=node, netdev=netdev, rdma=rdma, port=port, half=half)
+
+
+def context_from_session(
+    loaded: LoadedSession, *, expectations: Expectations | None = None
+) -> Context:
+    """The judging context as recorded at session start.
+
+    The engine may record it in `SessionStarted.options["context"]` (rails per node as dicts of
+    `wizard.model.Rail` fields, cabling, management, addressing, expectations overrides,
+    known_good_firmware); missing rails are rebuilt from the per-rail probe names recorded.
+    """
+    started = loaded.started
+    opts: Mapping[str, Any] = started.options
+    recorded = opts.get("context")
+    ctx_opts: Mapping[str, Any] = recorded if isinstance(recorded, Mapping) else opts
+    exp = expectations or DEFAULT
+    overrides = ctx_opts.get("expectations")
+    if isinstance(overrides, Mapping) and expectations is None:
+        try:
+            exp = DEFAULT.with_overrides(overrides)
+        except (KeyError, TypeError, ValueError):
+            exp = DEFAULT
+
+    rails: dict[str, tuple[Rail, ...]] = {}
+    raw_rails = ctx_opts.get("rails")
+    if isinstance(raw_rails, Mapping):
+        for node, items in raw_rails.items():
+            parsed = [_rail_from_json(str(node), r) for r in items or () if isinstance(r, Mapping)]
+            rails[str(node)] = tuple(r for r in parsed if r is not None)
+    if not rails:
+        seen: dict[str, list[str]] = {}
+        for ev in loaded.events:
+            if isinstance(ev, ProbeAnswered) and ev.result.kind == "ssh" and ":" in ev.probe:
+                netdev = ev.probe.split(":", 1)[1]
+                names = seen.setdefault(ev.result.target, [])
+                if netdev not in names:
+                    names.append(netdev)
+        rails = {
+            node: tuple(_rail_from_netdev(node, n) for n in sorted(names))
+            for node, names in seen.items()
+        }
+
+    def pairs(value: Any) -> dict[str, tuple[str, str]]:
+        out: dict[str, tuple[str, str]] = {}
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                if isinstance(v, str) and "/" in v:
+                    sw, port = v.split("/", 1)
+                    out[str(k)] = (sw, port)
+                elif isinstance(v, list | tuple) and len(v) == 2:
+                    out[str(k)] = (str(v[0]), str(v[1]))
+        return out
+
+    management_raw = ctx_opts.get("management")
+    management = (
+        {str(k): tuple(v) for k, v in management_raw.items()}
+        if isinstance(management_raw, Mapping)
+        else {}
+    )
+    addressing = ctx_opts.get("addressing")
+    firmware = ctx_opts.get("known_good_firmware")
+    return Context(
+        expectations=exp,
+        rails=rails,
+        nodes=tuple(started.nodes) or tuple(sorted(rails)),
+        switches=tuple(started.switches),
+        cabling=pairs(ctx_opts.get("cabling")),
+        management=management,
+        addressing=dict(addressing) if isinstance(addressing, Mapping) else {},
+        known_good_firmware=firmware if isinstance(firmware, str) else exp.known_good_firmware,
+    )
+
+
+# --- observations ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Recorded:
+    """Probe answers and measurements as known at a point of the walk."""
+
+    by_step: dict[str, dict[tuple[str, str, str], ProbeResult]] = field(default_factory=dict)
+    latest: dict[tuple[str, str, str], ProbeResult] = field(default_factory=dict)
+    measurements: dict[str, list[Measurement]] = field(default_factory=dict)
+    version: int = 0
+
+    def add(self, step: str, probe: str, result: ProbeResult) -> None:
+        key = (result.kind, result.target, probe)
+        self.by_step.setdefault(step, {})[key] = result
+        self.latest[key] = result
+        self.version += 1
+
+    def observations(self, step: str) -> Observations:
+        merged = dict(self.latest)
+        merged.update(self.by_step.get(step, {}))
+        return observations_from(merged.items(), self.measurements.get(step, ()))
+
+
+def observations_from(
+    answers: Iterable[tuple[tuple[str, str, str], ProbeResult]],
+    measurements: Iterable[Measurement] = (),
+) -> Observations:
+    """Observations from recorded answers keyed (kind, target, probe). A target whose every
+    answer is a transport error with no output counts as unreachable, as the sweep reports it."""
+    nodes: dict[str, dict[str, ProbeResult]] = {}
+    switches: dict[str, dict[str, ProbeResult]] = {}
+    for (kind, target, probe), result in answers:
+        (switches if kind == "api" else nodes).setdefault(target, {})[probe] = result
+    unreachable: dict[str, str] = {}
+    for group in (nodes, switches):
+        for target, probes in group.items():
+            results = list(probes.values())
+            if results and all(
+                r.error and not r.stdout and not r.rows and r.exit_status is None for r in results
+            ):
+                unreachable[target] = results[0].error or "unreachable"
+    return Observations(
+        nodes=nodes,
+        switches=switches,
+        unreachable=unreachable,
+        measurements=tuple(measurements),
+    )
+
+
+def observations_by_step(loaded: LoadedSession) -> dict[str, Observations]:
+    """The last recorded answer of every (target, probe) per step, as `Observations`."""
+    answers: dict[str, dict[tuple[str, str, str], ProbeResult]] = {}
+    measurements: dict[str, list[Measurement]] = {}
+    for ev in loaded.events:
+        if isinstance(ev, ProbeAnswered):
+            answers.setdefault(ev.step, {})[(ev.result.kind, ev.result.target, ev.probe)] = (
+                ev.result
+            )
+        elif isinstance(ev, MeasurementTaken):
+            measurements.setdefault(ev.step, []).append(ev.measurement)
+    steps = list(dict.fromkeys([*answers, *measurements]))
+    return {
+        s: observations_from(answers.get(s, {}).items(), measurements.get(s, ())) for s in steps
+    }
+
+
+# --- replay ------------------------------------------------------------------------------------
+
+
+def replay_session(
+    loaded: LoadedSession,
+    *,
+    checks: Sequence[Check] | None = None,
+    context: Context | None = None,
+) -> ReplayResult:
+    """Re-judge every recorded verdict from the recorded outputs; rows say where they differ."""
+    all_checks = tuple(checks) if checks is not None else registered_checks()
+    by_id = {c.id: c for c in all_checks}
+    by_fault: dict[str, Check] = {}
+    for c in all_checks:
+        for fault in c.faults:
+            by_fault.setdefault(fault, c)
+    base = context or context_from_session(loaded)
+
+    rec = _Recorded()
+    state = SessionState()
+    cache: dict[tuple[Any, ...], tuple[list[Verdict], str]] = {}
+    recorded_in_group: dict[tuple[Any, ...], set[str]] = {}
+    group_step: dict[tuple[Any, ...], tuple[str, str, float]] = {}
+    rows: list[ReplayRow] = []
+    warnings: list[str] = []
+    transitions_version = 0
+
+    for ev in loaded.events:
+        state.apply(ev)
+        if ev.type in ("link_transition_seen", "node_drained"):
+            transitions_version += 1
+        if isinstance(ev, ProbeAnswered):
+            rec.add(ev.step, ev.probe, ev.result)
+            continue
+        if isinstance(ev, MeasurementTaken):
+            rec.measurements.setdefault(ev.step, []).append(ev.measurement)
+            rec.version += 1
+            continue
+        if not isinstance(ev, VerdictReached):
+            continue
+        v = ev.verdict
+        check = by_id.get(v.check) or by_fault.get(v.fault)
+        if check is None:
+            rows.append(
+                _row(ev.step, v, None, check="", at=ev.at, note="no check in this build judges it")
+            )
+            continue
+        key = (ev.step, check.id, rec.version, transitions_version)
+        if key not in cache:
+            ctx = Context(
+                expectations=base.expectations,
+                rails=base.rails,
+                nodes=base.nodes,
+                switches=base.switches,
+                cabling=base.cabling,
+                management=base.management,
+                addressing=base.addressing,
+                known_good_firmware=base.known_good_firmware,
+                transitions=state.all_transitions,
+                drained_at=state.drained_at,
+            )
+            try:
+                cache[key] = (check.run(rec.observations(ev.step), ctx), "")
+            except Exception as exc:  # a check that raises on recorded output is itself a finding
+                cache[key] = ([], f"{check.id} raised {type(exc).__name__}: {exc}")
+            group_step[key] = (ev.step, check.id, ev.at)
+        recorded_in_group.setdefault(key, set()).add(v.fault)
+        replayed, error = cache[key]
+        match = next((r for r in replayed if r.fault == v.fault), None)
+        note = error or ("" if match else f"{check.id} gave no verdict for this fault")
+        rows.append(_row(ev.step, v, match, check=check.id, at=ev.at, note=note))
+
+    for key, (replayed, error) in cache.items():
+        if error:
+            warnings.append(error)
+            continue
+        step, check_id, at = group_step[key]
+        for r in replayed:
+            if r.fault not in recorded_in_group[key] and r.is_finding:
+                rows.append(
+                    ReplayRow(
+                        step=step,
+                        fault=r.fault,
+                        check=check_id,
+                        recorded=None,
+                        replayed=r.status,
+                        replayed_targets=r.targets,
+                        replayed_summary=r.summary,
+                        at=at,
+                    )
+                )
+    return ReplayResult(rows=tuple(rows), checks_run=len(cache), warnings=tuple(warnings))
+
+
+def _row(
+    step: str, recorded: Verdict, replayed: Verdict | None, *, check: str, at: float, note: str
+) -> ReplayRow:
+    return ReplayRow(
+        step=step,
+        fault=recorded.fault,
+        check=check or recorded.check,
+        recorded=recorded.status,
+        replayed=None if replayed is None else replayed.status,
+        recorded_targets=recorded.targets,
+        replayed_targets=() if replayed is None else replayed.targets,
+        recorded_summary=recorded.summary,
+        replayed_summary="" if replayed is None else replayed.summary,
+        at=at,
+        note=note,
+    )
+
+
+__all__ = [
+    "ReplayResult",
+    "ReplayRow",
+    "ReplayUnavailable",
+    "context_from_session",
+    "observations_by_step",
+    "observations_from",
+    "registered_checks",
+    "replay_session",
+]

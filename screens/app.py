@@ -1,0 +1,416 @@
+"""The Textual app: one session screen, the engine in one async worker, modals for decisions.
+
+`FabwizApp` is given an engine factory (the composition root in `screens/commands/demo.py` or
+`run.py` decides what the engine talks to). After the first paint it starts ONE async worker that
+builds the engine with `TuiPorts` (the event sink and the `Operator` the engine awaits decisions
+from) and runs it. Every engine fact arrives as one `EngineEvent` message; `RailSampled` gauge
+data is coalesced into `RailsSampled` snapshots. Widgets post `...Requested` intents; only this
+module turns them into engine calls (`engine.request(intent, step)`) or answers to a pending
+question.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
+
+from flows.expectations import Expectations
+from screens.modals import (
+    ChoiceModal,
+    ErrorModal,
+    ExportStatusLike,
+    FixConfirmModal,
+    PhysicalActionModal,
+    QuitModal,
+    RawOutputModal,
+)
+from screens.session_screen import Prompt, SessionScreen
+from screens.widgets.gauges import RailGauges
+from screens.widgets.messages import (
+    ApplyFixRequested,
+    BackRequested,
+    EngineEvent,
+    NextRequested,
+    RailsSampled,
+    RunStepRequested,
+    ShowRawRequested,
+    SkipStepRequested,
+    StepRequested,
+)
+from screens.widgets.view_model import SessionView, StepInfo, load_steps
+from wizard.errors import FabwizError
+from wizard.events import Event, MeasurementTaken, RailSampled, SessionEnded, StepChanged
+from wizard.model import FixPlan, PhysicalAction, Rail
+
+GAUGE_FLUSH_S = 0.25  # at most four gauge repaints a second, whatever the sample rate
+
+# Which answers of `Operator.choose` an action-bar intent stands for.
+INTENT_ANSWERS: dict[str, tuple[str, ...]] = {
+    "run": ("run", "rerun", "re-run", "retry", "again", "measure"),
+    "apply": ("apply", "fix", "apply fix", "apply_fix", "yes"),
+    "skip": ("skip",),
+    "back": ("back", "previous", "prev"),
+    "next": ("next", "continue", "proceed", "done", "ok"),
+}
+
+
+class EngineLike(Protocol):
+    """What the app needs of the engine (wizard/engine.py `Engine`)."""
+
+    async def run(self) -> Any: ...
+
+    def request(self, intent: str, step: str | None = None) -> Any: ...
+
+
+EngineFactory = Callable[["TuiPorts", AsyncExitStack], Awaitable[EngineLike]]
+
+
+@dataclass(slots=True)
+class PendingChoice:
+    step: str
+    question: str
+    options: tuple[str, ...]
+    answers: dict[str, str]  # intent -> the option it answers with
+    future: asyncio.Future[str]
+
+
+def match_intents(options: Sequence[str]) -> dict[str, str] | None:
+    """Map every option to an action-bar intent, or None when one has no button."""
+    out: dict[str, str] = {}
+    for opt in options:
+        norm = opt.strip().lower()
+        intent = next((i for i, names in INTENT_ANSWERS.items() if norm in names), None)
+        if intent is None or intent in out:
+            return None
+        out[intent] = opt
+    return out
+
+
+class TuiPorts:
+    """The engine's event sink and `Operator`, implemented on the app.
+
+    Called from the engine's worker (same event loop), so it posts messages and pushes modals
+    directly; decisions are awaited there and never block the UI.
+    """
+
+    def __init__(self, app: FabwizApp, *, flush_s: float = GAUGE_FLUSH_S) -> None:
+        self.app = app
+        self.flush_s = flush_s
+        self._latest: dict[tuple[str, str], float] = {}
+        self._flush_armed = False
+        self._last_at = 0.0
+
+    # --- event sink --------------------------------------------------------------------------
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, RailSampled):
+            self._latest[(event.node, event.netdev)] = event.gbps
+            self._last_at = event.at
+            if not self._flush_armed:
+                self._flush_armed = True
+                self.app.set_timer(self.flush_s, self.flush_gauges)
+            return
+        self.app.post_message(EngineEvent(event))
+
+    def flush_gauges(self) -> None:
+        self._flush_armed = False
+        if self._latest:
+            self.app.post_message(RailsSampled(self._latest, self._last_at))
+
+    # --- Operator ------------------------------------------------------------------------------
+
+    async def confirm_fix(self, plan: FixPlan, export_status: ExportStatusLike | None) -> bool:
+        window = getattr(export_status, "rollback_window_s", None) or getattr(
+            plan, "rollback_window_s", None
+        )
+        modal = FixConfirmModal(plan, export_status, rollback_window_s=window)
+        return bool(await self.app.push_screen_wait(modal))
+
+    async def physical_action(self, action: PhysicalAction, can_perform_in_lab: bool) -> str:
+        answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        modal = PhysicalActionModal(action, can_perform_in_lab=can_perform_in_lab, answer=answer)
+        self.app.physical_modal = modal
+        await self.app.push_screen(modal, callback=self.app.physical_modal_closed)
+        return await answer
+
+    async def choose(self, step: str, question: str, options: list[str]) -> str:
+        answers = match_intents(options)
+        if answers is None:
+            return str(await self.app.push_screen_wait(ChoiceModal(step, question, options)))
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self.app.offer_choice(PendingChoice(step, question, tuple(options), answers, future))
+        try:
+            return await future
+        finally:
+            self.app.offer_choice(None)
+
+    async def error(self, title: str, message: str, hint: str | None) -> None:
+        await self.app.push_screen_wait(ErrorModal(title, message, hint))
+
+
+class FabwizApp(App[int]):
+    """The wizard. Returns an exit code: 0 healthy, 1 findings left, 2 error."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "fabwiz"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "request_quit", "Quit", show=False, priority=True),
+        Binding("f1", "toggle_explain", "Explain", show=False),
+    ]
+
+    def __init__(
+        self,
+        engine_factory: EngineFactory | None,
+        *,
+        steps: Sequence[StepInfo] | None = None,
+        rails: Iterable[Rail] = (),
+        expectations: Expectations | None = None,
+        sub_title: str = "",
+        start_engine: bool = True,
+    ) -> None:
+        super().__init__()
+        self.engine_factory = engine_factory
+        self.view = SessionView.new(steps if steps is not None else load_steps())
+        self.expectations = expectations or Expectations()
+        self.ports = TuiPorts(self)
+        self.engine: EngineLike | None = None
+        self.pending_choice: PendingChoice | None = None
+        self.physical_modal: PhysicalActionModal | None = None
+        self.engine_worker: Worker[None] | None = None
+        self.requests: list[tuple[str, str | None]] = []  # every intent sent to the engine
+        self._rails = tuple(rails)
+        self._start_engine = start_engine
+        self._closing = asyncio.Event()
+        self._engine_done = False
+        self._pending_request: asyncio.Future[Any] | None = None
+        if sub_title:
+            self.sub_title = sub_title
+
+    @property
+    def session(self) -> SessionScreen:
+        for screen in self.screen_stack:
+            if isinstance(screen, SessionScreen):
+                return screen
+        raise LookupError("no session screen")
+
+    def get_default_screen(self) -> Screen[Any]:
+        gauges = RailGauges(expectations=self.expectations, id="gauges")
+        return SessionScreen(self.view, gauges=gauges)
+
+    def on_mount(self) -> None:
+        if self._rails:
+            self.session.gauges.set_rails(self._rails)
+        if self._start_engine and self.engine_factory is not None:
+            # After the first paint: the operator sees the screen before anything slow starts.
+            self.call_after_refresh(self.start_engine)
+
+    # --- the engine worker ---------------------------------------------------------------------
+
+    def start_engine(self) -> None:
+        self.engine_worker = self.run_worker(
+            self._run_engine(), name="engine", group="engine", exclusive=True, exit_on_error=False
+        )
+
+    async def _run_engine(self) -> None:
+        assert self.engine_factory is not None
+        sub_title = self.sub_title
+        self.sub_title = "starting…"
+        async with AsyncExitStack() as stack:
+            try:
+                self.engine = await self.engine_factory(self.ports, stack)
+            except FabwizError as exc:
+                await self.ports.error("Could not start the session", exc.message, exc.hint)
+                return
+            self.sub_title = sub_title
+            self.session.engine_ready = True
+            self.session.update_view({"detail"})
+            await self.engine.run()
+            self._engine_done = True
+            # Keep what the factory started (the demo's lab) until the operator quits.
+            await self._closing.wait()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is not self.engine_worker:
+            return
+        if event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.session.engine_ready = False
+            self.session.update_view({"detail"})
+            self.push_screen(
+                ErrorModal(
+                    "The engine stopped",
+                    f"{type(error).__name__}: {error}",
+                    "The session log has everything up to here: `fabwiz resume` continues it.",
+                )
+            )
+
+    # --- engine events -------------------------------------------------------------------------
+
+    def on_engine_event(self, message: EngineEvent) -> None:
+        event = message.event
+        screen = self.session
+        before = self.view.current
+        changed = self.view.apply(event)
+        if isinstance(event, StepChanged) and event.step != before:
+            screen.gauges.clear_measurements()
+        if isinstance(event, StepChanged):
+            screen.follow(event.step)
+        if isinstance(event, MeasurementTaken):
+            screen.gauges.add_measurement(event.measurement)
+        if isinstance(event, SessionEnded):
+            self.sub_title = "healthy" if event.healthy else "findings left"
+            screen.prompt = Prompt(
+                step=self.view.current or "",
+                question=(
+                    "Session ended: the fabric is healthy." if event.healthy
+                    else "Session ended with findings."
+                )
+                + " q quits; `fabwiz report` writes the ticket report.",
+            )
+        screen.update_view(changed)
+        if self.physical_modal is not None:
+            self.physical_modal.on_engine_event(event)
+
+    def on_rails_sampled(self, message: RailsSampled) -> None:
+        self.session.gauges.update_samples(message.samples)
+        self.session.samples_arrived()
+
+    # --- decisions -----------------------------------------------------------------------------
+
+    def offer_choice(self, choice: PendingChoice | None) -> None:
+        self.pending_choice = choice
+        screen = self.session
+        if choice is None:
+            if screen.prompt is not None and screen.prompt.options:
+                screen.prompt = None
+        else:
+            screen.prompt = Prompt(
+                choice.step, choice.question, frozenset(choice.answers), choice.options
+            )
+            screen.follow(choice.step)
+        screen.update_view({"prompt"})
+
+    def physical_modal_closed(self, _result: str | None) -> None:
+        self.physical_modal = None
+
+    # --- intents -------------------------------------------------------------------------------
+
+    def _intent(self, message: StepRequested) -> None:
+        message.stop()
+        intent, step = message.intent, message.step
+        choice = self.pending_choice
+        if choice is not None and intent in choice.answers and not choice.future.done():
+            choice.future.set_result(choice.answers[intent])
+            return
+        if self.engine is None:
+            self.notify("The engine is not running yet.", severity="warning", timeout=3)
+            return
+        self.requests.append((intent, step))
+        result = self.engine.request(intent, step)
+        if inspect.isawaitable(result):
+            self._pending_request = asyncio.ensure_future(result)
+
+    def on_run_step_requested(self, message: RunStepRequested) -> None:
+        self._intent(message)
+
+    def on_skip_step_requested(self, message: SkipStepRequested) -> None:
+        self._intent(message)
+
+    def on_back_requested(self, message: BackRequested) -> None:
+        self._intent(message)
+
+    def on_next_requested(self, message: NextRequested) -> None:
+        self._intent(message)
+
+    def on_apply_fix_requested(self, message: ApplyFixRequested) -> None:
+        self._intent(message)
+
+    def on_show_raw_requested(self, message: ShowRawRequested) -> None:
+        message.stop()
+        step = self.view.steps.get(message.step or "")
+        if step is None:
+            return
+        rows = self.session.evidence.rows_shown
+        if message.row is not None and message.row < len(rows):
+            verdict, ev = rows[message.row]
+            text = ev.raw
+            if text is None:
+                text = "\n\n".join(
+                    f"$ {p.command}\n{p.text}"
+                    for p in step.probes
+                    if p.target == ev.target and (ev.command in p.command or not ev.command)
+                )
+            title = f"{ev.target}: {ev.command}  ({verdict.fault})"
+        else:
+            title = f"{step.info.title}: raw output"
+            text = ""
+        if not text:
+            text = "\n\n".join(
+                f"# {p.target}  $ {p.command}  (exit {p.exit_status}"
+                f"{', ' + p.error if p.error else ''})\n{p.text}"
+                for p in step.probes
+            )
+        self.push_screen(RawOutputModal(title, text or "(no raw output recorded for this step)"))
+
+    # --- commands, quitting --------------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        if isinstance(screen, SessionScreen):
+            for intent, title, help_ in (
+                ("run", "Run step", "Run (or re-run) the step shown"),
+                ("raw", "Show raw output", "The raw tool output behind the selected evidence"),
+                ("apply", "Apply fix", "Apply the fix offered for this step"),
+                ("skip", "Skip step", "Skip the step shown"),
+                ("back", "Back", "Go back one step"),
+                ("next", "Next step", "Go on to the next step"),
+            ):
+                yield SystemCommand(title, help_, lambda i=intent: screen.action_intent(i))
+            yield SystemCommand("Show gauges", "Per-rail gauges in the bottom panel",
+                                lambda: screen.action_show_bottom("gauges"))
+            yield SystemCommand("Show log", "The engine's log in the bottom panel",
+                                lambda: screen.action_show_bottom("log"))
+            yield SystemCommand("Toggle explanation", "Hide or show what/why/good",
+                                screen.action_toggle_explain)
+
+    def action_toggle_explain(self) -> None:
+        self.session.action_toggle_explain()
+
+    def action_request_quit(self) -> None:
+        unapplied = [] if self.view.ended is not None else self.view.unapplied_work()
+        if not unapplied:
+            self.exit_session()
+            return
+
+        def decided(quit_: bool | None) -> None:
+            if quit_:
+                self.exit_session()
+
+        self.push_screen(QuitModal(unapplied), callback=decided)
+
+    def exit_session(self) -> None:
+        self._closing.set()
+        ended = self.view.ended
+        code = 2 if ended is None else (0 if ended.healthy else 1)
+        self.call_later(self._exit_after_cleanup, code)
+
+    async def _exit_after_cleanup(self, code: int) -> None:
+        worker = self.engine_worker
+        if worker is not None and not worker.is_finished:
+            if not self._engine_done:
+                worker.cancel()  # the factory's exit stack still closes what it started
+            try:
+                await asyncio.wait_for(worker.wait(), timeout=5)
+            except (TimeoutError, WorkerCancelled, WorkerFailed):
+                pass  # leaving anyway; the session log has everything
+        self.exit(code)
+

@@ -1,0 +1,162 @@
+"""`fabwiz resume`, `fabwiz replay` and `fabwiz report`: the commands that work on a recorded
+session (a session folder, or its events.jsonl).
+
+Resume is a shell around the engine's `wizard.engine.resume_session`; replay and report work
+offline on the log alone. Exit codes: 0 ok (replay: every verdict agrees), 1 findings (replay:
+some verdicts differ), 2 error (no such session, a log from a newer fabwiz, not a fabwiz log).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from wizard.errors import FabwizError
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    click.echo(f"fabwiz: {message}", err=True)
+    sys.exit(code)
+
+
+def _load(session: str) -> Any:
+    from wizard.session import load_session
+
+    try:
+        loaded = load_session(session)
+    except FabwizError as exc:
+        _fail(str(exc))
+    if loaded.torn_tail:
+        click.echo(
+            "fabwiz: note: the session log's last line was cut mid-write (the session stopped "
+            "abruptly); everything before it is loaded.",
+            err=True,
+        )
+    return loaded
+
+
+@click.command()
+@click.argument("session", type=click.Path(path_type=Path))
+@click.option("--yes", is_flag=True, help="Answer yes to the confirmations (headless).")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+def resume(session: Path, yes: bool, as_json: bool) -> None:
+    """Continue SESSION (a folder or its events.jsonl) from where it stopped.
+
+    Applied fixes are not sent again, and the drain guard knows every link transition recorded.
+    """
+    loaded = _load(str(session))
+    try:
+        engine = importlib.import_module("wizard.engine")
+    except ModuleNotFoundError as exc:
+        if exc.name != "wizard.engine":
+            raise
+        engine = None
+    resume_session = getattr(engine, "resume_session", None)
+    if resume_session is None:
+        _fail(
+            "resuming is not available in this build yet (the engine has no resume_session); "
+            f"the session {loaded.folder} is intact: `fabwiz report {loaded.folder}` shows it."
+        )
+    try:
+        result = resume_session(loaded.folder, yes=yes, as_json=as_json)
+        if inspect.isawaitable(result):
+            result = asyncio.run(_await(result))
+    except FabwizError as exc:
+        _fail(str(exc))
+    sys.exit(result if isinstance(result, int) else 0)
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+@click.command()
+@click.argument("session", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def replay(session: Path, as_json: bool) -> None:
+    """Re-run SESSION's verdicts offline from its recorded outputs and show where they differ.
+
+    Exit 0 when every verdict agrees, 1 when some differ.
+    """
+    from flows.replay import replay_session
+
+    loaded = _load(str(session))
+    try:
+        result = replay_session(loaded)
+    except FabwizError as exc:
+        _fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        _print_replay(result, str(loaded.folder))
+    sys.exit(0 if result.agree else 1)
+
+
+def _print_replay(result: Any, where: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"Replay of {where}", title_justify="left")
+    for col in ("step", "fault", "recorded", "replayed", "targets", "difference"):
+        table.add_column(col)
+    for row in result.rows:
+        style = "" if row.agree else "bold"
+        targets = ", ".join(row.recorded_targets or row.replayed_targets)
+        table.add_row(
+            row.step,
+            row.fault,
+            "—" if row.recorded is None else str(row.recorded),
+            "—" if row.replayed is None else str(row.replayed),
+            targets,
+            row.difference or "agrees",
+            style=style,
+        )
+    console.print(table)
+    n = len(result.differences)
+    console.print(
+        f"{len(result.rows)} verdicts, {n} differ" if n else f"all {len(result.rows)} agree",
+        markup=False,
+    )
+    for w in result.warnings:
+        console.print(f"warning: {w}", markup=False)
+
+
+@click.command()
+@click.argument("session", type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["md", "html", "json"]),
+    default="md",
+    show_default=True,
+    help="Markdown for a ticket, standalone HTML, or JSON.",
+)
+@click.option("--redact", is_flag=True, help="Replace host names, addresses and MACs.")
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), help="Write to FILE instead of stdout."
+)
+def report(session: Path, fmt: str, redact: bool, output: Path | None) -> None:
+    """Write SESSION's report: what was checked, evidence, verdicts, fixes with their exports,
+    and the numbers before and after."""
+    from wizard.report import render
+
+    loaded = _load(str(session))
+    text = render(
+        loaded, "md" if fmt == "md" else "html" if fmt == "html" else "json", redact=redact
+    )
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        _fail(f"cannot write {output}: {exc.strerror or exc}")
+    click.echo(f"report written to {output}", err=True)

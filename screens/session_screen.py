@@ -1,0 +1,208 @@
+"""The one session screen: step list, step detail (explanation, verdict, evidence, actions),
+per-rail gauges and the log pane.
+
+The screen renders what the app hands down (the `SessionView`, the pending question, whether
+the engine is up) and turns keys into `...Requested` intents; it never calls the engine. On small
+terminals (`-narrow`, `-short` breakpoint classes) the bottom panel shows either the gauges or
+the log (`g`/`l` switch), and the explanation shrinks to a scrolling strip.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Log
+
+from screens.widgets.detail import EvidenceTable, StepDetail
+from screens.widgets.gauges import RailGauges
+from screens.widgets.messages import (
+    ApplyFixRequested,
+    BackRequested,
+    NextRequested,
+    RunStepRequested,
+    ShowRawRequested,
+    SkipStepRequested,
+    StepViewRequested,
+)
+from screens.widgets.steps import StepList
+from screens.widgets.view_model import SessionView
+
+_LEVEL = {"debug": " ", "info": "·", "warn": "!", "error": "✘"}
+
+
+@dataclass(slots=True)
+class Prompt:
+    """What the screen needs to show of a pending engine question."""
+
+    step: str
+    question: str
+    offered: frozenset[str] = field(default_factory=frozenset)  # intents the options map to
+    options: tuple[str, ...] = ()
+
+
+class SessionScreen(Screen[None]):
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+        (0, "-narrow"),
+        (110, "-wide"),
+    ]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (34, "-tall")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "intent('run')", "Run"),
+        Binding("x", "intent('raw')", "Raw"),
+        Binding("a", "intent('apply')", "Apply fix"),
+        Binding("s", "intent('skip')", "Skip"),
+        Binding("b", "intent('back')", "Back"),
+        Binding("n", "intent('next')", "Next"),
+        Binding("g", "show_bottom('gauges')", "Gauges"),
+        Binding("l", "show_bottom('log')", "Log"),
+        Binding("e", "toggle_explain", "Explain", show=False),
+        Binding("q", "app.request_quit", "Quit"),
+    ]
+
+    def __init__(self, view: SessionView, *, gauges: RailGauges | None = None) -> None:
+        super().__init__()
+        self.view = view
+        self.viewed: str | None = next(iter(view.steps), None)
+        self.prompt: Prompt | None = None
+        self.engine_ready = False
+        self._gauges = gauges or RailGauges(id="gauges")
+        self._log_shown = 0
+        self._bottom_chosen = False
+
+    # --- layout ---------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False, icon="≋")
+        with Horizontal(id="main"):
+            yield StepList(self.view, id="steps")
+            yield StepDetail(id="detail")
+        with Horizontal(id="bottom"):
+            yield self._gauges
+            yield Log(id="log", max_lines=5000, auto_scroll=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.add_class("-show-log")
+        self.update_view({"steps", "detail", "log"})
+        self.query_one(StepList).focus()
+
+    @property
+    def gauges(self) -> RailGauges:
+        return self._gauges
+
+    @property
+    def evidence(self) -> EvidenceTable:
+        return self.query_one(EvidenceTable)
+
+    # --- rendering (attributes down) -------------------------------------------------------
+
+    def follow(self, step: str) -> None:
+        """Look at the step the engine is on."""
+        self.viewed = step
+        steps = self.query_one(StepList)
+        ids = list(self.view.steps)
+        if step in ids and steps.index != ids.index(step):
+            steps.index = ids.index(step)
+
+    def update_view(self, changed: Collection[str]) -> None:
+        if not self.is_mounted:
+            return
+        parts = set(changed)
+        if "steps" in parts:
+            self.query_one(StepList).refresh_steps()
+        if parts & {"detail", "steps", "prompt", "ended"}:
+            self._show_detail()
+        if "log" in changed:
+            self._append_log()
+
+    def _show_detail(self) -> None:
+        if self.viewed is None or self.viewed not in self.view.steps:
+            return
+        step = self.view.steps[self.viewed]
+        prompt = self.prompt
+        question = None
+        offered: frozenset[str] = frozenset()
+        if prompt is not None:
+            offered = prompt.offered
+            keys = " · ".join(f"{o} [{_KEYS.get(o, '?')}]" for o in sorted(offered))
+            where = "" if prompt.step == self.viewed else f"({prompt.step}) "
+            question = f"{where}{prompt.question}" + (f"  — {keys}" if keys else "")
+        self.query_one(StepDetail).show(
+            step,
+            is_current=self.view.current == step.id,
+            question=question,
+            enabled=self.enabled_intents(),
+            offered=offered,
+        )
+
+    def enabled_intents(self) -> set[str]:
+        step = self.view.steps.get(self.viewed or "")
+        enabled: set[str] = set()
+        if step is not None and (step.probes or any(v.evidence for v in step.verdicts.values())):
+            enabled.add("raw")
+        if not self.engine_ready or self.view.ended is not None:
+            return enabled
+        enabled |= {"run", "skip", "back", "next"}
+        if self.prompt is not None:
+            enabled |= self.prompt.offered
+        if step is not None and step.open_fix is not None:
+            enabled.add("apply")
+        return enabled
+
+    def _append_log(self) -> None:
+        log = self.query_one("#log", Log)
+        lines = []
+        for at, level, text in self.view.log[self._log_shown :]:
+            stamp = time.strftime("%H:%M:%S", time.gmtime(at))
+            lines.append(f"{stamp} {_LEVEL.get(level, '·')} {text}")
+        self._log_shown = len(self.view.log)
+        if lines:
+            log.write_lines(lines)
+
+    def samples_arrived(self) -> None:
+        """On small terminals, show the gauges once traffic starts (unless the operator chose)."""
+        if not self._bottom_chosen and self.has_class("-show-log"):
+            self.remove_class("-show-log")
+            self.add_class("-show-gauges")
+
+    # --- intents (messages up) ---------------------------------------------------------------
+
+    def action_intent(self, intent: str) -> None:
+        if intent not in self.enabled_intents():
+            self.notify(f"{intent}: not available now", severity="warning", timeout=2)
+            return
+        step = self.viewed
+        if intent == "raw":
+            self.post_message(ShowRawRequested(step, self.evidence.selected_row))
+            return
+        cls = {
+            "run": RunStepRequested,
+            "apply": ApplyFixRequested,
+            "skip": SkipStepRequested,
+            "back": BackRequested,
+            "next": NextRequested,
+        }[intent]
+        self.post_message(cls(step))
+
+    def action_show_bottom(self, which: str) -> None:
+        self._bottom_chosen = True
+        self.set_class(which == "log", "-show-log")
+        self.set_class(which == "gauges", "-show-gauges")
+
+    def action_toggle_explain(self) -> None:
+        self.toggle_class("-no-explain")
+
+    def on_step_view_requested(self, message: StepViewRequested) -> None:
+        if message.step != self.viewed:
+            self.viewed = message.step
+            self._show_detail()
+
+
+_KEYS = {"run": "r", "apply": "a", "skip": "s", "back": "b", "next": "n", "raw": "x"}

@@ -1,0 +1,164 @@
+"""The headless wizard's operator and event printer: the engine's ports on a plain terminal.
+
+`TerminalOperator` asks on the terminal before each fix and physical action (or answers for the
+operator with `--yes`; against a lab, `--yes` also performs physical actions with the lab's
+hands). `EventPrinter` shows the walk as it happens with rich: steps, evidence, verdicts, fixes.
+With `--json` everything human goes to stderr so stdout carries only the final object.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.console import Console
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+
+from wizard.events import (
+    Event,
+    ExportTaken,
+    FixApplied,
+    FixRefusedEvent,
+    FixRolledBack,
+    FixVerified,
+    MeasurementTaken,
+    Note,
+    PhysicalActionDone,
+    RollbackArmed,
+    StepChanged,
+    VerdictReached,
+)
+from wizard.fixes import ExportStatus
+from wizard.model import FixPlan, PhysicalAction, Status
+
+STATUS_STYLE = {
+    Status.PASS: "green",
+    Status.BENIGN: "cyan",
+    Status.UNKNOWN: "magenta",
+    Status.WARN: "yellow",
+    Status.FAIL: "bold red",
+}
+
+
+class TerminalOperator:
+    def __init__(self, console: Console, *, yes: bool, interactive: bool | None = None) -> None:
+        self.console = console
+        self.yes = yes
+        self.interactive = sys.stdin.isatty() if interactive is None else interactive
+
+    def _ask(self, question: str, default: bool) -> bool:
+        if self.yes:
+            self.console.print(f"[dim]{question} yes (--yes)[/]")
+            return True
+        if not self.interactive:
+            self.console.print(f"[yellow]{question} no (no terminal to ask on; use --yes)[/]")
+            return False
+        return click.confirm(question, default=default, err=True)
+
+    async def confirm_fix(self, plan: FixPlan, export: ExportStatus | None) -> bool:
+        body = Syntax(plan.preview, "bash", word_wrap=True) if plan.preview else plan.summary
+        self.console.print(
+            Panel(body, title=f"fix {plan.fault} on {plan.target}", subtitle=plan.summary)
+        )
+        if export is not None:
+            state = "verified" if export.verified else f"NOT verified ({export.error})"
+            self.console.print(
+                f"  export {export.file} on {export.switch}: {state}, {export.size} bytes, "
+                f"sha256 {export.sha256[:12]}"
+            )
+            if not export.verified:
+                return False
+        if plan.bounces_links:
+            self.console.print("  [yellow]this change bounces links: a drain follows[/]")
+        return self._ask("Apply this fix?", default=False)
+
+    async def physical_action(self, action: PhysicalAction, can_perform_in_lab: bool) -> str:
+        self.console.print(
+            Panel(action.instructions, title=f"physical action: {action.kind}", style="yellow")
+        )
+        if can_perform_in_lab and self._ask("Perform it with the lab's hands?", default=True):
+            return "perform"
+        if self.yes or not self.interactive:
+            self.console.print("[dim]waiting for the result at the rack...[/]")
+            return "done"
+        if click.confirm("Done? (no = skip this action)", default=True, err=True):
+            return "done"
+        return "skip"
+
+    async def choose(self, step: str, question: str, options: list[str]) -> str:
+        if self.yes or not self.interactive:
+            return options[0]
+        return str(
+            click.prompt(
+                question, type=click.Choice(options), default=options[0], err=True
+            )
+        )
+
+    async def error(self, title: str, message: str, hint: str | None) -> None:
+        text = message if not hint else f"{message}\n[dim]what to do:[/] {hint}"
+        self.console.print(Panel(text, title=title, style="red"))
+
+
+class EventPrinter:
+    """Prints the events a human needs to follow the walk (not every probe)."""
+
+    def __init__(self, console: Console, *, verbose: bool = False) -> None:
+        self.console = console
+        self.verbose = verbose
+
+    def __call__(self, event: Event) -> None:
+        c = self.console
+        if isinstance(event, StepChanged):
+            if event.phase == "entered":
+                c.rule(f"[bold]{event.step}[/]")
+            elif self.verbose:
+                c.print(f"[dim]{event.step}: {event.phase}[/]")
+        elif isinstance(event, VerdictReached):
+            v = event.verdict
+            if v.status is Status.PASS and not self.verbose:
+                return
+            style = STATUS_STYLE[v.status]
+            c.print(f"[{style}]{v.status.value.upper():7}[/] {v.fault}: {v.summary}")
+            if v.status is not Status.PASS and v.evidence:
+                table = Table(show_header=True, header_style="dim", box=None, padding=(0, 1))
+                for col in ("target", "command", "observed", "expected"):
+                    table.add_column(col, overflow="fold")
+                for e in v.evidence[:8]:
+                    table.add_row(e.target, e.command, e.observed, e.expected)
+                if len(v.evidence) > 8:
+                    table.add_row("...", f"{len(v.evidence) - 8} more", "", "")
+                c.print(table)
+        elif isinstance(event, MeasurementTaken):
+            m = event.measurement
+            flag = "" if m.valid else f" [yellow](not judged: {m.reason})[/]"
+            c.print(f"  measured {m.target}: {m.value:.2f} {m.unit}{flag}")
+        elif isinstance(event, ExportTaken):
+            c.print(
+                f"  [cyan]export[/] {event.file} on {event.switch} ({event.purpose}): "
+                f"{len(event.contents)} bytes, sha256 {event.sha256[:12]}"
+            )
+        elif isinstance(event, RollbackArmed):
+            c.print(
+                f"  [cyan]rollback armed[/] {event.name} on {event.target} "
+                f"(fires in {event.window_s:.0f} s unless the fix is verified)"
+            )
+        elif isinstance(event, FixApplied):
+            c.print(f"  [bold]applied[/] {event.fault} on {event.target}")
+        elif isinstance(event, FixVerified):
+            style = "green" if event.ok else "red"
+            c.print(f"  [{style}]verified[/] {event.fault}: {event.detail}" if event.ok else
+                    f"  [{style}]verification failed[/] {event.fault}: {event.detail}")
+        elif isinstance(event, FixRolledBack):
+            c.print(
+                f"  [red]rolled back[/] {event.fault}: {event.reason}"
+                + (" (switch back at the exported state)" if event.restored else "")
+            )
+        elif isinstance(event, FixRefusedEvent):
+            c.print(f"  [red]refused[/] {event.fault} on {event.target}: {event.reason}")
+        elif isinstance(event, PhysicalActionDone):
+            c.print(f"  [green]done[/] {event.kind} ({event.performed_by}): {event.observed}")
+        elif isinstance(event, Note):
+            style = {"info": "dim", "warn": "yellow", "error": "red"}.get(event.level, "dim")
+            c.print(f"  [{style}]{event.text}[/]")

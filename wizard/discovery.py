@@ -1,0 +1,183 @@
+"""Discovery: which rails each node has, and which switch sub-port each rail's cable lands on.
+
+Rails come from `ibdev2netdev` (RDMA device <-> netdev, Up/Down), completed by `ip -j addr` /
+`ip -j link` (addresses, MTU, MAC, carrier), `ethtool -i` (PCI bus-info: the PCI *domain* decides
+the half, 0000 = A and 0002 = B; the PCI *function* is the physical QSFP port) and `ethtool`
+(speed). Names differ by vendor (`mlx5_N`), so the PCI address wins over the name; the name is
+the fallback when `ethtool -i` could not be read.
+
+Cabling comes from the inventory's map when given, else from the switches' bridge host tables:
+a rail's MAC learned on a sub-port means its cable is there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+from wizard.errors import ParseError
+from wizard.model import Half, Rail
+from wizard.parsers.ethtool import parse_ethtool, parse_ethtool_driver
+from wizard.parsers.ibdev2netdev import parse_ibdev2netdev
+from wizard.parsers.iproute2 import IpInterface, IpResult, parse_ip_json
+
+__all__ = ["apply_cabling", "cabling_from_host_tables", "discover_rails", "pci_half_port"]
+
+_PCI = re.compile(r"^([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$")
+
+
+def pci_half_port(bus_info: str) -> tuple[Half, int] | None:
+    """`0002:01:00.1` -> ("B", 1): domain 0 is half A, any other domain half B."""
+    m = _PCI.match(bus_info.strip())
+    if not m:
+        return None
+    domain = int(m.group(1), 16)
+    return ("A" if domain == 0 else "B"), int(m.group(4))
+
+
+def _from_name(netdev: str, rdma: str) -> tuple[Half, int, str] | None:
+    # enp1s0f1np1 / enP2p1s0f0np0 ; rocep1s0f1 / roceP2p1s0f0
+    m = re.match(r"^(?:en|roce)(?:P(\d+))?p(\d+)s(\d+)f(\d+)", netdev) or re.match(
+        r"^(?:en|roce)(?:P(\d+))?p(\d+)s(\d+)f(\d+)", rdma
+    )
+    if not m:
+        return None
+    domain = int(m.group(1) or 0)
+    bus, slot, func = int(m.group(2)), int(m.group(3)), int(m.group(4))
+    return (
+        ("A" if domain == 0 else "B"),
+        func,
+        f"{domain:04x}:{bus:02x}:{slot:02x}.{func}",
+    )
+
+
+def discover_rails(
+    node: str,
+    ibdev2netdev: str,
+    *,
+    ip_addr: str | None = None,
+    ip_link: str | None = None,
+    ethtool_i: Mapping[str, str] | None = None,
+    ethtool: Mapping[str, str] | None = None,
+) -> tuple[Rail, ...]:
+    """The rails of one node from raw probe outputs. Raises ParseError if ibdev2netdev is not
+    readable (nothing can be discovered then); the other inputs are best effort."""
+    mapping = parse_ibdev2netdev(ibdev2netdev)
+    addrs = _ip(ip_addr)
+    links = _ip(ip_link)
+    rails: list[Rail] = []
+    for m in mapping.mappings:
+        half: Half | None = None
+        port: int | None = None
+        pci = ""
+        text = (ethtool_i or {}).get(m.netdev)
+        if text:
+            try:
+                drv = parse_ethtool_driver(text)
+            except ParseError:
+                drv = None
+            if drv is not None and drv.bus_info:
+                hp = pci_half_port(drv.bus_info)
+                if hp is not None:
+                    half, port = hp
+                    pci = drv.bus_info
+        if half is None or port is None:
+            guess = _from_name(m.netdev, m.rdma)
+            if guess is not None:
+                half, port, pci = guess
+            else:
+                half, port = ("A" if m.half != "B" else "B"), 0
+        iface = addrs.get(m.netdev) if addrs else None
+        link = links.get(m.netdev) if links else None
+        up = m.up
+        mtu = 0
+        mac = ""
+        for source in (iface, link):
+            if source is None:
+                continue
+            mtu = mtu or (source.mtu or 0)
+            mac = mac or (source.mac or "")
+        if link is not None:
+            up = up and link.carrier
+        speed: int | None = None
+        et = (ethtool or {}).get(m.netdev)
+        if et:
+            try:
+                res = parse_ethtool(et)
+                if res.links:
+                    speed = res.links[0].speed_mbps
+            except ParseError:
+                speed = None
+        rails.append(
+            Rail(
+                node=node,
+                netdev=m.netdev,
+                rdma=m.rdma,
+                port=port,
+                half=half,
+                pci=pci,
+                mac=mac.lower(),
+                addresses=tuple(
+                    f"{a.address}/{a.prefixlen}"
+                    for a in (iface.addresses if iface else ())
+                    if a.family == "inet"
+                ),
+                ipv6=tuple(
+                    f"{a.address}/{a.prefixlen}"
+                    for a in (iface.addresses if iface else ())
+                    if a.family == "inet6"
+                ),
+                mtu=mtu,
+                up=up,
+                speed_mbps=speed,
+            )
+        )
+    rails.sort(key=lambda r: (r.port, r.half, r.netdev))
+    return tuple(rails)
+
+
+def _ip(text: str | None) -> Mapping[str, IpInterface] | None:
+    if not text:
+        return None
+    try:
+        res: IpResult = parse_ip_json(text)
+    except ParseError:
+        return None
+    return {i.name: i for i in res.interfaces}
+
+
+def cabling_from_host_tables(
+    rails: Iterable[Rail], host_tables: Mapping[str, Iterable[Mapping[str, str]]]
+) -> dict[str, tuple[str, str]]:
+    """rail key -> (switch, sub-port), from the MACs each switch learned on its ports."""
+    by_mac: dict[str, tuple[str, str]] = {}
+    for switch, table in host_tables.items():
+        for row in table:
+            mac = row.get("mac-address", "").lower()
+            port = row.get("on-interface") or row.get("interface") or ""
+            if not mac or row.get("local") == "true" or port.startswith("bridge"):
+                continue
+            by_mac.setdefault(mac, (switch, port))
+    out: dict[str, tuple[str, str]] = {}
+    for r in rails:
+        if r.mac and r.mac in by_mac:
+            out[r.key] = by_mac[r.mac]
+    return out
+
+
+def apply_cabling(
+    rails: Iterable[Rail], cabling: Mapping[str, tuple[str, str]]
+) -> tuple[Rail, ...]:
+    """Rails with `switch`/`switch_port` filled. Both halves of a physical port share one cable,
+    so a rail without its own entry takes its sibling's (same node and port)."""
+    rails = tuple(rails)
+    by_port: dict[tuple[str, int], tuple[str, str]] = {}
+    for r in rails:
+        if r.key in cabling:
+            by_port.setdefault((r.node, r.port), cabling[r.key])
+    out = []
+    for r in rails:
+        dest = cabling.get(r.key) or by_port.get((r.node, r.port))
+        out.append(r if dest is None else replace(r, switch=dest[0], switch_port=dest[1]))
+    return tuple(out)

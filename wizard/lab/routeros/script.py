@@ -1,0 +1,284 @@
+"""A RouterOS CLI subset: what scheduler `on-event` scripts and `/import` files run.
+
+The engine arms a dead-man rollback as a scheduler entry holding the inverse commands, for
+example `/interface bridge port add bridge=bridge interface=qsfp56-dd-1-2` or
+`/interface bridge port set [find interface=qsfp56-dd-1-1] hw=yes`, and relies on it running
+when due. Supported: menu paths (absolute or relative, also as a line of their own as in an
+export), `add`/`set`/`remove`/`enable`/`disable` with `key=value` arguments, item references
+by id, name or `[ find <conditions> ]` (`=`, `!=`, `~`, `and`, `or`, `where`), `:delay`,
+`:log`, `:put`, `/system reboot`, `/import file-name=`, commands separated by `;` or newlines,
+and `\\` line continuations. Anything else fails the script and is logged, as RouterOS does.
+"""
+
+from __future__ import annotations
+
+import re
+
+from wizard.lab.routeros.menus import PREFIXES, MenuError, find_menu
+from wizard.lab.routeros.query import normalise
+from wizard.lab.routeros.switch import SwitchState, _ScriptRun, parse_duration
+
+__all__ = ["ScriptError", "resume", "run", "split_commands", "tokenize"]
+
+VERBS = ("add", "set", "remove", "enable", "disable", "print", "reboot", "export", "find")
+_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\", "$": "$", "?": "?",
+            "_": " ", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+
+
+class ScriptError(Exception):
+    """A script line RouterOS would refuse."""
+
+
+def split_commands(text: str) -> list[str]:
+    """Split a script into commands at `;` and newlines outside quotes and brackets."""
+    text = re.sub(r"\\\r?\n[ \t]*", "", text)
+    out: list[str] = []
+    buf: list[str] = []
+    depth = 0
+    quoted = False
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quoted:
+            buf.append(ch)
+            if ch == "\\" and i + 1 < len(text):
+                buf.append(text[i + 1])
+                i += 2
+                continue
+            if ch == '"':
+                quoted = False
+        elif ch == '"':
+            quoted = True
+            buf.append(ch)
+        elif ch == "[":
+            depth += 1
+            buf.append(ch)
+        elif ch == "]":
+            depth -= 1
+            buf.append(ch)
+        elif ch in ";\n\r" and depth == 0:
+            out.append("".join(buf))
+            buf = []
+        elif ch == "#" and not "".join(buf).strip() and depth == 0:
+            while i < len(text) and text[i] != "\n":
+                i += 1
+            continue
+        else:
+            buf.append(ch)
+        i += 1
+    out.append("".join(buf))
+    return [c.strip() for c in out if c.strip()]
+
+
+def tokenize(command: str) -> list[str]:
+    """Words of one command; quoted strings are unescaped, `[...]` stays one token."""
+    tokens: list[str] = []
+    i = 0
+    n = len(command)
+    while i < n:
+        if command[i].isspace():
+            i += 1
+            continue
+        buf: list[str] = []
+        while i < n and not command[i].isspace():
+            ch = command[i]
+            if ch == '"':
+                i += 1
+                while i < n and command[i] != '"':
+                    if command[i] == "\\" and i + 1 < n:
+                        buf.append(_ESCAPES.get(command[i + 1], command[i + 1]))
+                        i += 2
+                        continue
+                    buf.append(command[i])
+                    i += 1
+                if i >= n:
+                    raise ScriptError("syntax error (missing closing quote)")
+                i += 1
+                continue
+            if ch == "[":
+                depth = 0
+                start = i
+                while i < n:
+                    if command[i] == "[":
+                        depth += 1
+                    elif command[i] == "]":
+                        depth -= 1
+                        if depth == 0:
+                            break
+                    i += 1
+                if i >= n:
+                    raise ScriptError("syntax error (missing closing bracket)")
+                buf.append(command[start:i + 1])
+                i += 1
+                continue
+            buf.append(ch)
+            i += 1
+        tokens.append("".join(buf))
+    return tokens
+
+
+def _cond(row: dict[str, str], expr: str) -> bool:
+    m = re.fullmatch(r"([\w.-]+)\s*(!=|=|~)(.*)", expr, flags=re.S)
+    if not m:
+        negate = expr.startswith("!")
+        name = expr.lstrip("!")
+        return (row.get(name) == "true") != negate
+    name, op, value = m.group(1), m.group(2), m.group(3)
+    have = row.get(name)
+    if op == "~":
+        return have is not None and re.search(value, have) is not None
+    equal = have is not None and normalise(have) == normalise(value)
+    return equal if op == "=" else not equal
+
+
+def _find(sw: SwitchState, path: tuple[str, ...], expr: str) -> list[str]:
+    inner = tokenize(expr.strip()[1:-1].strip())
+    sub = list(path)
+    while inner and inner[0] != "find":
+        word = inner.pop(0)
+        if word.startswith("/"):
+            sub = [w for w in word.split("/") if w]
+        else:
+            sub.append(word)
+    if not inner:
+        raise ScriptError(f"unsupported expression {expr}")
+    inner.pop(0)
+    if inner and inner[0] == "where":
+        inner.pop(0)
+    menu = find_menu(tuple(sub))
+    if menu is None:
+        raise ScriptError(f"no such command or directory ({'/'.join(sub)})")
+    ids = []
+    for row in menu.rows(sw):
+        result: bool | None = None
+        pending = "and"
+        for tok in inner:
+            if tok in ("and", "&&"):
+                pending = "and"
+                continue
+            if tok in ("or", "||"):
+                pending = "or"
+                continue
+            value = _cond(row, tok)
+            if result is None:
+                result = value
+            elif pending == "and":
+                result = result and value
+            else:
+                result = result or value
+        if result is None or result:
+            ids.append(row.get(".id", ""))
+    return ids
+
+
+def _split_args(
+    sw: SwitchState, path: tuple[str, ...], words: list[str]
+) -> tuple[str | None, dict[str, str]]:
+    refs: list[str] = []
+    attrs: dict[str, str] = {}
+    for word in words:
+        if word.startswith("["):
+            refs.extend(_find(sw, path, word))
+        elif "=" in word and not word.startswith("="):
+            key, value = word.split("=", 1)
+            if key == "numbers":
+                refs.extend(value.split(","))
+            else:
+                attrs[key] = value
+        else:
+            refs.extend(word.split(","))
+    return (",".join(refs) if refs or any(w.startswith("[") for w in words) else None), attrs
+
+
+def _execute(sw: SwitchState, path: tuple[str, ...], command: str, owner: str) -> tuple[
+        tuple[str, ...], float]:
+    """Run one command; return the current path after it and a delay in seconds (0 = none)."""
+    words = tokenize(command)
+    if not words:
+        return path, 0.0
+    head = words[0]
+    if head.startswith(":"):
+        if head == ":delay":
+            return path, parse_duration(words[1] if len(words) > 1 else "1s")
+        if head == ":log":
+            level = words[1] if len(words) > 1 else "info"
+            sw.log(f"script,{level}", " ".join(words[2:]))
+            return path, 0.0
+        if head == ":put":
+            return path, 0.0
+        raise ScriptError(f"unsupported command {head}")
+    cur = list(path)
+    if head.startswith("/"):
+        cur = [w for w in head.split("/") if w]
+        words = words[1:]
+    while words and words[0] not in VERBS:
+        nxt = (*cur, words[0])
+        if nxt not in PREFIXES:
+            raise ScriptError(f"bad command name {words[0]} (line 1 column 1)")
+        cur.append(words.pop(0))
+    new_path = tuple(cur)
+    if not words:
+        return new_path, 0.0
+    verb, rest = words[0], words[1:]
+    if new_path == ("system",) and verb == "reboot":
+        sw.reboot()
+        return new_path, 0.0
+    if verb == "print":
+        return new_path, 0.0
+    if verb == "export":
+        return new_path, 0.0
+    menu = find_menu(new_path)
+    if menu is None:
+        raise ScriptError(f"no such command or directory ({'/'.join(new_path)})")
+    refs, attrs = _split_args(sw, new_path, rest)
+    if verb == "add":
+        menu.add(sw, attrs)
+    elif verb == "set":
+        menu.set(sw, refs or "", attrs)
+    elif verb == "remove":
+        if refs:
+            menu.remove(sw, refs)
+    elif verb in ("enable", "disable"):
+        if refs:
+            menu.set(sw, refs, {"disabled": "yes" if verb == "disable" else "no"})
+    else:
+        raise ScriptError(f"unsupported command {verb}")
+    return new_path, 0.0
+
+
+def _import(sw: SwitchState, words: list[str], owner: str, now: float) -> None:
+    name = next((w.split("=", 1)[1] for w in words if w.startswith("file-name=")), "")
+    files = [f for f in sw.tables["file"] if f["name"] == name]
+    if not files:
+        raise ScriptError(f"no such file {name}")
+    run(sw, files[0].get("contents", ""), owner=owner, now=now)
+
+
+def _go(sw: SwitchState, commands: list[str], owner: str, now: float,
+        path: tuple[str, ...] = ()) -> None:
+    for index, command in enumerate(commands):
+        try:
+            words = tokenize(command)
+            if words[:1] in (["/import"], ["import"]) and path in ((), ("system",)):
+                _import(sw, words[1:], owner, now)
+                continue
+            path, delay = _execute(sw, path, command, owner)
+        except (ScriptError, MenuError, ValueError) as exc:
+            sw.log("script,error", f"executing script from scheduler ({owner}) failed, "
+                                   f"please check it manually: {exc}")
+            return
+        if delay > 0:
+            rest = commands[index + 1:]
+            if rest:
+                context = "/" + " ".join(path) if path else "/"
+                sw.suspend(_ScriptRun(owner, [context, *rest], now + delay))
+            return
+
+
+def run(sw: SwitchState, text: str, *, owner: str, now: float) -> None:
+    """Run a script now; a `:delay` suspends it until `SwitchState.tick` passes the delay."""
+    _go(sw, split_commands(text), owner, now)
+
+
+def resume(sw: SwitchState, run_: _ScriptRun, now: float) -> None:
+    _go(sw, run_.commands, run_.owner, now)

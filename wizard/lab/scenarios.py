@@ -1,0 +1,253 @@
+"""Lab scenarios: a topology and a list of faults, as YAML (built-in by name, or a file path).
+
+```yaml
+name: crs804-three-bugs
+description: The July 2026 CRS804 build: split cage, lossless QoS, duplicate IPs.
+topology: {nodes: 4, switches: [{model: CRS804-4DDQ}], cables_per_node: 2}
+faults:
+  - id: switch.offload-split-cage
+  - id: switch.qos-pfc-stall
+  - id: host.duplicate-ip
+    nodes: [spark2, spark3]
+```
+
+Validation (pydantic) errors name the file and the field. `build_world` turns a scenario into a
+booted `World`: nodes spark1..N in cabling order (TEAM.md), switches from the RouterOS model,
+ISLs on the native QSFP56 ports, optional campus uplinks on ether1, then the faults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from wizard.errors import ScenarioError
+from wizard.lab import faults as fault_mod
+from wizard.lab.switchport import CRS804, CRS812, new_switch
+from wizard.lab.traffic import Traffic
+from wizard.lab.world import End, World
+
+
+class SwitchSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: Literal["CRS804-4DDQ", "CRS812-8DS-2DQ-2DDQ"]
+    name: str | None = None
+    uplink: bool = False  # a copper uplink from ether1 into the campus LAN
+
+
+class Topology(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    nodes: int = Field(ge=1, le=16)
+    switches: list[SwitchSpec] = Field(default_factory=list, max_length=4)
+    cables_per_node: Literal[1, 2] = 1
+    isl: bool = True
+
+
+class FaultSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    nodes: list[str] | None = None
+    switches: list[str] | None = None
+    ports: list[str] | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in fault_mod.ALL_IDS:
+            raise ValueError(f"unknown fault id {v!r}; expected one of FAULTS.md's ids")
+        return v
+
+
+class Scenario(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    description: str = ""
+    source: str | None = None  # the seed document it reproduces (000..003)
+    seed: int = 0
+    topology: Topology
+    faults: list[FaultSpec] = Field(default_factory=list)
+
+
+def _builtin_dir() -> Path:
+    return Path(str(resources.files("wizard.lab") / "scenarios"))
+
+
+def builtin_names() -> list[str]:
+    return sorted(p.stem for p in _builtin_dir().glob("*.yaml"))
+
+
+def load_text(text: str, *, path: str) -> Scenario:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        raise ScenarioError(
+            f"not valid YAML: {exc}", path=path, line=None if line is None else line + 1
+        ) from None
+    if not isinstance(data, dict):
+        raise ScenarioError("expected a mapping with name, topology, faults", path=path)
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(
+            f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]
+        ).replace(".[", "[")
+        raise ScenarioError(
+            err["msg"], path=path, field=field or None, hint=f"{len(exc.errors())} error(s)"
+        ) from None
+    _check_topology(scenario, path)
+    return scenario
+
+
+def _check_topology(s: Scenario, path: str) -> None:
+    t = s.topology
+    if not t.switches and t.nodes != 2:
+        raise ScenarioError(
+            f"a scenario without switches cables two nodes directly, not {t.nodes}",
+            path=path,
+            field="topology.nodes",
+        )
+    capacity = sum(len(_node_ports(sw.model, len(t.switches) > 1)) for sw in t.switches)
+    if t.switches and t.nodes * t.cables_per_node > capacity:
+        raise ScenarioError(
+            f"{t.nodes} nodes x {t.cables_per_node} cables need more than the {capacity} "
+            "200G ports of these switches",
+            path=path,
+            field="topology.nodes",
+        )
+    names = {f"spark{i}" for i in range(1, t.nodes + 1)}
+    for i, f in enumerate(s.faults):
+        for n in f.nodes or []:
+            if n not in names:
+                raise ScenarioError(
+                    f"no node {n!r} (nodes are spark1..spark{t.nodes})",
+                    path=path,
+                    field=f"faults[{i}].nodes",
+                )
+        if f.id.startswith("switch.") and not t.switches:
+            raise ScenarioError(
+                f"{f.id} needs a switch in the topology", path=path, field=f"faults[{i}].id"
+            )
+
+
+def load(name_or_path: str) -> Scenario:
+    """A built-in scenario by name, or a scenario file by path."""
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml") or p.exists() or "/" in name_or_path:
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ScenarioError(f"cannot read: {exc.strerror}", path=str(p)) from None
+        return load_text(text, path=str(p))
+    builtin = _builtin_dir() / f"{name_or_path}.yaml"
+    if not builtin.exists():
+        raise ScenarioError(
+            f"no built-in scenario named {name_or_path!r}",
+            path=name_or_path,
+            hint="`fabwiz lab scenarios` lists them",
+        )
+    return load_text(builtin.read_text(encoding="utf-8"), path=str(builtin))
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioInfo:
+    name: str
+    description: str
+    nodes: int
+    switches: tuple[str, ...]
+    faults: tuple[str, ...]
+
+
+def list_builtin() -> list[ScenarioInfo]:
+    out = []
+    for name in builtin_names():
+        s = load(name)
+        out.append(
+            ScenarioInfo(
+                s.name,
+                s.description,
+                s.topology.nodes,
+                tuple(sw.model for sw in s.topology.switches),
+                tuple(f.id for f in s.faults),
+            )
+        )
+    return out
+
+
+# --- building the world ---------------------------------------------------------------------
+
+
+def _node_ports(model: str, multi: bool) -> list[str]:
+    if model == CRS812:
+        ports = ["qsfp56-dd-1-1", "qsfp56-dd-1-5", "qsfp56-dd-2-1", "qsfp56-dd-2-5", "qsfp56-2"]
+        return ports if multi else [*ports, "qsfp56-1"]
+    ports = [f"qsfp56-dd-{c}-{leg}" for c in range(1, 5) for leg in (1, 5)]
+    return ports[:-1] if multi else ports
+
+
+def _isl_port(model: str) -> str:
+    return "qsfp56-1" if model == CRS812 else "qsfp56-dd-4-5"
+
+
+def switch_names(t: Topology) -> list[str]:
+    names = []
+    for i, sw in enumerate(t.switches):
+        base = "crs804" if sw.model == CRS804 else "crs812"
+        same = sum(1 for o in t.switches if o.model == sw.model)
+        names.append(sw.name or (base if same == 1 else f"{base}-{chr(ord('a') + i)}"))
+    return names
+
+
+def build_world(scenario: Scenario, *, time_scale: float = 1.0) -> World:
+    world = World(seed=scenario.seed, time_scale=time_scale, name=scenario.name)
+    Traffic(world)
+    t = scenario.topology
+    for i in range(1, t.nodes + 1):
+        world.add_node(f"spark{i}", i).powered = False
+    names = switch_names(t)
+    for name, spec in zip(names, t.switches, strict=True):
+        world.add_switch(name, spec.model, new_switch(name, spec.model, clock=world.now))
+    if not t.switches:
+        for p in range(t.cables_per_node):
+            world.connect(End("node", "spark1", f"port{p}"), End("node", "spark2", f"port{p}"))
+    else:
+        multi = len(t.switches) > 1
+        slots = [
+            (name, port)
+            for name, spec in zip(names, t.switches, strict=True)
+            for port in _node_ports(spec.model, multi)
+        ]
+        if multi:
+            # fill the DD legs of each switch first, as the 003 build did (4 + 2)
+            slots.sort(key=lambda s: (not s[1].startswith("qsfp56-dd"), names.index(s[0])))
+        k = 0
+        for i in range(1, t.nodes + 1):
+            for p in range(t.cables_per_node):
+                sw, port = slots[k]
+                k += 1
+                world.connect(End("node", f"spark{i}", f"port{p}"), End("switch", sw, port))
+        if multi and t.isl:
+            for a, b, sa, sb in zip(names, names[1:], t.switches, t.switches[1:], strict=False):
+                world.connect(
+                    End("switch", a, _isl_port(sa.model)), End("switch", b, _isl_port(sb.model))
+                )
+        for name, spec in zip(names, t.switches, strict=True):
+            if spec.uplink:
+                world.connect(End("switch", name, "ether1"), End("campus", "campus", "lan"))
+    for node in world.nodes.values():
+        world.boot(node)
+        node.boot_time -= 3600 + 600 * node.index  # the nodes have been up a while
+    world.compute_rstp()
+    for f in scenario.faults:
+        fault_mod.inject(
+            world, f.id, nodes=f.nodes, switches=f.switches, ports=f.ports, params=f.params
+        )
+    world.traffic.recompute()
+    return world

@@ -1,0 +1,179 @@
+"""Recognise what a raw text is, so `fabwiz analyze` and replays pick the right parser.
+
+`detect(text)` returns one `kind` of the public list (issue 2): `perftest`, `nccl-tests`,
+`ibdev2netdev`, `ip-json`, `ip-brief`, `ethtool`, `ethtool-stats`, `mlnx_qos`, `sysctl`, `lspci`,
+`kernel-log`, `ping`, `iperf3`, `routeros`, or `unknown`; plus two kinds this module adds for
+formats fabwiz parses that the list does not name: `ip-text` (`ip addr`, `ip -s link`) and
+`sysfs` (RDMA port counters: `grep -H .` of hw_counters, `show_counters`, port rate/state).
+Decisions are by content (signature lines), never by file name. `parse(kind, text)` runs the
+matching parser.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from wizard.errors import ParseError
+from wizard.parsers import (
+    ethtool,
+    ibdev2netdev,
+    iperf3,
+    iproute2,
+    kernel_log,
+    lspci,
+    mlnx_qos,
+    nccl,
+    perftest,
+    ping,
+    routeros,
+    sysctl,
+    sysfs,
+)
+
+KINDS = (
+    "perftest", "nccl-tests", "ibdev2netdev", "ip-json", "ip-brief", "ethtool", "ethtool-stats",
+    "mlnx_qos", "sysctl", "lspci", "kernel-log", "ping", "iperf3", "routeros", "ip-text", "sysfs",
+    "unknown",
+)
+
+
+def _json_kind(text: str) -> str | None:
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(data, dict):
+        if isinstance(data.get("test_info"), dict):
+            return "perftest"
+        if isinstance(data.get("results"), list) and (
+            "average_bus_bandwidth" in data or "nccl_version" in data
+        ):
+            return "nccl-tests"
+        if {"start", "end", "intervals"} & set(data) or (
+            "error" in data and {"start", "end"} & set(data)
+        ):
+            return "iperf3"
+        if isinstance(data.get("data"), list):
+            return "routeros"
+        return None
+    if isinstance(data, list) and data and all(isinstance(i, dict) for i in data):
+        if all("ifname" in i for i in data):
+            return "ip-json"
+        if any(".id" in i for i in data):
+            return "routeros"
+    return None
+
+
+def _m(pattern: str, text: str) -> bool:
+    return re.search(pattern, text, re.MULTILINE) is not None
+
+
+_ROS_KEYS = (r"^\s*(board-name|cpu-load|routerboard|hw-offload|hw-offload-group|total-packet-cap|"
+             r"auto-negotiation|link-partner-advertising|sfp-supported|driver-rx-byte|"
+             r"designated-bridge-id|pfc3-use|factory-firmware|architecture-name):")
+
+
+def detect(text: str) -> str:
+    """The kind of `text` (see the module docstring)."""
+    stripped = text.strip()
+    if not stripped:
+        return "unknown"
+    if stripped[0] in "{[" and not stripped.startswith("[admin@"):
+        kind = _json_kind(stripped)
+        if kind:
+            return kind
+        if stripped.startswith("[{'") or stripped.startswith("[{\""):
+            return "routeros"
+    if _m(r"NCCL (INFO|WARN)|^\S*#\s*nccl-tests version|Collective test (starting|concluded)|"
+          r"Avg bus bandwidth|^\S*#\s+size\s+count\s+type", text):
+        return "nccl-tests"
+    if _m(r"BW peak\[|t_min\[usec\]|^\s*(RDMA_Write|RDMA_Read|Send|Atomic)\w* (Bidirectional )?"
+          r"(BW|Latency) Test|Failed status[ -]\S*.*wr_id|Couldn't connect to \S+:\d+|"
+          r"Waiting for client to connect|\bib_(write|read|send)_(bw|lat)\b", text):
+        return "perftest"
+    if _m(r"^\s*\S+ port \d+ ==> \S+ \((Up|Down)\)", text):
+        return "ibdev2netdev"
+    if _m(r"^\s*(DCBX mode:|Priority trust state:|PFC configuration:)", text):
+        return "mlnx_qos"
+    if _m(r"by RouterOS \d|^\[[^\]\s]+@[^\]]+\]|^(>>>\s?)?!(re|done|trap|fatal)\s*$|"
+          r"^Flags: [A-Z] - |^Columns?: [A-Z]|^/(interface|ip|system|tool|routing)( [a-z-]+)*\s*$", text):
+        return "routeros"
+    if _m(r"^nextid=\*|^\.id=\*|^[a-z-]+=\S", text) and _m(r"^(hw|hw-offload|bridge|interface)=", text):
+        return "routeros"
+    if _m(_ROS_KEYS, text) and not _m(r"^\s*(driver|bus-info|Settings for)", text):
+        return "routeros"
+    if _m(r"^NIC statistics:", text) or (
+        _m(r"^ {5}[A-Za-z0-9_]+: -?\d+\s*$", text) and not _m(r"^\S", _noprompt(text))
+    ):
+        return "ethtool-stats"
+    if _m(r"^Settings for \S+:|^\s+Speed: (\d+Mb/s|Unknown)|^FEC parameters for|"
+          r"^Active FEC encoding|^Identifier\s+: 0x|^netlink error: |^driver: \S+", text):
+        return "ethtool"
+    if _m(r"/sys/class/infiniband/\S+/ports/\d+/(hw_)?counters|^Port \d+ (hw )?counters:|"
+          r"^\S+\s+\d+ Gb/sec \(\d+X \w+\)\s+\d+: [A-Z]+", text):
+        return "sysfs"
+    if _m(r"^(0000|[0-9a-f]{4}):[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] [^:]+: |^\s*LnkSta:", text):
+        return "lspci"
+    if _m(r"^\s*\[\s*\d+\.\d+\]|^mlx5_core |^cx7-pcie-hotplug |^Internal error: Oops", text):
+        return "kernel-log"
+    if _m(r"^PING |^\d+ packets transmitted|^ping: ", text):
+        return "ping"
+    if _m(r"^\d+: \S+: <[A-Z_,-]*>", text):
+        return "ip-text"
+    if _m(r"^\S+\s+(UP|DOWN|UNKNOWN|LOWERLAYERDOWN)\s+(\S+/\d+|[0-9a-f:]{17}\s+<|\s*$)", text):
+        return "ip-brief"
+    if _m(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+ = \S", text) or re.fullmatch(r"-?\d+", stripped):
+        return "sysctl"
+    return "unknown"
+
+
+def _noprompt(text: str) -> str:
+    return "\n".join(line for line in text.splitlines()
+                     if line.strip() and not re.match(r"^\s*(\S+@\S+[$#]|[$#]) ", line))
+
+
+def _ethtool_any(text: str) -> Any:
+    if re.search(r"^driver: ", text, re.MULTILINE):
+        return ethtool.parse_ethtool_driver(text)
+    if re.search(r"FEC parameters for|FEC encoding|^netlink error", text, re.MULTILINE):
+        return ethtool.parse_ethtool_fec(text)
+    if re.search(r"^Identifier\s+:", text, re.MULTILINE):
+        return ethtool.parse_ethtool_module(text)
+    return ethtool.parse_ethtool(text)
+
+
+PARSERS: dict[str, Callable[[str], Any]] = {
+    "perftest": perftest.parse_perftest,
+    "nccl-tests": nccl.parse_nccl,
+    "ibdev2netdev": ibdev2netdev.parse_ibdev2netdev,
+    "ip-json": iproute2.parse_ip_json,
+    "ip-brief": iproute2.parse_ip_brief,
+    "ip-text": iproute2.parse_ip_text,
+    "ethtool": _ethtool_any,
+    "ethtool-stats": ethtool.parse_ethtool_stats,
+    "mlnx_qos": mlnx_qos.parse_mlnx_qos,
+    "sysctl": sysctl.parse_sysctl,
+    "sysfs": sysfs.parse_sysfs_counters,
+    "lspci": lspci.parse_lspci,
+    "kernel-log": kernel_log.parse_kernel_log,
+    "ping": ping.parse_ping,
+    "iperf3": iperf3.parse_iperf3,
+    "routeros": routeros.parse_routeros,
+}
+
+
+def parse(kind: str, text: str) -> Any:
+    """Run the parser of `kind`; ParseError for `unknown` or unparseable text."""
+    parser = PARSERS.get(kind)
+    if parser is None:
+        raise ParseError("output not recognised", tool=kind, raw=text)
+    return parser(text)
+
+
+def detect_and_parse(text: str) -> tuple[str, Any]:
+    """(kind, parsed result); the parser's ParseError propagates with the raw text."""
+    kind = detect(text)
+    return kind, parse(kind, text)
