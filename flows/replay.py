@@ -15,15 +15,15 @@ sent anywhere: replay is pure.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flows.base import Check, Context, Observations
 from flows.expectations import DEFAULT, Expectations
 from wizard.errors import FabwizError
 from wizard.events import MeasurementTaken, ProbeAnswered, VerdictReached
-from wizard.model import Half, Measurement, ProbeResult, Rail, Status, Verdict
+from wizard.model import Measurement, ProbeResult, Rail, Status, Verdict
 from wizard.session import LoadedSession, SessionState
 
 
@@ -119,10 +119,16 @@ def registered_checks() -> tuple[Check, ...]:
         mod = importlib.import_module("flows.registry")
     except ModuleNotFoundError as exc:
         if exc.name != "flows.registry":
-            raise
+            raise ReplayUnavailable(
+                f"the checks cannot be loaded: {exc}", hint="reinstall fabwiz"
+            ) from exc
         raise ReplayUnavailable(
             "this build has no check registry (flows/registry.py), so nothing can be replayed",
             hint="use a build that ships the checks",
+        ) from exc
+    except ImportError as exc:
+        raise ReplayUnavailable(
+            f"the checks cannot be loaded: {exc}", hint="reinstall fabwiz"
         ) from exc
     for name in ("CHECKS", "ALL_CHECKS", "REGISTRY"):
         value = getattr(mod, name, None)
@@ -158,14 +164,58 @@ def _rail_from_json(node: str, data: Mapping[str, Any]) -> Rail | None:
         return None
 
 
-def _rail_from_netdev(node: str, netdev: str) -> Rail:
-    """A rail known only by its GB10 netdev name (enp1s0f0np0, enP2p1s0f1np1): the port is
-    the PCI function, half B lives on PCI domain 0002, and the RDMA name follows mlx5's rule."""
-    half: Half = "B" if netdev.startswith("enP2") else "A"
-    port = 1 if "f1" in netdev.split("s0", 1)[-1] else 0
-    base = netdev.split("np", 1)[0]
-    rdma = "roce" + base[2:] if base.startswith("en") else ""
-    return Rail(node=node, netdev=netdev, rdma=rdma, port=port, half=half)
+def rails_from_observations(
+    obs: Observations, cabling: Mapping[str, tuple[str, str]] | None = None
+) -> dict[str, tuple[Rail, ...]]:
+    """Rails rediscovered from recorded outputs exactly as the live sweep discovers them
+    (`wizard.discovery`): per node from `ibdev2netdev` (+ `ip -j`, `ethtool -i`, `ethtool`),
+    cabled from the given map or the switches' recorded host tables."""
+    from wizard import discovery
+
+    found: dict[str, tuple[Rail, ...]] = discovery.rails_from_observations(obs, cabling)
+    return found
+
+
+def _registry_make_context() -> Callable[..., Context] | None:
+    try:
+        mod = importlib.import_module("flows.registry")
+    except ImportError:
+        return None
+    fn = getattr(mod, "make_context", None)
+    return fn if callable(fn) else None
+
+
+def _context_at(
+    obs: Observations, base: Context, state: SessionState, recorded_cabling: bool
+) -> Context:
+    """The judging context at one verdict: the one the engine builds from a sweep (through
+    `flows.registry.make_context` when this build has it), with the drain guard's history
+    as known at that moment."""
+    ctx: Context | None = None
+    make = _registry_make_context()
+    if make is not None:
+        try:
+            ctx = make(
+                obs,
+                nodes=base.nodes,
+                switches=base.switches,
+                expectations=base.expectations,
+                cabling=dict(base.cabling) if recorded_cabling else None,
+                management=base.management,
+                addressing=base.addressing,
+                known_good_firmware=base.known_good_firmware,
+            )
+        except TypeError:  # a registry with another signature: build it here instead
+            ctx = None
+    if ctx is None:
+        found = rails_from_observations(obs, dict(base.cabling) if recorded_cabling else None)
+        ctx = replace(base, rails=found)
+    return replace(
+        ctx,
+        rails={**base.rails, **ctx.rails},
+        transitions=state.all_transitions,
+        drained_at=state.drained_at,
+    )
 
 
 def context_from_session(
@@ -175,7 +225,9 @@ def context_from_session(
 
     The engine may record it in `SessionStarted.options["context"]` (rails per node as dicts of
     `wizard.model.Rail` fields, cabling, management, addressing, expectations overrides,
-    known_good_firmware); missing rails are rebuilt from the per-rail probe names recorded.
+    known_good_firmware). `replay_session` rediscovers the rails at each verdict from the
+    recorded discovery outputs, as the engine does from each sweep; recorded rails only fill in
+    nodes whose discovery output was not recorded.
     """
     started = loaded.started
     opts: Mapping[str, Any] = started.options
@@ -195,18 +247,6 @@ def context_from_session(
         for node, items in raw_rails.items():
             parsed = [_rail_from_json(str(node), r) for r in items or () if isinstance(r, Mapping)]
             rails[str(node)] = tuple(r for r in parsed if r is not None)
-    if not rails:
-        seen: dict[str, list[str]] = {}
-        for ev in loaded.events:
-            if isinstance(ev, ProbeAnswered) and ev.result.kind == "ssh" and ":" in ev.probe:
-                netdev = ev.probe.split(":", 1)[1]
-                names = seen.setdefault(ev.result.target, [])
-                if netdev not in names:
-                    names.append(netdev)
-        rails = {
-            node: tuple(_rail_from_netdev(node, n) for n in sorted(names))
-            for node, names in seen.items()
-        }
 
     def pairs(value: Any) -> dict[str, tuple[str, str]]:
         out: dict[str, tuple[str, str]] = {}
@@ -323,6 +363,7 @@ def replay_session(
         for fault in c.faults:
             by_fault.setdefault(fault, c)
     base = context or context_from_session(loaded)
+    recorded_cabling = bool(base.cabling)
 
     rec = _Recorded()
     state = SessionState()
@@ -355,21 +396,11 @@ def replay_session(
             continue
         key = (ev.step, check.id, rec.version, transitions_version)
         if key not in cache:
-            ctx = Context(
-                expectations=base.expectations,
-                rails=base.rails,
-                nodes=base.nodes,
-                switches=base.switches,
-                cabling=base.cabling,
-                management=base.management,
-                addressing=base.addressing,
-                known_good_firmware=base.known_good_firmware,
-                transitions=state.all_transitions,
-                drained_at=state.drained_at,
-            )
+            obs = rec.observations(ev.step)
             try:
-                cache[key] = (check.run(rec.observations(ev.step), ctx), "")
-            except Exception as exc:  # a check that raises on recorded output is itself a finding
+                ctx = _context_at(obs, base, state, recorded_cabling)
+                cache[key] = (check.run(obs, ctx), "")
+            except Exception as exc:  # a check raising on recorded output is itself a finding
                 cache[key] = ([], f"{check.id} raised {type(exc).__name__}: {exc}")
             group_step[key] = (ev.step, check.id, ev.at)
         recorded_in_group.setdefault(key, set()).add(v.fault)
@@ -425,6 +456,7 @@ __all__ = [
     "context_from_session",
     "observations_by_step",
     "observations_from",
+    "rails_from_observations",
     "registered_checks",
     "replay_session",
 ]

@@ -64,11 +64,11 @@ INTENT_ANSWERS: dict[str, tuple[str, ...]] = {
 
 
 class EngineLike(Protocol):
-    """What the app needs of the engine (wizard/engine.py `Engine`)."""
+    """What the app needs of the engine (wizard/engine.py `Engine`). Decisions reach it as
+    answers to its own questions (`Operator.choose`); an engine that also takes unsolicited
+    intents has `request(intent, step)`, which the app then calls."""
 
     async def run(self) -> Any: ...
-
-    def request(self, intent: str, step: str | None = None) -> Any: ...
 
 
 EngineFactory = Callable[["TuiPorts", AsyncExitStack], Awaitable[EngineLike]]
@@ -128,14 +128,15 @@ class TuiPorts:
 
     # --- Operator ------------------------------------------------------------------------------
 
-    async def confirm_fix(self, plan: FixPlan, export_status: ExportStatusLike | None) -> bool:
-        window = getattr(export_status, "rollback_window_s", None) or getattr(
-            plan, "rollback_window_s", None
-        )
-        modal = FixConfirmModal(plan, export_status, rollback_window_s=window)
+    async def confirm_fix(self, plan: FixPlan, export: ExportStatusLike | None) -> bool:
+        window = getattr(self.app.engine, "rollback_window_s", None)
+        modal = FixConfirmModal(plan, export, rollback_window_s=window)
         return bool(await self.app.push_screen_wait(modal))
 
     async def physical_action(self, action: PhysicalAction, can_perform_in_lab: bool) -> str:
+        previous = self.app.physical_modal
+        if previous is not None and previous.is_attached:
+            previous.dismiss(None)  # asked again (e.g. "not done yet"): one prompt at a time
         answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         modal = PhysicalActionModal(action, can_perform_in_lab=can_perform_in_lab, answer=answer)
         self.app.physical_modal = modal
@@ -271,7 +272,8 @@ class FabwizApp(App[int]):
             screen.prompt = Prompt(
                 step=self.view.current or "",
                 question=(
-                    "Session ended: the fabric is healthy." if event.healthy
+                    "Session ended: the fabric is healthy."
+                    if event.healthy
                     else "Session ended with findings."
                 )
                 + " q quits; `fabwiz report` writes the ticket report.",
@@ -311,11 +313,17 @@ class FabwizApp(App[int]):
         if choice is not None and intent in choice.answers and not choice.future.done():
             choice.future.set_result(choice.answers[intent])
             return
-        if self.engine is None:
-            self.notify("The engine is not running yet.", severity="warning", timeout=3)
+        request = getattr(self.engine, "request", None)
+        if request is None:
+            waiting = (
+                "the engine is not running yet"
+                if self.engine is None
+                else ("the engine is busy with this step; it asks when it needs you")
+            )
+            self.notify(f"{intent}: {waiting}.", severity="warning", timeout=3)
             return
         self.requests.append((intent, step))
-        result = self.engine.request(intent, step)
+        result = request(intent, step)
         if inspect.isawaitable(result):
             self._pending_request = asyncio.ensure_future(result)
 
@@ -375,12 +383,19 @@ class FabwizApp(App[int]):
                 ("next", "Next step", "Go on to the next step"),
             ):
                 yield SystemCommand(title, help_, lambda i=intent: screen.action_intent(i))
-            yield SystemCommand("Show gauges", "Per-rail gauges in the bottom panel",
-                                lambda: screen.action_show_bottom("gauges"))
-            yield SystemCommand("Show log", "The engine's log in the bottom panel",
-                                lambda: screen.action_show_bottom("log"))
-            yield SystemCommand("Toggle explanation", "Hide or show what/why/good",
-                                screen.action_toggle_explain)
+            yield SystemCommand(
+                "Show gauges",
+                "Per-rail gauges in the bottom panel",
+                lambda: screen.action_show_bottom("gauges"),
+            )
+            yield SystemCommand(
+                "Show log",
+                "The engine's log in the bottom panel",
+                lambda: screen.action_show_bottom("log"),
+            )
+            yield SystemCommand(
+                "Toggle explanation", "Hide or show what/why/good", screen.action_toggle_explain
+            )
 
     def action_toggle_explain(self) -> None:
         self.session.action_toggle_explain()
@@ -413,4 +428,3 @@ class FabwizApp(App[int]):
             except (TimeoutError, WorkerCancelled, WorkerFailed):
                 pass  # leaving anyway; the session log has everything
         self.exit(code)
-

@@ -103,7 +103,12 @@ class FixConfirmModal(ModalScreen[bool]):
             yield Static(self._rollback_text(), id="rollback")
             with Horizontal(classes="buttons"):
                 yield Button(
-                    "Apply [a]", id="apply", variant="warning", disabled=not self.can_apply, compact=True)
+                    "Apply [a]",
+                    id="apply",
+                    variant="warning",
+                    disabled=not self.can_apply,
+                    compact=True,
+                )
                 yield Button("Cancel [esc]", id="cancel", compact=True)
 
     def _export_class(self) -> str:
@@ -187,9 +192,7 @@ class PhysicalActionModal(ModalScreen[str]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "answer" and parameters == ("perform",) and not self.can_perform_in_lab:
             return False  # hidden from the footer: this build has no lab hands
-        if action == "start_timer" and not self.is_drain:
-            return False
-        return True
+        return not (action == "start_timer" and not self.is_drain)
 
     @property
     def is_drain(self) -> bool:
@@ -213,7 +216,9 @@ class PhysicalActionModal(ModalScreen[str]):
             with Horizontal(classes="buttons"):
                 yield Button("Done [d]", id="done", variant="primary", compact=True)
                 if self.can_perform_in_lab:
-                    yield Button("Perform in lab [p]", id="perform", variant="success", compact=True)
+                    yield Button(
+                        "Perform in lab [p]", id="perform", variant="success", compact=True
+                    )
                 if self.is_drain:
                     yield Button("Start 60 s timer [t]", id="timer", compact=True)
                 yield Button("Skip [s]", id="skip", compact=True)
@@ -260,7 +265,7 @@ class PhysicalActionModal(ModalScreen[str]):
             return
         if not self.answer.done():
             self.answer.set_result(answer)
-        if answer == "skip" or self.action.kind not in _COMES_BACK + ("recable",):
+        if answer == "skip" or self.action.kind not in (*_COMES_BACK, "recable"):
             self.dismiss(answer)
             return
         self.state = "waiting"
@@ -324,7 +329,12 @@ class ChoiceModal(ModalScreen[str]):
             yield Static(Text(self.question, style="bold"), id="dialog-title")
             with Horizontal(classes="buttons"):
                 for i, opt in enumerate(self.options, start=1):
-                    yield Button(f"{opt} [{i}]", id=f"opt-{i}", variant="primary" if i == 1 else "default", compact=True)
+                    yield Button(
+                        f"{opt} [{i}]",
+                        id=f"opt-{i}",
+                        variant="primary" if i == 1 else "default",
+                        compact=True,
+                    )
 
     def on_key(self, event: Any) -> None:
         key = getattr(event, "key", "")

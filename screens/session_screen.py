@@ -89,6 +89,8 @@ class SessionScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one("#gauges").border_title = "Rails · Gb/s against the expected ceiling"
+        self.query_one("#log").border_title = "Log"
         self.add_class("-show-log")
         self.update_view({"steps", "detail", "log"})
         self.query_one(StepList).focus()

@@ -90,11 +90,7 @@ class TerminalOperator:
     async def choose(self, step: str, question: str, options: list[str]) -> str:
         if self.yes or not self.interactive:
             return options[0]
-        return str(
-            click.prompt(
-                question, type=click.Choice(options), default=options[0], err=True
-            )
-        )
+        return str(click.prompt(question, type=click.Choice(options), default=options[0], err=True))
 
     async def error(self, title: str, message: str, hint: str | None) -> None:
         text = message if not hint else f"{message}\n[dim]what to do:[/] {hint}"
@@ -133,6 +129,8 @@ class EventPrinter:
         elif isinstance(event, MeasurementTaken):
             m = event.measurement
             flag = "" if m.valid else f" [yellow](not judged: {m.reason})[/]"
+            if m.valid and m.reason:
+                flag = f" [red]({m.reason})[/]"
             c.print(f"  measured {m.target}: {m.value:.2f} {m.unit}{flag}")
         elif isinstance(event, ExportTaken):
             c.print(
@@ -148,8 +146,11 @@ class EventPrinter:
             c.print(f"  [bold]applied[/] {event.fault} on {event.target}")
         elif isinstance(event, FixVerified):
             style = "green" if event.ok else "red"
-            c.print(f"  [{style}]verified[/] {event.fault}: {event.detail}" if event.ok else
-                    f"  [{style}]verification failed[/] {event.fault}: {event.detail}")
+            c.print(
+                f"  [{style}]verified[/] {event.fault}: {event.detail}"
+                if event.ok
+                else f"  [{style}]verification failed[/] {event.fault}: {event.detail}"
+            )
         elif isinstance(event, FixRolledBack):
             c.print(
                 f"  [red]rolled back[/] {event.fault}: {event.reason}"

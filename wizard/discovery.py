@@ -21,8 +21,31 @@ from wizard.model import Half, Rail
 from wizard.parsers.ethtool import parse_ethtool, parse_ethtool_driver
 from wizard.parsers.ibdev2netdev import parse_ibdev2netdev
 from wizard.parsers.iproute2 import IpInterface, IpResult, parse_ip_json
+from wizard.probes import HostProbe, Observations, SwitchProbe
 
-__all__ = ["apply_cabling", "cabling_from_host_tables", "discover_rails", "pci_half_port"]
+__all__ = [
+    "DISCOVERY_HOST_PROBES",
+    "ETHTOOL",
+    "ETHTOOL_I",
+    "IBDEV",
+    "IP_ADDR",
+    "IP_LINK",
+    "SW_BRIDGE_HOST",
+    "apply_cabling",
+    "cabling_from_host_tables",
+    "discover_rails",
+    "pci_half_port",
+    "rails_from_observations",
+]
+
+# The probes discovery reads (the sweep always runs them; the checks share these objects).
+IBDEV = HostProbe("ibdev2netdev", "ibdev2netdev")
+IP_ADDR = HostProbe("ip_addr", "ip -j addr show")
+IP_LINK = HostProbe("ip_link", "ip -j link show")
+ETHTOOL = HostProbe("ethtool", "ethtool {netdev}", per_rail=True)
+ETHTOOL_I = HostProbe("ethtool_i", "ethtool -i {netdev}", per_rail=True)
+SW_BRIDGE_HOST = SwitchProbe("bridge_host", "/interface/bridge/host")
+DISCOVERY_HOST_PROBES: tuple[HostProbe, ...] = (IBDEV, IP_ADDR, IP_LINK, ETHTOOL, ETHTOOL_I)
 
 _PCI = re.compile(r"^([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$")
 
@@ -181,3 +204,42 @@ def apply_cabling(
         dest = cabling.get(r.key) or by_port.get((r.node, r.port))
         out.append(r if dest is None else replace(r, switch=dest[0], switch_port=dest[1]))
     return tuple(out)
+
+
+def rails_from_observations(
+    obs: Observations, cabling: Mapping[str, tuple[str, str]] | None = None
+) -> dict[str, tuple[Rail, ...]]:
+    """Every reachable node's rails from a sweep, with cabling from the inventory's map, else
+    from the switches' host tables."""
+    rails: dict[str, tuple[Rail, ...]] = {}
+    for node, results in obs.nodes.items():
+        ib = results.get(IBDEV.name)
+        if ib is None or not ib.ok:
+            continue
+
+        def text(key: str, results: Mapping[str, object] = results) -> str | None:
+            r = results.get(key)
+            ok = getattr(r, "ok", False)
+            return str(getattr(r, "stdout", "")) if ok else None
+
+        try:
+            names = [m.netdev for m in parse_ibdev2netdev(ib.stdout).mappings]
+            rails[node] = discover_rails(
+                node,
+                ib.stdout,
+                ip_addr=text(IP_ADDR.name),
+                ip_link=text(IP_LINK.name),
+                ethtool_i={n: t for n in names if (t := text(f"{ETHTOOL_I.name}:{n}"))},
+                ethtool={n: t for n in names if (t := text(f"{ETHTOOL.name}:{n}"))},
+            )
+        except ParseError:
+            continue
+    every = [r for rs in rails.values() for r in rs]
+    tables = {
+        sw: res[SW_BRIDGE_HOST.name].rows
+        for sw, res in obs.switches.items()
+        if SW_BRIDGE_HOST.name in res and res[SW_BRIDGE_HOST.name].error is None
+    }
+    mapping = dict(cabling_from_host_tables(every, tables))
+    mapping.update(cabling or {})
+    return {node: apply_cabling(rs, mapping) for node, rs in rails.items()}

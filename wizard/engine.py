@@ -40,7 +40,6 @@ from wizard.events import (
     OperatorAnswered,
     PhysicalActionDone,
     PhysicalActionRequested,
-    ProbeAnswered,
     RollbackArmed,
     RollbackDisarmed,
     SessionEnded,
@@ -121,6 +120,7 @@ class Fabric(Protocol):
     @property
     def hands(self) -> Hands | None: ...
 
+    def set_step(self, step: str) -> None: ...
     async def sweep(self, probes: Sequence[Probe]) -> Observations: ...
     async def measure(self, kind: MeasureKind) -> list[Measurement]: ...
     async def run(
@@ -299,6 +299,7 @@ class Engine:
                     index += 1
                     continue
                 self._step = spec.id
+                self.fabric.set_step(spec.id)
                 self.lifecycle.force(Phase.IDLE)
                 self.emit(StepChanged(step=spec.id, phase="entered", reason="next"))
                 outcome = await self._run_step(spec)
@@ -359,10 +360,8 @@ class Engine:
             for p in c.probes:
                 probes.setdefault(p.name, p)
         self._fire("probe")
+        # The fabric records every probe (ProbeSent/ProbeAnswered) as it goes.
         obs = await self.fabric.sweep(list(probes.values()))
-        for results in (*obs.nodes.values(), *obs.switches.values()):
-            for name, res in results.items():
-                self.emit(ProbeAnswered(step=self._step, probe=name, result=res))
         for target, error in obs.unreachable.items():
             self.note(f"{target} did not answer: {error}", "error")
         self._observe_carrier(obs)
@@ -714,25 +713,31 @@ class Engine:
                         script=script,
                     )
                 )
-        except Exception as exc:  # a lost session mid-change: the armed rollback will run
-            record.applied = True
-            record.rolled_back = bool(armed)
+        except Exception as exc:  # a lost session or a failed step mid-change
+            changed = getattr(exc, "changed", True) or any(hasattr(c, "switch") for c, _ in armed)
+            record.applied = changed
+            record.rolled_back = changed and bool(armed)
             self.result.fixes.append(record)
-            self.emit(
-                FixRolledBack(
-                    step=self._step,
-                    fix_id=fix_id,
-                    fault=plan.fault,
-                    reason=f"the change failed ({exc}); the armed rollback restores the exported "
-                    f"state within {self.rollback_window_s:.0f} s",
+            if changed and armed:
+                reason = (
+                    f"the change failed ({exc}); the dead-man rollback armed before it restores "
+                    f"the previous state within {self.rollback_window_s:.0f} s"
                 )
-            )
-            self._fire("rolled_back")
+                hint = "re-run the step once the target answers again"
+                self.emit(
+                    FixRolledBack(step=self._step, fix_id=fix_id, fault=plan.fault, reason=reason)
+                )
+            else:
+                reason = f"nothing was changed: {exc}"
+                hint = getattr(exc, "hint", None) or "fix the cause and re-run the step"
+                self.emit(
+                    FixRefusedEvent(
+                        step=self._step, fault=plan.fault, target=plan.target, reason=reason
+                    )
+                )
+            self._fire("rolled_back" if self.lifecycle.can("rolled_back") else "declined")
             await self.operator.error(
-                "Fix interrupted",
-                f"{plan.fault} on {plan.target}: {exc}",
-                "the dead-man rollback armed before the change will restore the exported state; "
-                "re-run the step once the target answers again",
+                "Fix stopped", f"{plan.fault} on {plan.target}: {reason}", hint
             )
             return False
         record.applied = True

@@ -66,4 +66,9 @@ class SessionLogError(FabwizError):
 
 
 class FixRefused(FabwizError):
-    """A fix was refused before anything was sent (no export, it would cut the management path)."""
+    """A fix was refused or stopped (no export, it would cut the management path, a step of it
+    failed). `changed` says whether anything had reached the target before it stopped."""
+
+    def __init__(self, message: str, *, hint: str | None = None, changed: bool = False) -> None:
+        super().__init__(message, hint=hint)
+        self.changed = changed

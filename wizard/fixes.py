@@ -255,9 +255,8 @@ def host_revert_script(change: HostChange) -> str:
     steps = []
     for f in change.files:
         bak = f.path + BACKUP_SUFFIX
-        steps.append(
-            f"if test -e {_q(bak)}; then cp -p {_q(bak)} {_q(f.path)}; else rm -f {_q(f.path)}; fi"
-        )
+        # (test && cp) || rm: restore the backup, or remove a file that did not exist before
+        steps.append(f"test -e {_q(bak)} && cp -p {_q(bak)} {_q(f.path)} || rm -f {_q(f.path)}")
     steps.extend(change.rollback_commands)
     return "; ".join(steps)
 
@@ -271,7 +270,7 @@ async def backup_and_write(
         path, bak = _q(f.path), _q(f.path + BACKUP_SUFFIX)
         res = await runner.run(
             change.node,
-            f"sudo -n rm -f {bak}; if test -e {path}; then sudo -n cp -p {path} {bak}; fi",
+            f"sudo -n rm -f {bak}; test ! -e {path} || sudo -n cp -p {path} {bak}",
         )
         _require(res, change.node, f"backing up {f.path}")
     script = host_revert_script(change)
@@ -279,9 +278,10 @@ async def backup_and_write(
     _require(await runner.run(change.node, arm), change.node, "arming the timed revert")
     for f in change.files:
         res = await runner.run(change.node, f"sudo -n tee {_q(f.path)} >/dev/null", stdin=f.content)
-        _require(res, change.node, f"writing {f.path}")
+        _require(res, change.node, f"writing {f.path}", changed=True)
     for command in change.commands:
-        _require(await runner.run(change.node, command, timeout=120.0), change.node, command)
+        res = await runner.run(change.node, command, timeout=120.0)
+        _require(res, change.node, command, changed=True)
     return script
 
 
@@ -294,11 +294,13 @@ async def revert_host(runner: HostRunner, change: HostChange, unit: str) -> None
     await disarm_host_revert(runner, change.node, unit)
 
 
-def _require(res: ProbeResult, node: str, what: str) -> None:
+def _require(res: ProbeResult, node: str, what: str, *, changed: bool = False) -> None:
     if res.ok:
         return
     text = (res.error or res.stderr or res.stdout).strip()
     hint = None
     if "password is required" in text:
         hint = f"give the fabwiz user passwordless sudo on {node} for the fix commands"
-    raise FixRefused(f"{node}: {what} failed: {text or f'exit {res.exit_status}'}", hint=hint)
+    raise FixRefused(
+        f"{node}: {what} failed: {text or f'exit {res.exit_status}'}", hint=hint, changed=changed
+    )

@@ -17,7 +17,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from wizard.events import ProbeAnswered, VerdictReached
+from wizard.events import (
+    ExportTaken,
+    LinkTransitionSeen,
+    NodeDrained,
+    PhysicalActionDone,
+    PhysicalActionRequested,
+    ProbeAnswered,
+    ProbeSent,
+)
 from wizard.model import Status
 from wizard.redact import Redactor
 from wizard.session import LoadedSession, SessionState
@@ -69,22 +77,20 @@ def build_report(loaded: LoadedSession, *, redact: bool = False) -> dict[str, An
     for v in final.values():
         counts[str(v.status)] = counts.get(str(v.status), 0) + 1
 
-    exports = [
-        {
-            "step": e.step,
-            "switch": e.switch,
-            "file": e.file,
-            "sha256": e.sha256,
-            "purpose": e.purpose,
-            "at": _iso(e.at),
-            "contents": e.contents,
-        }
-        for e in state.exports
-    ]
-
+    linked: dict[int, str] = {}  # index in state.exports -> fix_id
     fixes = []
     for f in state.fixes.values():
-        export = _export_for_fix(state, f.fix_id)
+        index = _export_for_fix(state, f.fix_id)
+        export = None
+        if index is not None:
+            linked.setdefault(index, f.fix_id)
+            chosen = state.exports[index]
+            export = {
+                "switch": chosen.switch,
+                "file": chosen.file,
+                "sha256": chosen.sha256,
+                "contents": chosen.contents,
+            }
         fixes.append(
             {
                 "fix_id": f.fix_id,
@@ -105,6 +111,19 @@ def build_report(loaded: LoadedSession, *, redact: bool = False) -> dict[str, An
             }
         )
 
+    exports = [
+        {
+            "step": e.step,
+            "switch": e.switch,
+            "file": e.file,
+            "sha256": e.sha256,
+            "purpose": e.purpose,
+            "at": _iso(e.at),
+            "contents": e.contents,
+            "fix_id": linked.get(i),
+        }
+        for i, e in enumerate(state.exports)
+    ]
     steps = _steps(loaded, state)
 
     measurements = [
@@ -175,6 +194,21 @@ def build_report(loaded: LoadedSession, *, redact: bool = False) -> dict[str, An
             {"step": a.step, "question": a.question, "answer": a.answer, "at": _iso(a.at)}
             for a in state.answers
         ],
+        "operator": [
+            {"at": _iso(at), "step": step, "what": what, "result": result}
+            for at, step, what, result in sorted(
+                [(a.at, a.step, a.question, a.answer) for a in state.answers]
+                + [
+                    (
+                        p.at,
+                        p.step,
+                        f"{p.kind} on {', '.join(p.nodes)} by {p.performed_by}",
+                        p.observed,
+                    )
+                    for p in state.physical_done
+                ]
+            )
+        ],
         "physical": [
             {
                 "step": p.step,
@@ -203,36 +237,36 @@ def build_report(loaded: LoadedSession, *, redact: bool = False) -> dict[str, An
 def _redactor_for(loaded: LoadedSession) -> Redactor:
     started = loaded.started
     r = Redactor(nodes=started.nodes, switches=started.switches)
+    # Every target a probe ran on, and every node the hands or the drain guard touched, is a
+    # host name (verdict targets are not: they may be words like "cluster").
     for ev in loaded.events:
-        if isinstance(ev, ProbeAnswered):
-            r.add_name(ev.result.target, "host")
-        elif isinstance(ev, VerdictReached):
-            for t in ev.verdict.targets:
-                # Targets are `node`, `node/netdev` or `switch/port`: the host part is a name.
-                r.add_name(t.split("/", 1)[0].split(":", 1)[0], "host")
+        if isinstance(ev, ProbeAnswered | ProbeSent):
+            target = ev.result.target if isinstance(ev, ProbeAnswered) else ev.target
+            r.add_name(target, "host")
+        elif isinstance(ev, PhysicalActionRequested | PhysicalActionDone):
+            for n in ev.nodes:
+                r.add_name(n, "node")
+        elif isinstance(ev, LinkTransitionSeen | NodeDrained):
+            r.add_name(ev.node, "node")
+        elif isinstance(ev, ExportTaken):
+            r.add_name(ev.switch, "switch")
     return r
 
 
-def _export_for_fix(state: SessionState, fix_id: str) -> dict[str, Any] | None:
+def _export_for_fix(state: SessionState, fix_id: str) -> int | None:
+    """Which recorded export belongs to a fix: the one it names, else the last pre-fix export
+    of its step taken before the change went out."""
     fix = state.fixes[fix_id]
     chosen = None
     if fix.export:
-        for e in state.exports:
+        for i, e in enumerate(state.exports):
             if fix.export in (e.file, e.sha256, f"{e.switch}:{e.file}"):
-                chosen = e
+                chosen = i
     if chosen is None and fix.applied_at is not None:
-        # The export taken for this step just before the change went out.
-        for e in state.exports:
+        for i, e in enumerate(state.exports):
             if e.step == fix.step and e.purpose == "pre-fix" and e.at <= fix.applied_at:
-                chosen = e
-    if chosen is None:
-        return None
-    return {
-        "switch": chosen.switch,
-        "file": chosen.file,
-        "sha256": chosen.sha256,
-        "contents": chosen.contents,
-    }
+                chosen = i
+    return chosen
 
 
 def _steps(loaded: LoadedSession, state: SessionState) -> list[dict[str, Any]]:
@@ -255,16 +289,29 @@ def _steps(loaded: LoadedSession, state: SessionState) -> list[dict[str, Any]]:
             for (s, target, probe), r in state.probes.items()
             if s == step
         ]
-        verdicts = []
-        for v in state.verdicts.get(step, []):
-            j = v.to_json()
-            verdicts.append(j)
+        verdicts = [v.to_json() for v in state.verdicts.get(step, [])]
+        measured = [
+            {
+                "target": m.measurement.target,
+                "kind": m.measurement.kind,
+                "value": m.measurement.value,
+                "unit": m.measurement.unit,
+                "valid": m.measurement.valid,
+                "reason": m.measurement.reason,
+            }
+            for m in state.measurements
+            if m.step == step
+        ]
+        phase = state.step_phases.get(step, "")
+        if not (phase or probes or verdicts or measured):
+            continue
         out.append(
             {
                 "step": step,
-                "phase": state.step_phases.get(step, ""),
+                "phase": phase,
                 "probes": probes,
                 "verdicts": verdicts,
+                "measurements": measured,
             }
         )
     return out
@@ -294,6 +341,28 @@ def _fence(text: str, lang: str = "") -> list[str]:
     return [fence + lang, text.rstrip("\n"), fence]
 
 
+def _inventory(s: dict[str, Any]) -> str:
+    digest = s["inventory_digest"]
+    short = f" (digest {digest[:19]}…)" if len(digest) > 19 else f" ({digest})" if digest else ""
+    return f"{s['inventory'] or '—'}{short}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _measured_rows(st: dict[str, Any]) -> list[list[str]]:
+    return [
+        [
+            m["target"],
+            "NCCL busbw" if m["kind"] == "nccl" else m["kind"],
+            _fmt_value(m["value"], m["unit"]),
+            "yes" if m["valid"] else f"no: {m['reason']}",
+        ]
+        for m in st["measurements"]
+    ]
+
+
 def _status_mark(status: str) -> str:
     return status.upper()
 
@@ -319,7 +388,7 @@ def markdown_from_data(data: dict[str, Any]) -> str:
         ["Ended", s["ended_at"] or "—"],
         ["Command", f"fabwiz {s['command']}"],
         ["fabwiz", f"{s['fabwiz_version']} (session log v{s['log_version']})"],
-        ["Inventory", f"{s['inventory'] or '—'} {s['inventory_digest'][:16]}".strip()],
+        ["Inventory", _inventory(s)],
         ["Scenario", s["scenario"] or "—"],
         ["Nodes", ", ".join(s["nodes"]) or "—"],
         ["Switches", ", ".join(s["switches"]) or "—"],
@@ -415,8 +484,11 @@ def markdown_from_data(data: dict[str, Any]) -> str:
                     out += [f"<details><summary>raw output: {e['target']} {e['command']}"]
                     out[-1] += "</summary>"
                     out += ["", *_fence(e["raw"]), "", "</details>", ""]
+        if st["measurements"]:
+            out += _md_table(["Measured", "Kind", "Value", "Evidence"], _measured_rows(st))
+            out.append("")
         if st["probes"]:
-            out += [f"<details><summary>{len(st['probes'])} probes</summary>", ""]
+            out += [f"<details><summary>{_plural(len(st['probes']), 'probe')}</summary>", ""]
             out += _md_table(
                 ["Target", "Probe", "Command", "Exit", "Error", "Time (s)"],
                 [
@@ -471,7 +543,7 @@ def markdown_from_data(data: dict[str, Any]) -> str:
     if data["refused"]:
         out.append("")
 
-    other = [e for e in data["exports"] if e["purpose"] != "pre-fix"]
+    other = [e for e in data["exports"] if e["fix_id"] is None]
     if other:
         out += ["## Exports", ""]
         for e in other:
@@ -485,18 +557,9 @@ def markdown_from_data(data: dict[str, Any]) -> str:
                 "",
             ]
 
-    if data["physical"] or data["answers"]:
+    if data["operator"]:
         out += ["## Operator", ""]
-        rows = [
-            [
-                p["at"],
-                p["step"],
-                f"{p['kind']} on {', '.join(p['nodes'])} by {p['performed_by']}",
-                p["observed"],
-            ]
-            for p in data["physical"]
-        ]
-        rows += [[a["at"], a["step"], a["question"], a["answer"]] for a in data["answers"]]
+        rows = [[o["at"], o["step"], o["what"], o["result"]] for o in data["operator"]]
         out += _md_table(["When", "Step", "Action / question", "Result / answer"], rows)
         out.append("")
     if data["notes"]:
@@ -565,7 +628,7 @@ def html_from_data(data: dict[str, Any]) -> str:
         ("Ended", s["ended_at"] or "—"),
         ("Command", f"fabwiz {s['command']}"),
         ("fabwiz", f"{s['fabwiz_version']} (session log v{s['log_version']})"),
-        ("Inventory", f"{s['inventory'] or '—'} {s['inventory_digest'][:16]}".strip()),
+        ("Inventory", _inventory(s)),
         ("Scenario", s["scenario"] or "—"),
         ("Nodes", ", ".join(s["nodes"]) or "—"),
         ("Switches", ", ".join(s["switches"]) or "—"),
@@ -679,8 +742,15 @@ def html_from_data(data: dict[str, Any]) -> str:
                             f"<details><summary>raw output: {_h(e['target'])} "
                             f"{_h(e['command'])}</summary><pre>{_h(e['raw'])}</pre></details>"
                         )
+        if st["measurements"]:
+            parts.append(
+                _html_table(
+                    ["Measured", "Kind", "Value", "Evidence"],
+                    [[_h(c) for c in row] for row in _measured_rows(st)],
+                )
+            )
         if st["probes"]:
-            parts.append(f"<details><summary>{len(st['probes'])} probes</summary>")
+            parts.append(f"<details><summary>{_plural(len(st['probes']), 'probe')}</summary>")
             parts.append(
                 _html_table(
                     ["Target", "Probe", "Command", "Exit", "Error", "Time (s)"],
@@ -743,7 +813,7 @@ def html_from_data(data: dict[str, Any]) -> str:
             )
         parts.append("</ul>")
 
-    other = [e for e in data["exports"] if e["purpose"] != "pre-fix"]
+    other = [e for e in data["exports"] if e["fix_id"] is None]
     if other:
         parts.append("<h2>Exports</h2>")
         for e in other:
@@ -752,21 +822,9 @@ def html_from_data(data: dict[str, Any]) -> str:
                 f"(sha256 {_h(e['sha256'][:16])}, {_h(e['at'])})</summary>"
                 f"<pre>{_h(e['contents'])}</pre></details>"
             )
-    if data["physical"] or data["answers"]:
+    if data["operator"]:
         parts.append("<h2>Operator</h2>")
-        rows2 = [
-            [
-                _h(p["at"]),
-                _h(p["step"]),
-                _h(f"{p['kind']} on {', '.join(p['nodes'])} by {p['performed_by']}"),
-                _h(p["observed"]),
-            ]
-            for p in data["physical"]
-        ]
-        rows2 += [
-            [_h(a["at"]), _h(a["step"]), _h(a["question"]), _h(a["answer"])]
-            for a in data["answers"]
-        ]
+        rows2 = [[_h(o[k]) for k in ("at", "step", "what", "result")] for o in data["operator"]]
         parts.append(_html_table(["When", "Step", "Action / question", "Result / answer"], rows2))
     if data["notes"]:
         parts.append("<h2>Warnings and errors</h2><ul>")

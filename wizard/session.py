@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets as _secrets
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -49,6 +51,8 @@ from wizard.events import (
     PhysicalActionRequested,
     ProbeAnswered,
     ProbeSent,
+    RollbackArmed,
+    RollbackDisarmed,
     SessionEnded,
     SessionResumed,
     SessionStarted,
@@ -100,10 +104,20 @@ class SecretScrubber:
             self.add(s)
 
     def add(self, secret: str) -> None:
-        # Surrounding whitespace is not part of a password read from a file.
-        for variant in {secret, secret.strip()}:
-            if variant:
-                self._secrets.add(variant)
+        """Register a secret, with the forms it takes inside recorded text: stripped (read from a
+        file), JSON-escaped (inside `ip -j` or API output kept as text), RouterOS-escaped (inside
+        an export) and percent-encoded (inside a URL)."""
+        for base in {secret, secret.strip()}:
+            if not base:
+                continue
+            for variant in (
+                base,
+                json.dumps(base, ensure_ascii=False)[1:-1],
+                re.sub(r'([\\"$?])', r"\\\1", base),
+                urllib.parse.quote(base, safe=""),
+            ):
+                if variant:
+                    self._secrets.add(variant)
 
     def __len__(self) -> int:
         return len(self._secrets)
@@ -175,6 +189,7 @@ class SessionLog:
         secrets: Iterable[str] = (),
         session_id: str | None = None,
         fsync: bool = True,
+        fd: int | None = None,
     ) -> None:
         self.folder = folder
         self.path = folder / LOG_NAME
@@ -183,11 +198,7 @@ class SessionLog:
         self._fsync = fsync
         self._next_seq = next_seq
         self._lock = threading.Lock()
-        self._fd: int | None = os.open(
-            self.path,
-            os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
-            _FILE_MODE,
-        )
+        self._fd: int | None = fd if fd is not None else _open_locked(self.path)
         self.path.chmod(_FILE_MODE)
 
     # -- construction
@@ -202,17 +213,20 @@ class SessionLog:
         secrets: Iterable[str] = (),
         fsync: bool = True,
     ) -> SessionLog:
-        """A new session folder: `session_dir` exactly (`--session-dir`), or a fresh
-        `<root>/<UTC timestamp>-<short id>` (root defaults to `default_sessions_root()`).
+        """A new session folder: a fresh `<root>/<UTC timestamp>-<short id>` (root defaults to
+        `default_sessions_root()`), or `--session-dir`: that folder itself when it is new or
+        empty, else a fresh `<id>` folder inside it (so pointing it at a folder of sessions, or
+        at one that holds other files, never mixes a session with anything else).
 
         Raises SessionLogError when the folder already holds a session log.
         """
+        sid = session_id or new_session_id()
         if session_dir is not None:
             folder = Path(session_dir).expanduser()
-            sid = session_id or folder.name
+            if folder.is_dir() and not (folder / LOG_NAME).exists() and any(folder.iterdir()):
+                folder = folder / sid
         else:
             base = Path(root).expanduser() if root is not None else default_sessions_root()
-            sid = session_id or new_session_id()
             folder = base / sid
         if (folder / LOG_NAME).exists():
             raise SessionLogError(
@@ -240,16 +254,22 @@ class SessionLog:
         """Open an existing session to append to it (resume). A torn last line is moved aside
         into `events.jsonl.torn` (kept as evidence) and cut from the log, so new lines start
         clean; numbering continues after the last complete event."""
-        loaded = load_session(session)
-        size = loaded.path.stat().st_size
-        if size != loaded.good_bytes or not _ends_with_newline(loaded.path):
-            _cut_torn_tail(loaded.path, loaded.good_bytes, loaded.torn_text)
+        fd = _open_locked(resolve_session_path(session))
+        try:
+            loaded = load_session(session)
+            size = loaded.path.stat().st_size
+            if size != loaded.good_bytes or not _ends_with_newline(loaded.path):
+                _cut_torn_tail(loaded.path, loaded.good_bytes, loaded.torn_text)
+        except BaseException:
+            os.close(fd)
+            raise
         log = cls(
             loaded.folder,
             next_seq=loaded.last_seq + 1,
             secrets=secrets,
             session_id=loaded.session_id,
             fsync=fsync,
+            fd=fd,
         )
         return log, loaded
 
@@ -275,9 +295,22 @@ class SessionLog:
                 raise SessionLogError(f"the session log {self.path} is closed")
             seq = self._next_seq
             record = {"seq": seq, **self.scrubber.scrub_json(event.to_json())}
-            _write_all(self._fd, _encode_line(record))
-            if self._fsync:
-                os.fsync(self._fd)
+            line = _encode_line(record)
+            end = os.lseek(self._fd, 0, os.SEEK_END)
+            try:
+                _write_all(self._fd, line)
+                if self._fsync:
+                    os.fsync(self._fd)
+            except OSError as exc:
+                # Never leave half a line in the middle of the log (disk full): cut it back.
+                try:
+                    os.ftruncate(self._fd, end)
+                except OSError:
+                    pass
+                raise SessionLogError(
+                    f"cannot write the session log {self.path}: {exc.strerror or exc}",
+                    hint="free some disk space or pass another --session-dir",
+                ) from exc
             self._next_seq = seq + 1
             return seq
 
@@ -306,6 +339,14 @@ class SessionLog:
             nodes=tuple(nodes),
             switches=tuple(switches),
             options=dict(options or {}),
+        )
+        self.write(event)
+        return event
+
+    def resumed(self, loaded: LoadedSession, from_step: str) -> SessionResumed:
+        """Write the record that says this process continues `loaded` from `from_step`."""
+        event = SessionResumed(
+            from_step=from_step, events_loaded=len(loaded.events), torn_tail=loaded.torn_tail
         )
         self.write(event)
         return event
@@ -342,6 +383,25 @@ class SessionLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _open_locked(path: Path) -> int:
+    """Open the log for appending, holding an exclusive lock for the life of the process (a
+    `kill -9` releases it): two fabwiz processes never append to one session."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, _FILE_MODE)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no advisory locks, carry on
+        return fd
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        raise SessionLogError(
+            f"the session {path.parent} is in use by another fabwiz process",
+            hint="finish or stop that process first; `fabwiz report` can read it meanwhile",
+        ) from exc
+    return fd
 
 
 def _ends_with_newline(path: Path) -> bool:
@@ -489,6 +549,12 @@ def load_session(session: Path | str) -> LoadedSession:
 
     good_idx = [i for i, (_e, rec, _err) in enumerate(parsed) if rec is not None]
     if not good_idx:
+        if len(lines) == 1 and lines[0][1].startswith(b'{"seq": 1, "type": "session_started"'):
+            raise SessionLogError(
+                f"{path} holds only a torn first line: the session stopped before anything "
+                "was recorded",
+                hint="there is nothing to resume or report; start a new session",
+            )
         if raw.strip(b"\x00 \n\r\t"):
             raise _not_a_log(path, "no line is a fabwiz event record")
         raise _not_a_log(path, "the file is empty")
@@ -595,6 +661,24 @@ class FixRecord:
         return self.applied_at is not None
 
 
+@dataclass(slots=True)
+class RollbackRecord:
+    """A dead-man rollback armed on a switch (scheduler entry) or a host (timer)."""
+
+    name: str
+    fix_id: str
+    target: str
+    step: str
+    window_s: float
+    script: str
+    armed_at: float
+    disarmed_at: float | None = None
+
+    @property
+    def armed(self) -> bool:
+        return self.disarmed_at is None
+
+
 @dataclass(frozen=True, slots=True)
 class MeasurementRecord:
     step: str
@@ -641,6 +725,7 @@ class SessionState:
     fixes: dict[str, FixRecord] = field(default_factory=dict)  # fix_id -> record
     refused: list[FixRefusedEvent] = field(default_factory=list)
     exports: list[ExportTaken] = field(default_factory=list)
+    rollbacks: dict[str, RollbackRecord] = field(default_factory=dict)  # name -> record
     answers: list[OperatorAnswered] = field(default_factory=list)
     physical_requested: list[PhysicalActionRequested] = field(default_factory=list)
     physical_done: list[PhysicalActionDone] = field(default_factory=list)
@@ -726,7 +811,7 @@ class SessionState:
             rec.status = "applied"
             rec.applied_at = ev.at
             rec.export = ev.export
-            rec.rollback_armed = ev.rollback_armed
+            rec.rollback_armed = ev.rollback_armed or rec.rollback_armed
         elif isinstance(ev, FixVerified):
             rec = self._fix(ev.fix_id, ev.step, ev.fault, "")
             rec.status = "verified" if ev.ok else "verify_failed"
@@ -739,6 +824,21 @@ class SessionState:
             rec.rollback_reason = ev.reason
             rec.restored = ev.restored
             rec.finished_at = ev.at
+        elif isinstance(ev, RollbackArmed):
+            self.rollbacks[ev.name] = RollbackRecord(
+                name=ev.name,
+                fix_id=ev.fix_id,
+                target=ev.target,
+                step=ev.step,
+                window_s=ev.window_s,
+                script=ev.script,
+                armed_at=ev.at,
+            )
+            self._fix(ev.fix_id, ev.step, "", ev.target).rollback_armed = ev.name
+        elif isinstance(ev, RollbackDisarmed):
+            rb = self.rollbacks.get(ev.name)
+            if rb is not None:
+                rb.disarmed_at = ev.at
         elif isinstance(ev, FixRefusedEvent):
             self.refused.append(ev)
         elif isinstance(ev, Note):
@@ -752,6 +852,25 @@ class SessionState:
         return rec
 
     # -- questions the engine asks on resume
+
+    @property
+    def done_steps(self) -> list[str]:
+        """Steps whose last phase is done or skipped, in the order entered."""
+        return [s for s in self.step_order if self.step_phases.get(s) in ("done", "skipped")]
+
+    @property
+    def armed_rollbacks(self) -> list[RollbackRecord]:
+        """Rollbacks armed and not disarmed: on a crash they fire, or must be disarmed."""
+        return [r for r in self.rollbacks.values() if r.armed]
+
+    def pending_rollbacks(self) -> list[tuple[str, str, str, bool]]:
+        """(fix_id, target, name, fix verified) of every armed rollback, as `Resume` takes them:
+        a verified fix's rollback is to be disarmed, an unverified one left to run."""
+        out = []
+        for r in self.armed_rollbacks:
+            fix = self.fixes.get(r.fix_id)
+            out.append((r.fix_id, r.target, r.name, bool(fix and fix.status == "verified")))
+        return out
 
     def fixes_with_status(self, *statuses: FixStatus) -> list[FixRecord]:
         return [f for f in self.fixes.values() if f.status in statuses]
@@ -867,6 +986,7 @@ __all__ = [
     "FixStatus",
     "LoadedSession",
     "MeasurementRecord",
+    "RollbackRecord",
     "SecretScrubber",
     "SessionLog",
     "SessionState",

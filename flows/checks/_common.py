@@ -10,17 +10,60 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from flows.base import Context, HostProbe, Observations, SwitchProbe
+from wizard.discovery import (
+    DISCOVERY_HOST_PROBES,
+    ETHTOOL,
+    ETHTOOL_I,
+    IBDEV,
+    IP_ADDR,
+    IP_LINK,
+    SW_BRIDGE_HOST,
+)
 from wizard.errors import ParseError
 from wizard.model import Evidence, ProbeResult, Rail, Status, Verdict
+
+__all__ = [
+    "BOOT_ID",
+    "DISCOVERY_HOST_PROBES",
+    "DMESG",
+    "ETHTOOL",
+    "ETHTOOL_I",
+    "HW_COUNTERS",
+    "IBDEV",
+    "IP_ADDR",
+    "IP_LINK",
+    "LSPCI",
+    "MLNX_QOS",
+    "NCCL_CONF",
+    "NCCL_ENV",
+    "SW_BRIDGE",
+    "SW_BRIDGE_HOST",
+    "SW_BRIDGE_PORT",
+    "SW_ETHERNET",
+    "SW_IDENTITY",
+    "SW_LOG",
+    "SW_MONITOR",
+    "SW_QOS_PORT",
+    "SW_RESOURCE",
+    "SYSCTL_ARP",
+    "UPTIME",
+    "Finding",
+    "Unreadable",
+    "configured",
+    "default_names",
+    "is_cpu_port",
+    "is_true",
+    "listing",
+    "node_rails",
+    "rails_or_unknown",
+    "read",
+    "rows",
+    "sudo_command",
+]
 
 T = TypeVar("T")
 
 # --- host probes (read-only; the probe contract of TEAM.md) -------------------------------------
-IBDEV = HostProbe("ibdev2netdev", "ibdev2netdev")
-IP_ADDR = HostProbe("ip_addr", "ip -j addr show")
-IP_LINK = HostProbe("ip_link", "ip -j link show")
-ETHTOOL = HostProbe("ethtool", "ethtool {netdev}", per_rail=True)
-ETHTOOL_I = HostProbe("ethtool_i", "ethtool -i {netdev}", per_rail=True)
 MLNX_QOS = HostProbe("mlnx_qos", "mlnx_qos -i {netdev}", per_rail=True, sudo=True)
 SYSCTL_ARP = HostProbe(
     "sysctl_arp",
@@ -40,8 +83,6 @@ HW_COUNTERS = HostProbe(
     per_rail=True,
 )
 
-# Probes discovery needs before the per-rail ones can be filled in.
-DISCOVERY_PROBES: tuple[HostProbe, ...] = (IBDEV, IP_ADDR, IP_LINK, ETHTOOL_I)
 
 # --- switch probes ----------------------------------------------------------------------------
 SW_RESOURCE = SwitchProbe("resource", "/system/resource")
@@ -51,7 +92,6 @@ SW_ETHERNET = SwitchProbe("ethernet", "/interface/ethernet")
 SW_MONITOR = SwitchProbe("monitor", "/interface/ethernet", verb="monitor", per_fabric_port=True)
 SW_BRIDGE = SwitchProbe("bridge", "/interface/bridge")
 SW_BRIDGE_PORT = SwitchProbe("bridge_port", "/interface/bridge/port")
-SW_BRIDGE_HOST = SwitchProbe("bridge_host", "/interface/bridge/host")
 SW_QOS_PORT = SwitchProbe("qos_port", "/interface/ethernet/switch/qos/port")
 SW_LOG = SwitchProbe("log", "/log")
 
@@ -222,3 +262,17 @@ def listing(items: Iterable[str], limit: int = 6) -> str:
     if len(seq) <= limit:
         return ", ".join(seq)
     return ", ".join(seq[:limit]) + f" and {len(seq) - limit} more"
+
+
+def rails_or_unknown(obs: Observations, ctx: Context, node: str) -> tuple[Rail, ...] | Unreadable:
+    """The node's discovered rails, or why there are none (None-like for unreachable nodes)."""
+    rails = node_rails(ctx, node)
+    if rails or node in obs.unreachable:
+        return rails
+    res = obs.node(node, IBDEV.name)
+    return Unreadable(
+        node,
+        IBDEV.command,
+        "no RDMA rails discovered" + (f": {res.error}" if res is not None and res.error else ""),
+        "" if res is None else res.text,
+    )

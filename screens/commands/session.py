@@ -1,16 +1,13 @@
 """`fabwiz resume`, `fabwiz replay` and `fabwiz report`: the commands that work on a recorded
 session (a session folder, or its events.jsonl).
 
-Resume is a shell around the engine's `wizard.engine.resume_session`; replay and report work
+Resume hands the session to `screens.compose.resume_fix`; replay and report work
 offline on the log alone. Exit codes: 0 ok (replay: every verdict agrees), 1 findings (replay:
 some verdicts differ), 2 error (no such session, a log from a newer fabwiz, not a fabwiz log).
 """
 
 from __future__ import annotations
 
-import asyncio
-import importlib
-import inspect
 import json
 import sys
 from pathlib import Path
@@ -44,33 +41,21 @@ def _load(session: str) -> Any:
 
 @click.command()
 @click.argument("session", type=click.Path(path_type=Path))
-@click.option("--yes", is_flag=True, help="Answer yes to the confirmations (headless).")
-@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@click.option(
+    "--yes", "-y", is_flag=True, help="Confirm every fix and physical action (as `fix --yes`)."
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the same final JSON object as `fix --json`."
+)
 def resume(session: Path, yes: bool, as_json: bool) -> None:
     """Continue SESSION (a folder or its events.jsonl) from where it stopped.
 
     Applied fixes are not sent again, and the drain guard knows every link transition recorded.
     """
     loaded = _load(str(session))
-    try:
-        engine = importlib.import_module("wizard.engine")
-    except ModuleNotFoundError as exc:
-        if exc.name != "wizard.engine":
-            raise
-        engine = None
-    resume_session = getattr(engine, "resume_session", None)
-    if resume_session is None:
-        _fail(
-            "resuming is not available in this build yet (the engine has no resume_session); "
-            f"the session {loaded.folder} is intact: `fabwiz report {loaded.folder}` shows it."
-        )
-    try:
-        result = resume_session(loaded.folder, yes=yes, as_json=as_json)
-        if inspect.isawaitable(result):
-            result = asyncio.run(_await(result))
-    except FabwizError as exc:
-        _fail(str(exc))
-    sys.exit(result if isinstance(result, int) else 0)
+    from screens.compose import resume_fix
+
+    sys.exit(resume_fix(loaded.folder, yes=yes, as_json=as_json))
 
 
 async def _await(awaitable: Any) -> Any:
@@ -105,8 +90,12 @@ def _print_replay(result: Any, where: str) -> None:
 
     console = Console()
     table = Table(title=f"Replay of {where}", title_justify="left")
-    for col in ("step", "fault", "recorded", "replayed", "targets", "difference"):
-        table.add_column(col)
+    table.add_column("step")
+    table.add_column("fault", no_wrap=True)
+    table.add_column("recorded")
+    table.add_column("replayed")
+    table.add_column("targets", overflow="fold")
+    table.add_column("difference")
     for row in result.rows:
         style = "" if row.agree else "bold"
         targets = ", ".join(row.recorded_targets or row.replayed_targets)
@@ -121,8 +110,11 @@ def _print_replay(result: Any, where: str) -> None:
         )
     console.print(table)
     n = len(result.differences)
+    recorded = sum(1 for r in result.rows if r.recorded is not None)
     console.print(
-        f"{len(result.rows)} verdicts, {n} differ" if n else f"all {len(result.rows)} agree",
+        f"{recorded} recorded verdicts replayed: {n} differences"
+        if n
+        else f"all {recorded} recorded verdicts agree",
         markup=False,
     )
     for w in result.warnings:

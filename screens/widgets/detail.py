@@ -58,7 +58,7 @@ class EvidenceTable(DataTable[Text | str]):
     EvidenceTable > .evidence--fail { color: $error; text-style: bold; }
     """
 
-    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.rows_shown: list[tuple[Verdict, Evidence]] = []
 
@@ -98,7 +98,7 @@ class ActionBar(Horizontal):
     ActionBar > Button { margin-right: 1; min-width: 6; }
     """
 
-    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.step: str | None = None
 

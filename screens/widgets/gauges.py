@@ -153,7 +153,7 @@ class RailGauges(Vertical):
         *,
         expectations: Expectations | None = None,
         ceiling: float | None = None,
-        id: str | None = None,  # noqa: A002 - Textual's name
+        id: str | None = None,
         classes: str | None = None,
     ) -> None:
         super().__init__(id=id, classes=classes)

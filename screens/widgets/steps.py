@@ -51,7 +51,7 @@ class StepItem(ListItem):
 class StepList(ListView):
     """Steps in bisection order. Enter or the highlight selects which step to look at."""
 
-    def __init__(self, view: SessionView, *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, view: SessionView, *, id: str | None = None) -> None:
         self._session = view
         items = [StepItem(s, i) for i, s in enumerate(view.steps, start=1)]
         super().__init__(*items, id=id)

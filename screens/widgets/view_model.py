@@ -29,6 +29,8 @@ from wizard.events import (
     PhysicalActionRequested,
     ProbeAnswered,
     ProbeSent,
+    RollbackArmed,
+    RollbackDisarmed,
     SessionEnded,
     SessionResumed,
     SessionStarted,
@@ -131,7 +133,7 @@ def load_steps() -> tuple[StepInfo, ...]:
         from flows import bisection  # type: ignore[attr-defined,unused-ignore]
     except ImportError:
         return FALLBACK_STEPS
-    raw = getattr(bisection, "STEPS", None) or getattr(bisection, "BISECTION", None)
+    raw = getattr(bisection, "FLOW", None)
     if not raw:
         return FALLBACK_STEPS
     return steps_from(raw)
@@ -163,6 +165,7 @@ class FixView:
     preview: str
     state: str = "previewed"  # applied, verified, failed, rolled_back, refused
     export: str | None = None
+    rollback: str = ""  # the armed dead-man rollback, as the log says it
 
     @property
     def unapplied(self) -> bool:
@@ -251,14 +254,16 @@ class SessionView:
                         "its rollback is still armed"
                     )
         if self.waiting is not None:
-            out.append(f"Physical action in progress: {self.waiting.kind} on "
-                       + ", ".join(self.waiting.nodes))
+            out.append(
+                f"Physical action in progress: {self.waiting.kind} on "
+                + ", ".join(self.waiting.nodes)
+            )
         return out
 
     def _log(self, event: Event, level: str, text: str) -> None:
         self.log.append((event.at, level, text))
 
-    def apply(self, event: Event) -> set[str]:  # noqa: PLR0915 - one branch per event type
+    def apply(self, event: Event) -> set[str]:
         """Fold one event in. Returns the parts that changed: steps, detail, log, gauges, ended."""
         changed = {"log"}
         match event:
@@ -267,13 +272,19 @@ class SessionView:
                 where = event.scenario or event.inventory_path or "inventory"
                 self._log(event, "info", f"session {event.session_id} started on {where}")
             case SessionResumed():
-                self._log(event, "info", f"resumed at {event.from_step} "
-                          f"({event.events_loaded} events replayed)")
+                self._log(
+                    event,
+                    "info",
+                    f"resumed at {event.from_step} ({event.events_loaded} events replayed)",
+                )
             case SessionEnded():
                 self.ended = event
                 word = "healthy" if event.healthy else "not healthy"
-                self._log(event, "info" if event.healthy else "warn",
-                          f"session ended: {word}" + (f" ({event.reason})" if event.reason else ""))
+                self._log(
+                    event,
+                    "info" if event.healthy else "warn",
+                    f"session ended: {word}" + (f" ({event.reason})" if event.reason else ""),
+                )
                 changed |= {"ended", "steps", "detail"}
             case StepChanged():
                 view = self.step(event.step)
@@ -296,16 +307,22 @@ class SessionView:
                 verdict = event.verdict
                 self.step(event.step).verdicts[verdict.fault] = verdict
                 level = "info" if verdict.status in (Status.PASS, Status.BENIGN) else "warn"
-                self._log(event, level, f"[{event.step}] {verdict.status}: {verdict.fault}: "
-                          f"{verdict.summary}")
+                self._log(
+                    event,
+                    level,
+                    f"[{event.step}] {verdict.status}: {verdict.fault}: {verdict.summary}",
+                )
                 changed |= {"steps", "detail"}
             case MeasurementTaken():
                 m = event.measurement
                 self.step(event.step).measurements.append(m)
                 self.measurements.append(m)
                 note = "" if m.valid else f" (not evidence: {m.reason})"
-                self._log(event, "info" if m.valid else "warn",
-                          f"{m.target}: {m.value:.2f} {m.unit}{note}")
+                self._log(
+                    event,
+                    "info" if m.valid else "warn",
+                    f"{m.target}: {m.value:.2f} {m.unit}{note}",
+                )
                 changed |= {"detail", "gauges"}
             case OperatorAnswered():
                 self._log(event, "info", f"operator: {event.question} -> {event.answer}")
@@ -317,18 +334,27 @@ class SessionView:
                 self.waiting = None
                 by = "the lab" if event.performed_by == "lab" else "the operator"
                 obs = f": {event.observed}" if event.observed else ""
-                self._log(event, "info", f"{event.kind} on {', '.join(event.nodes)} done by {by}"
-                          f"{obs}")
+                self._log(
+                    event, "info", f"{event.kind} on {', '.join(event.nodes)} done by {by}{obs}"
+                )
                 changed.add("detail")
             case LinkTransitionSeen():
                 self._log(event, "warn", f"link transition on {event.node} ({event.cause})")
             case NodeDrained():
-                self._log(event, "info", f"{event.node} drained"
-                          + (f", boot_id {event.boot_id[:8]}" if event.boot_id else ""))
+                self._log(
+                    event,
+                    "info",
+                    f"{event.node} drained"
+                    + (f", boot_id {event.boot_id[:8]}" if event.boot_id else ""),
+                )
             case ExportTaken():
                 self.step(event.step).exports.append(event)
-                self._log(event, "info", f"export {event.switch}:{event.file} "
-                          f"({len(event.contents)} bytes, sha256 {event.sha256[:12]}) kept")
+                self._log(
+                    event,
+                    "info",
+                    f"export {event.switch}:{event.file} "
+                    f"({len(event.contents)} bytes, sha256 {event.sha256[:12]}) kept",
+                )
                 changed.add("detail")
             case FixPreviewed():
                 self.step(event.step).fixes[event.fix_id] = FixView(
@@ -346,9 +372,12 @@ class SessionView:
             case FixVerified():
                 fix = self._fix(event.step, event.fix_id, event.fault, "")
                 fix.state = "verified" if event.ok else "failed"
-                self._log(event, "info" if event.ok else "error",
-                          f"fix {'verified' if event.ok else 'did not verify'}: {event.fault}"
-                          + (f" ({event.detail})" if event.detail else ""))
+                self._log(
+                    event,
+                    "info" if event.ok else "error",
+                    f"fix {'verified' if event.ok else 'did not verify'}: {event.fault}"
+                    + (f" ({event.detail})" if event.detail else ""),
+                )
                 changed |= {"detail", "steps"}
             case FixRolledBack():
                 fix = self._fix(event.step, event.fix_id, event.fault, "")
@@ -362,6 +391,21 @@ class SessionView:
                         fix.state = "refused"
                 self._log(event, "error", f"fix refused on {event.target}: {event.reason}")
                 changed |= {"detail", "steps"}
+            case RollbackArmed():
+                fix = self._fix(event.step, event.fix_id, "", event.target)
+                fix.rollback = f"{event.name} on {event.target}, fires in {event.window_s:.0f} s"
+                self._log(
+                    event,
+                    "info",
+                    f"rollback armed: {event.name} on {event.target} "
+                    f"({event.window_s:.0f} s dead-man window)",
+                )
+                changed.add("detail")
+            case RollbackDisarmed():
+                fix = self._fix(event.step, event.fix_id, "", event.target)
+                fix.rollback = f"{event.name} on {event.target} disarmed"
+                self._log(event, "info", f"rollback {event.name} on {event.target} disarmed")
+                changed.add("detail")
             case Note():
                 prefix = f"[{event.step}] " if event.step else ""
                 self._log(event, event.level, prefix + event.text)

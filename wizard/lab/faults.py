@@ -56,7 +56,7 @@ ALL_IDS = (*INJECTABLE, *BENIGN)
 PFC_PRIO3 = (0, 0, 0, 1, 0, 0, 0, 0)
 
 
-def _netplan_edit(node: NodeState, edit: dict[str, dict[str, Any]]) -> None:
+def _netplan_edit(node: NodeState, edit: dict[str, dict[str, Any] | None]) -> None:
     data = yaml.safe_load(node.files.get(NETPLAN_PATH, "")) or {}
     eths = data.setdefault("network", {}).setdefault("ethernets", {})
     for netdev, cfg in edit.items():

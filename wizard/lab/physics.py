@@ -24,7 +24,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from wizard.lab.world import L2Path, NodeState, RailState, World
+from wizard.lab.world import End, L2Path, NodeState, RailState, World
 
 HALF_ALONE = 111.86
 HALF_SHARED = 98.04
@@ -80,12 +80,16 @@ def _rails(world: World, f: FlowSpec) -> tuple[NodeState, RailState, NodeState, 
 
 
 def _stall_reason(
-    world: World, sn: NodeState, sr: RailState, dn: NodeState, dr: RailState, path: L2Path
+    world: World, *, sn: NodeState, sr: RailState, dn: NodeState, dr: RailState, path: L2Path
 ) -> str:
     if not path.ok:
         return f"no path: {path.reason}"
     for ip in (*sr.ipv4, *dr.ipv4):
-        if len(world.owners(ip)) > 1:
+        owners = world.owners(ip)
+        if not path.switched:
+            # a direct cable is its own L2 domain: only the two hosts' own copies answer ARP
+            owners = [o for o in owners if o[0].name in (sn.name, dn.name)]
+        if len(owners) > 1:
             return f"duplicate IP {ip}: ARP flux, frames vanish"
     if not sr.ipv4 or not dr.ipv4:
         return "no IPv4 address (no RoCEv2 GID)"
@@ -96,7 +100,8 @@ def _stall_reason(
     if not path.switched and sr.pfc_on != dr.pfc_on:
         return "PFC mismatch between the two hosts"
     frame = min(active_mtu(sr.mtu), active_mtu(dr.mtu)) + ROCE_OVERHEAD - 14
-    if frame > path.l2mtu:
+    # the campus detour carries RoCE-sized frames but not 9000-byte ones (003: 4.47 Gb/s)
+    if frame > path.l2mtu and not path.detour:
         return f"RoCE frames of {frame} B exceed the path l2mtu {path.l2mtu}"
     return ""
 
@@ -112,7 +117,7 @@ def solve(world: World, flows: list[FlowSpec], *, noise: bool = True) -> list[Fl
     for i, f in enumerate(flows):
         sn, sr, dn, dr = _rails(world, f)
         path = world.path(sn.name, sr.port, dn.name, dr.port)
-        reason = _stall_reason(world, sn, sr, dn, dr, path)
+        reason = _stall_reason(world, sn=sn, sr=sr, dn=dn, dr=dr, path=path)
         mtu = min(active_mtu(sr.mtu), active_mtu(dr.mtu))
         software = tuple(h.switch for h in path.hops if not h.offloaded)
         info.append(FlowResult(0.0, bool(reason), reason, path, mtu, software))
@@ -136,6 +141,8 @@ def solve(world: World, flows: list[FlowSpec], *, noise: bool = True) -> list[Fl
         uses[i].append(("half", dn.name, dr.half, "rx"))
         for sw in software:
             uses[i].append(("cpu", sw))
+        uses[i].append(("wire", sn.name, str(sr.port), "tx"))
+        uses[i].append(("wire", dn.name, str(dr.port), "rx"))
         for a, b in path.isl:
             uses[i].append(("isl", a, b))
     capacity: dict[tuple[str, ...], float] = {}
@@ -151,6 +158,8 @@ def solve(world: World, flows: list[FlowSpec], *, noise: bool = True) -> list[Fl
                 capacity[res] = c * node.pcie_width / 4
             elif res[0] == "cpu":
                 capacity[res] = SOFTWARE_CAP
+            elif res[0] == "wire":
+                capacity[res] = _wire_gbps(world, res[1], int(res[2]))
             else:
                 sharing = sum(1 for j in live if res in uses[j])
                 capacity[res] = ISL_SHARED_TOTAL if sharing > 1 else 200.0
@@ -164,13 +173,22 @@ def solve(world: World, flows: list[FlowSpec], *, noise: bool = True) -> list[Fl
     return out
 
 
+def _wire_gbps(world: World, node: str, port: int) -> float:
+    """What the cable of a node port carries per direction (the switch side's negotiated rate)."""
+    other = world.peer(End("node", node, f"port{port}"))
+    if other is None or other.kind != "switch":
+        return 200.0
+    rate = float(world.switches[other.name].link(other.port).rate_gbps)
+    return 200.0 if rate >= 200 else rate * 0.97
+
+
 def _fill(
     live: list[int],
     caps: list[float],
     uses: list[list[tuple[str, ...]]],
     capacity: dict[tuple[str, ...], float],
 ) -> dict[int, float]:
-    rates = {i: 0.0 for i in live}
+    rates = dict.fromkeys(live, 0.0)
     active = set(live)
     used = dict.fromkeys(capacity, 0.0)
     level = 0.0
@@ -266,7 +284,7 @@ def nccl_plan(world: World, nodes: list[str], env: dict[str, str]) -> NcclPlan:
     results = solve(world, flows, noise=False) if flows else []
     per_rail: list[float] = []
     stalled = False
-    for j, dev in enumerate(selected):
+    for j in range(len(selected)):
         rs = results[j :: len(selected)] if results else []
         if any(r.stalled and "IPv4" not in r.reason for r in rs):
             stalled = True

@@ -96,9 +96,9 @@ def load_text(text: str, *, path: str) -> Scenario:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        field = ".".join(
-            f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]
-        ).replace(".[", "[")
+        field = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(
+            ".[", "["
+        )
         raise ScenarioError(
             err["msg"], path=path, field=field or None, hint=f"{len(exc.errors())} error(s)"
         ) from None

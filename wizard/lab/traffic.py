@@ -78,8 +78,8 @@ class Traffic:
             a.result = r
             for sw in r.software:
                 sw_gbps[sw] += r.gbps
-        for name, sw in self.world.switches.items():
-            sw.set_software_forwarded_gbps(sw_gbps.get(name, 0.0))
+        for sw_name, switch in self.world.switches.items():
+            switch.set_software_forwarded_gbps(sw_gbps.get(sw_name, 0.0))
 
     def settle(self) -> None:
         now = self.world.now()

@@ -296,7 +296,11 @@ class World:
     def add_switch(self, name: str, model: str, sw: SwitchLike) -> None:
         self.switches[name] = sw
         self.switch_models[name] = model
-        sw.listeners.append(lambda event, port, _n=name: self._switch_event(_n, event, port))
+
+        def listener(event: str, port: str) -> None:
+            self._switch_event(name, event, port)
+
+        sw.listeners.append(listener)
 
     def connect(self, a: End, b: End) -> Cable:
         cable = Cable(a, b)
@@ -339,7 +343,7 @@ class World:
     def rail_up(self, node: str, rail: RailState) -> bool:
         return self.port_link(node, rail.port)
 
-    def _sync_switch_side(self, cable: Cable) -> None:
+    def sync_switch_side(self, cable: Cable) -> None:
         for me, other in ((cable.a, cable.b), (cable.b, cable.a)):
             if me.kind != "switch":
                 continue
@@ -350,7 +354,7 @@ class World:
             self.switches[me.name].set_cable(me.port, peer)
 
     def _cable_changed(self, cable: Cable, *, plugged: bool) -> None:
-        self._sync_switch_side(cable)
+        self.sync_switch_side(cable)
         for end in (cable.a, cable.b):
             if end.kind == "node":
                 self.link_transition(end.name, int(end.port[-1]), up=plugged and cable.seated)
@@ -573,7 +577,7 @@ class World:
     def boot(self, node: NodeState) -> None:
         """Power-on: new boot_id, uptime from zero, config re-applied from the files."""
         node.powered = True
-        node.boot_id = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        node.boot_id = str(uuid.uuid4())  # never repeats, even across labs of one scenario
         node.boot_time = self.now()
         node.dmesg = []
         if node.staged_firmware:
@@ -624,7 +628,7 @@ class World:
                 c.a,
                 c.b,
             ):
-                self._sync_switch_side(c)
+                self.sync_switch_side(c)
         self.learn_macs()
 
     def power_off(self, node: NodeState) -> None:
@@ -635,12 +639,12 @@ class World:
         node.powered = False
         for c in self.cables:
             if node.name in (c.a.name, c.b.name):
-                self._sync_switch_side(c)
+                self.sync_switch_side(c)
 
     def apply_sysctl_files(self, node: NodeState) -> None:
         for path in sorted(p for p in node.files if re.match(r"/etc/sysctl\.d/.+\.conf$", p)):
-            for line in node.files[path].splitlines():
-                line = line.strip()
+            for raw in node.files[path].splitlines():
+                line = raw.strip()
                 if not line or line.startswith(("#", ";")) or "=" not in line:
                     continue
                 key, _, value = line.partition("=")
@@ -719,6 +723,7 @@ class World:
                     "sysctls": n.sysctls,
                     "files": n.files,
                     "enabled_units": sorted(n.enabled_units),
+                    "dmesg": [[t, m] for t, m in n.dmesg[-400:]],
                     "rails": [
                         {
                             "netdev": r.netdev,

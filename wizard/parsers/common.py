@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -52,7 +53,7 @@ def to_float(text: str) -> float | None:
         value = float(cleaned)
     except ValueError:
         return None
-    if value != value or value in (float("inf"), float("-inf")):  # NaN / inf
+    if math.isnan(value) or math.isinf(value):
         return None
     return value
 

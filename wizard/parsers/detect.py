@@ -4,7 +4,8 @@
 `ibdev2netdev`, `ip-json`, `ip-brief`, `ethtool`, `ethtool-stats`, `mlnx_qos`, `sysctl`, `lspci`,
 `kernel-log`, `ping`, `iperf3`, `routeros`, or `unknown`; plus two kinds this module adds for
 formats fabwiz parses that the list does not name: `ip-text` (`ip addr`, `ip -s link`) and
-`sysfs` (RDMA port counters: `grep -H .` of hw_counters, `show_counters`, port rate/state).
+`sysfs` (RDMA port counters: `grep -H .` of hw_counters, `show_counters`, port rate/state),
+`rdma-link`, `show-gids` and `ibstat`.
 Decisions are by content (signature lines), never by file name. `parse(kind, text)` runs the
 matching parser.
 """
@@ -28,14 +29,29 @@ from wizard.parsers import (
     nccl,
     perftest,
     ping,
+    rdma,
     routeros,
     sysctl,
     sysfs,
 )
 
 KINDS = (
-    "perftest", "nccl-tests", "ibdev2netdev", "ip-json", "ip-brief", "ethtool", "ethtool-stats",
-    "mlnx_qos", "sysctl", "lspci", "kernel-log", "ping", "iperf3", "routeros", "ip-text", "sysfs",
+    "perftest",
+    "nccl-tests",
+    "ibdev2netdev",
+    "ip-json",
+    "ip-brief",
+    "ethtool",
+    "ethtool-stats",
+    "mlnx_qos",
+    "sysctl",
+    "lspci",
+    "kernel-log",
+    "ping",
+    "iperf3",
+    "routeros",
+    "ip-text",
+    "sysfs",
     "unknown",
 )
 
@@ -71,9 +87,11 @@ def _m(pattern: str, text: str) -> bool:
     return re.search(pattern, text, re.MULTILINE) is not None
 
 
-_ROS_KEYS = (r"^\s*(board-name|cpu-load|routerboard|hw-offload|hw-offload-group|total-packet-cap|"
-             r"auto-negotiation|link-partner-advertising|sfp-supported|driver-rx-byte|"
-             r"designated-bridge-id|pfc3-use|factory-firmware|architecture-name):")
+_ROS_KEYS = (
+    r"^\s*(board-name|cpu-load|routerboard|hw-offload|hw-offload-group|total-packet-cap|"
+    r"auto-negotiation|link-partner-advertising|sfp-supported|driver-rx-byte|"
+    r"designated-bridge-id|pfc3-use|factory-firmware|architecture-name):"
+)
 
 
 def detect(text: str) -> str:
@@ -85,23 +103,40 @@ def detect(text: str) -> str:
         kind = _json_kind(stripped)
         if kind:
             return kind
-        if stripped.startswith("[{'") or stripped.startswith("[{\""):
+        if stripped.startswith("[{'") or stripped.startswith('[{"'):
             return "routeros"
-    if _m(r"NCCL (INFO|WARN)|^\S*#\s*nccl-tests version|Collective test (starting|concluded)|"
-          r"Avg bus bandwidth|^\S*#\s+size\s+count\s+type", text):
+    if _m(
+        r"NCCL (INFO|WARN)|^\S*#\s*nccl-tests version|Collective test (starting|concluded)|"
+        r"Avg bus bandwidth|^\S*#\s+size\s+count\s+type",
+        text,
+    ):
         return "nccl-tests"
-    if _m(r"BW peak\[|t_min\[usec\]|^\s*(RDMA_Write|RDMA_Read|Send|Atomic)\w* (Bidirectional )?"
-          r"(BW|Latency) Test|Failed status[ -]\S*.*wr_id|Couldn't connect to \S+:\d+|"
-          r"Waiting for client to connect|\bib_(write|read|send)_(bw|lat)\b", text):
+    if _m(
+        r"BW peak\[|t_min\[usec\]|^\s*(RDMA_Write|RDMA_Read|Send|Atomic)\w* (Bidirectional )?"
+        r"(BW|Latency) Test|Failed status[ -]\S*.*wr_id|Couldn't connect to \S+:\d+|"
+        r"Waiting for client to connect|\bib_(write|read|send)_(bw|lat)\b",
+        text,
+    ):
         return "perftest"
+    if _m(r"^link \S+/\d+\s+state \w+", text):
+        return "rdma-link"
+    if _m(r"^DEV\s+PORT\s+INDEX\s+GID|^n_gids_found=\d+", text):
+        return "show-gids"
+    if _m(r"^CA '[^']+'\s*$", text):
+        return "ibstat"
     if _m(r"^\s*\S+ port \d+ ==> \S+ \((Up|Down)\)", text):
         return "ibdev2netdev"
     if _m(r"^\s*(DCBX mode:|Priority trust state:|PFC configuration:)", text):
         return "mlnx_qos"
-    if _m(r"by RouterOS \d|^\[[^\]\s]+@[^\]]+\]|^(>>>\s?)?!(re|done|trap|fatal)\s*$|"
-          r"^Flags: [A-Z] - |^Columns?: [A-Z]|^/(interface|ip|system|tool|routing)( [a-z-]+)*\s*$", text):
+    if _m(
+        r"by RouterOS \d|^\[[^\]\s]+@[^\]]+\]\s+[/>]|^(>>>\s?)?!(re|done|trap|fatal)\s*$|"
+        r"^Flags: [A-Z] - |^Columns?: [A-Z]|^/(interface|ip|system|tool|routing)( [a-z-]+)*\s*$",
+        text,
+    ):
         return "routeros"
-    if _m(r"^nextid=\*|^\.id=\*|^[a-z-]+=\S", text) and _m(r"^(hw|hw-offload|bridge|interface)=", text):
+    if _m(r"^nextid=\*|^\.id=\*|^[a-z-]+=\S", text) and _m(
+        r"^(hw|hw-offload|bridge|interface)=", text
+    ):
         return "routeros"
     if _m(_ROS_KEYS, text) and not _m(r"^\s*(driver|bus-info|Settings for)", text):
         return "routeros"
@@ -109,11 +144,17 @@ def detect(text: str) -> str:
         _m(r"^ {5}[A-Za-z0-9_]+: -?\d+\s*$", text) and not _m(r"^\S", _noprompt(text))
     ):
         return "ethtool-stats"
-    if _m(r"^Settings for \S+:|^\s+Speed: (\d+Mb/s|Unknown)|^FEC parameters for|"
-          r"^Active FEC encoding|^Identifier\s+: 0x|^netlink error: |^driver: \S+", text):
+    if _m(
+        r"^Settings for \S+:|^\s+Speed: (\d+Mb/s|Unknown)|^FEC parameters for|"
+        r"^Active FEC encoding|^Identifier\s+: 0x|^netlink error: |^driver: \S+",
+        text,
+    ):
         return "ethtool"
-    if _m(r"/sys/class/infiniband/\S+/ports/\d+/(hw_)?counters|^Port \d+ (hw )?counters:|"
-          r"^\S+\s+\d+ Gb/sec \(\d+X \w+\)\s+\d+: [A-Z]+", text):
+    if _m(
+        r"/sys/class/infiniband/\S+/ports/\d+/(hw_)?counters|^Port \d+ (hw )?counters:|"
+        r"^\S+\s+\d+ Gb/sec \(\d+X \w+\)\s+\d+: [A-Z]+",
+        text,
+    ):
         return "sysfs"
     if _m(r"^(0000|[0-9a-f]{4}):[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] [^:]+: |^\s*LnkSta:", text):
         return "lspci"
@@ -131,8 +172,11 @@ def detect(text: str) -> str:
 
 
 def _noprompt(text: str) -> str:
-    return "\n".join(line for line in text.splitlines()
-                     if line.strip() and not re.match(r"^\s*(\S+@\S+[$#]|[$#]) ", line))
+    return "\n".join(
+        line
+        for line in text.splitlines()
+        if line.strip() and not re.match(r"^\s*(\S+@\S+[$#]|[$#]) ", line)
+    )
 
 
 def _ethtool_any(text: str) -> Any:
@@ -162,6 +206,9 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "ping": ping.parse_ping,
     "iperf3": iperf3.parse_iperf3,
     "routeros": routeros.parse_routeros,
+    "rdma-link": rdma.parse_rdma_link,
+    "show-gids": rdma.parse_show_gids,
+    "ibstat": rdma.parse_ibstat,
 }
 
 

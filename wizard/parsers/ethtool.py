@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from wizard.errors import ParseError
-from wizard.parsers.common import is_prompt_line, lines, strip_prompt, to_int
+from wizard.parsers.common import is_prompt_line, lines, strip_prompt
 
 TOOL = "ethtool"
 
@@ -250,8 +250,3 @@ def parse_ethtool_module(text: str) -> EthtoolModule:
     length = fields.get("Length (Copper or Active cable)", "")
     lm = re.match(r"([\d.]+)\s*m", length)
     return EthtoolModule(fields, fields.get("Identifier"), float(lm.group(1)) if lm else None)
-
-
-def counter_int(value: str) -> int | None:
-    """Kept for callers that read single counter values."""
-    return to_int(value)

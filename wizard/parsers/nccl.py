@@ -41,8 +41,8 @@ _RANK = re.compile(
     r"#\s*Rank\s+(\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+"
     r"\[([^\]]+)\]\s*(.*)$"
 )
-_OOB = re.compile(r"#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?")
-_AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?")
+_OOB = re.compile(r"^\s*#?\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?")
+_AVG = re.compile(r"^\s*#?\s*Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?")
 _TEST_FAIL = re.compile(r"Test NCCL failure (.*)$|Test failure (.*)$|Test CUDA failure (.*)$")
 _TYPE = re.compile(r"[a-z][a-z0-9_]*$")
 _RC = re.compile(r"^rc=(\d+)\s*$")
@@ -110,7 +110,18 @@ class NcclResult:
 
 
 def _wrong(text: str) -> int | None:
-    return None if text == "N/A" else to_int(text)
+    """`#wrong` (an int), `N/A`, or the `error` column of old versions (`0e+00`)."""
+    if text == "N/A":
+        return None
+    value = to_int(text)
+    if value is None:
+        f = to_float(text)
+        value = int(f) if f is not None and abs(f) < 1e18 else None
+    return value
+
+
+def _is_wrong(text: str) -> bool:
+    return text == "N/A" or to_float(text) is not None
 
 
 def _row(fields: list[str]) -> NcclRow | None:
@@ -134,7 +145,7 @@ def _row(fields: list[str]) -> NcclRow | None:
     nums = [to_float(v) for v in (*out[:3], *inp[:3])]
     if any(n is None for n in nums):
         return None
-    if (out[3] != "N/A" and to_int(out[3]) is None) or (inp[3] != "N/A" and to_int(inp[3]) is None):
+    if not (_is_wrong(out[3]) and _is_wrong(inp[3])):
         return None
     v = [float(n) for n in nums if n is not None]
     return NcclRow(

@@ -83,6 +83,7 @@ def parse_ping(text: str) -> PingResult:
             replies += 1
         elif m := _MTU.search(line):
             mtu_errors += 1
+            seen = True
             reported = int(m.group(1))
             if line not in errs:
                 errs.append(line)

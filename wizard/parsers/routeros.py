@@ -124,8 +124,7 @@ def parse_api_json(text: str) -> RouterOsResult:
     if isinstance(rows, dict):
         rows = [rows]
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        raise ParseError("expected a list of row objects (or {\"data\": [...]})", tool=TOOL,
-                         raw=text)
+        raise ParseError('expected a list of row objects (or {"data": [...]})', tool=TOOL, raw=text)
     return RouterOsResult("api", rows=parse_api_rows(rows), done=True)
 
 
@@ -149,8 +148,11 @@ def parse_api_sentences(text: str) -> RouterOsResult:
             rows.append(typed_row(cur))
         elif cur is not None and kind == "!trap":
             cat = cur.get("category")
-            traps.append(RouterOsTrap(cur.get("message", ""), int(cat) if cat and cat.isdigit()
-                                      else None, tag))
+            traps.append(
+                RouterOsTrap(
+                    cur.get("message", ""), int(cat) if cat and cat.isdigit() else None, tag
+                )
+            )
         cur, kind, tag = None, None, None
 
     for raw in lines(text):
@@ -159,7 +161,7 @@ def parse_api_sentences(text: str) -> RouterOsResult:
         line = re.sub(r"^>>>\s?", "", raw)  # \s also eats the NBSP some clients print
         if line in ("!re", "!done", "!trap", "!fatal", "!empty"):
             close()
-            if line == "!done" or line == "!empty":
+            if line in {"!done", "!empty"}:
                 done = True
             elif line == "!fatal":
                 fatal = ""
@@ -187,10 +189,10 @@ def parse_api_sentences(text: str) -> RouterOsResult:
     if bare and not rows:
         rows.append(typed_row(bare))
     if not rows and not traps and not done and fatal is None:
-        raise ParseError("no API sentence (!re/!done/!trap) or key=value word", tool=TOOL,
-                         raw=text)
-    return RouterOsResult("api-sentences", rows=tuple(rows), traps=tuple(traps), done=done,
-                          fatal=fatal)
+        raise ParseError("no API sentence (!re/!done/!trap) or key=value word", tool=TOOL, raw=text)
+    return RouterOsResult(
+        "api-sentences", rows=tuple(rows), traps=tuple(traps), done=done, fatal=fatal
+    )
 
 
 def parse_api_python_repr(text: str) -> RouterOsResult:
@@ -238,8 +240,11 @@ def _prompt_path(line: str) -> tuple[bool, str | None]:
     else:
         words = []
         for w in cmd.split():
-            if "=" in w or w.startswith("[") or w in ("print", "pr", "detail", "monitor",
-                                                          "stats", "where", "once"):
+            if (
+                "=" in w
+                or w.startswith("[")
+                or w in ("print", "pr", "detail", "monitor", "stats", "where", "once")
+            ):
                 break
             words.append(w)
         path = "/" + "/".join(words)
@@ -254,8 +259,12 @@ def _merge_numbers(tokens: list[tuple[int, int, str]]) -> list[tuple[int, int, s
     """Join `2 969 461` (space thousands separators) into one token."""
     out: list[tuple[int, int, str]] = []
     for s, e, t in tokens:
-        if (out and re.fullmatch(r"\d{3}", t) and s == out[-1][1] + 1
-                and re.fullmatch(r"\d{1,3}(?: \d{3})*", out[-1][2])):
+        if (
+            out
+            and re.fullmatch(r"\d{3}", t)
+            and s == out[-1][1] + 1
+            and re.fullmatch(r"\d{1,3}(?: \d{3})*", out[-1][2])
+        ):
             ps, _, pt = out[-1]
             out[-1] = (ps, e, f"{pt} {t}")
         else:
@@ -276,7 +285,9 @@ def _assign(tokens: list[tuple[int, int, str]], cols: list[tuple[int, int]]) -> 
     return cells
 
 
-def _table(block: list[str], header_idx: int) -> tuple[list[dict[str, RosValue]], list[tuple[str, ...]]]:
+def _table(
+    block: list[str], header_idx: int
+) -> tuple[list[dict[str, RosValue]], list[tuple[str, ...]]]:
     header = block[header_idx]
     hcols = [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(header)]
     names = [h[2] for h in hcols if h[2] != "#"]
@@ -284,7 +295,7 @@ def _table(block: list[str], header_idx: int) -> tuple[list[dict[str, RosValue]]
     first_start = spans[0][0] if spans else 0
     rows: list[dict[str, RosValue]] = []
     flags: list[tuple[str, ...]] = []
-    for line in block[header_idx + 1:]:
+    for line in block[header_idx + 1 :]:
         if not line.strip() or line.lstrip().startswith(";;;"):
             continue
         toks = [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(line)]
@@ -294,8 +305,10 @@ def _table(block: list[str], header_idx: int) -> tuple[list[dict[str, RosValue]]
         row_flags = [t for t in toks if t[1] <= first_start and re.fullmatch(r"[A-Z]+", t[2])]
         toks = [t for t in toks if t not in row_flags]
         cells = _assign(_merge_numbers(toks), spans)
-        row = {n.lower(): typed_value(" ".join(c)) if c else None for n, c in zip(names, cells,
-                                                                                  strict=True)}
+        row = {
+            n.lower(): typed_value(" ".join(c)) if c else None
+            for n, c in zip(names, cells, strict=True)
+        }
         rows.append(row)
         flags.append(tuple("".join(t[2] for t in row_flags)))
     return rows, flags
@@ -311,7 +324,7 @@ def _kv_pairs(body: str) -> dict[str, RosValue]:
     out: dict[str, RosValue] = {}
     for i, m in enumerate(keys):
         end = keys[i + 1].start() if i + 1 < len(keys) else len(body)
-        out[m.group(1)] = typed_value(_unquote(body[m.end():end].strip()))
+        out[m.group(1)] = typed_value(_unquote(body[m.end() : end].strip()))
     return out
 
 
@@ -340,14 +353,16 @@ def _monitor(block: list[str]) -> list[dict[str, RosValue]]:
     for line in block:
         m = re.match(r"^(\s*)([a-z][a-z0-9-]*):(\s*)(.*?)\s*$", line)
         if m:
-            entries.append((m.group(2), m.end(3), line[m.end(3):].rstrip()))
+            entries.append((m.group(2), m.end(3), line[m.end(3) :].rstrip()))
         elif entries and line.startswith(" " * 8) and line.strip():
             k, off, v = entries[-1]
             entries[-1] = (k, off, v + line.strip())
     if not entries:
         return []
-    first_tokens = [(m.start() + entries[0][1], m.end() + entries[0][1], m.group())
-                    for m in _TOKEN.finditer(entries[0][2])]
+    first_tokens = [
+        (m.start() + entries[0][1], m.end() + entries[0][1], m.group())
+        for m in _TOKEN.finditer(entries[0][2])
+    ]
     if len(first_tokens) <= 1 or entries[0][0] not in ("name", "interface"):
         return [{k: typed_value(_unquote(v)) if v else None for k, _, v in entries}]
     spans = [(s, e) for s, e, _ in first_tokens]
@@ -360,8 +375,10 @@ def _monitor(block: list[str]) -> list[dict[str, RosValue]]:
     return rows
 
 
-_LOG = re.compile(r"^\s*((?:\d{4}-\d{2}-\d{2} |\d{2}-\d{2} |[a-z]{3}/\d{2}(?:/\d{4})? )?"
-                  r"\d{2}:\d{2}:\d{2})\s+([a-z0-9_-]+(?:,[a-z0-9_-]+)*)\s+(.*)$")
+_LOG = re.compile(
+    r"^\s*((?:\d{4}-\d{2}-\d{2} |\d{2}-\d{2} |[a-z]{3}/\d{2}(?:/\d{4})? )?"
+    r"\d{2}:\d{2}:\d{2})\s+([a-z0-9_-]+(?:,[a-z0-9_-]+)*)\s+(.*)$"
+)
 
 
 def parse_log(text: str) -> RouterOsResult:
@@ -399,17 +416,27 @@ def parse_cli(text: str) -> RouterOsResult:
     body = [b for b in block if b.strip()]
     if not body:
         raise ParseError("no RouterOS print output", tool=TOOL, raw=text)
-    header_idx = next((i for i, b in enumerate(block)
-                       if re.match(r"^\s*#\s+[A-Z]", b) or re.match(r"^\s*(CPU|NAME)\s+[A-Z]", b)),
-                      None)
+    header_idx = next(
+        (
+            i
+            for i, b in enumerate(block)
+            if re.match(r"^\s*#\s+[A-Z]", b) or re.match(r"^\s*(CPU|NAME)\s+[A-Z]", b)
+        ),
+        None,
+    )
     if header_idx is not None and not any(re.match(r"^\s*\d+\s.*=", b) for b in block):
         if block[header_idx].lstrip().startswith("#"):
             rows, flags = _table(block, header_idx)
         else:  # old `/system resource cpu print`: `CPU LOAD IRQ DISK` without `#`
             names = block[header_idx].split()
-            rows = [{n.lower(): typed_value(v.rstrip("%")) for n, v in zip(names, b.split(),
-                                                                           strict=False)}
-                    for b in block[header_idx + 1:] if b.strip() and b.split()[0].isdigit()]
+            rows = [
+                {
+                    n.lower(): typed_value(v.rstrip("%"))
+                    for n, v in zip(names, b.split(), strict=False)
+                }
+                for b in block[header_idx + 1 :]
+                if b.strip() and b.split()[0].isdigit()
+            ]
             flags = [() for _ in rows]
         if rows:
             return RouterOsResult("cli-table", path=path, rows=tuple(rows), flags=tuple(flags))
@@ -429,15 +456,30 @@ def parse_cli(text: str) -> RouterOsResult:
 
 # --- export --------------------------------------------------------------------------------
 
-_VERBS = {"add", "set", "remove", "enable", "disable", "print", "export", "move", "unset",
-          "edit", "reset", "comment"}
-_EXPORT_HEADER = re.compile(r"^#\s*(?:(?P<date>\S+ \S+) by RouterOS (?P<version>\S+)|"
-                            r"(?P<key>software id|model|serial number)\s*=\s*(?P<val>.*))\s*$")
+_VERBS = {
+    "add",
+    "set",
+    "remove",
+    "enable",
+    "disable",
+    "print",
+    "export",
+    "move",
+    "unset",
+    "edit",
+    "reset",
+    "comment",
+}
+_EXPORT_HEADER = re.compile(
+    r"^#\s*(?:(?P<date>\S+ \S+) by RouterOS (?P<version>\S+)|"
+    r"(?P<key>software id|model|serial number)\s*=\s*(?P<val>.*))\s*$"
+)
 
 
 def _split_args(text: str) -> list[str]:
-    return re.findall(r'\[[^\]]*\]|[^\s"=]+="(?:[^"\\]|\\.)*"|[^\s=]+=\S*|"(?:[^"\\]|\\.)*"|\S+',
-                      text)
+    return re.findall(
+        r'\[[^\]]*\]|[^\s"=]+="(?:[^"\\]|\\.)*"|[^\s=]+=\S*|"(?:[^"\\]|\\.)*"|\S+', text
+    )
 
 
 def parse_export(text: str) -> RouterOsResult:
@@ -521,11 +563,15 @@ def parse_routeros(text: str) -> RouterOsResult:
         return parse_api_json(text)
     first = [line.strip() for line in lines(text) if line.strip()]
     if any(line.startswith(("# ", "#\t")) and "by RouterOS" in line for line in first[:3]) or (
-        first and re.match(r"^/[a-z]", first[0]) and not first[0].startswith("/log")
+        first
+        and re.match(r"^/[a-z]", first[0])
+        and not first[0].startswith("/log")
         and any(re.match(r"^(add|set|remove) ", line) for line in first)
     ):
         return parse_export(text)
-    if any(line.lstrip(">< \xa0").startswith(("!re", "!done", "!trap", "!fatal")) for line in first):
+    if any(
+        line.lstrip(">< \xa0").startswith(("!re", "!done", "!trap", "!fatal")) for line in first
+    ):
         return parse_api_sentences(text)
     if first and first[0].startswith("[{"):
         return parse_api_python_repr(text)

@@ -149,7 +149,7 @@ class RouterOsTransport:
     async def execute(self, cmd: ApiCommand) -> ProbeResult:
         """Run one `ApiCommand` of a fix plan (select by key when it has one)."""
         words = _attrs(cmd.args)
-        if cmd.select is not None and cmd.verb in ("set", "remove", "enable", "disable"):
+        if cmd.select is not None and cmd.verb in ("set", "unset", "remove", "enable", "disable"):
             return await self._on_selected(cmd.path, cmd.verb, cmd.select, words)
         return await self._command(cmd.path, cmd.verb, words)
 

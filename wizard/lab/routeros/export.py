@@ -12,8 +12,6 @@ from __future__ import annotations
 import re
 
 from wizard.lab.routeros.switch import (
-    DATA_L2MTU,
-    DATA_MTU,
     ROUTEROS_VERSION,
     Item,
     SwitchState,
@@ -21,7 +19,7 @@ from wizard.lab.routeros.switch import (
     is_cpu_port,
 )
 
-__all__ = ["render_export", "quote"]
+__all__ = ["quote", "render_export"]
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_.:,/*+@-]+$")
 
@@ -32,8 +30,14 @@ def quote(value: str) -> str:
         return "yes" if value == "true" else "no"
     if value and _PLAIN.match(value):
         return value
-    escaped = (value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
-               .replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t"))
+    escaped = (
+        value.replace("\\", "\\\\")
+        .replace('"', '\\"')
+        .replace("$", "\\$")
+        .replace("\n", "\\n")
+        .replace("\r", "\\r")
+        .replace("\t", "\\t")
+    )
     return f'"{escaped}"'
 
 
@@ -45,26 +49,94 @@ def _diff(item: Item, defaults: dict[str, str], keys: tuple[str, ...]) -> dict[s
     return {k: item[k] for k in keys if k in item and item[k] != defaults.get(k)}
 
 
-_ETHER_KEYS = ("name", "mtu", "l2mtu", "auto-negotiation", "speed", "fec-mode", "advertise",
-               "tx-flow-control", "rx-flow-control", "disabled", "comment", "arp")
-_BRIDGE_KEYS = ("name", "admin-mac", "auto-mac", "comment", "protocol-mode", "vlan-filtering",
-                "priority", "ageing-time", "igmp-snooping", "dhcp-snooping", "pvid",
-                "frame-types", "ingress-filtering", "disabled", "mtu", "fast-forward")
-_PORT_KEYS = ("bridge", "interface", "hw", "pvid", "priority", "path-cost", "internal-path-cost",
-              "edge", "point-to-point", "learn", "horizon", "trusted", "bpdu-guard", "comment",
-              "disabled", "frame-types", "ingress-filtering", "restricted-role",
-              "restricted-tcn", "fast-leave")
-_QOS_KEYS = ("profile", "map", "trust-l2", "trust-l3", "tx-manager", "pfc",
-             *(f"egress-rate-queue{i}" for i in range(8)))
-_SCHED_KEYS = ("name", "start-date", "start-time", "interval", "on-event", "policy", "disabled",
-               "comment")
+_ETHER_KEYS = (
+    "name",
+    "mtu",
+    "l2mtu",
+    "auto-negotiation",
+    "speed",
+    "fec-mode",
+    "advertise",
+    "tx-flow-control",
+    "rx-flow-control",
+    "disabled",
+    "comment",
+    "arp",
+)
+_BRIDGE_KEYS = (
+    "name",
+    "admin-mac",
+    "auto-mac",
+    "comment",
+    "protocol-mode",
+    "vlan-filtering",
+    "priority",
+    "ageing-time",
+    "igmp-snooping",
+    "dhcp-snooping",
+    "pvid",
+    "frame-types",
+    "ingress-filtering",
+    "disabled",
+    "mtu",
+    "fast-forward",
+)
+_PORT_KEYS = (
+    "bridge",
+    "interface",
+    "hw",
+    "pvid",
+    "priority",
+    "path-cost",
+    "internal-path-cost",
+    "edge",
+    "point-to-point",
+    "learn",
+    "horizon",
+    "trusted",
+    "bpdu-guard",
+    "comment",
+    "disabled",
+    "frame-types",
+    "ingress-filtering",
+    "restricted-role",
+    "restricted-tcn",
+    "fast-leave",
+)
+_QOS_KEYS = (
+    "profile",
+    "map",
+    "trust-l2",
+    "trust-l3",
+    "tx-manager",
+    "pfc",
+    *(f"egress-rate-queue{i}" for i in range(8)),
+)
+_SCHED_KEYS = (
+    "name",
+    "start-date",
+    "start-time",
+    "interval",
+    "on-event",
+    "policy",
+    "disabled",
+    "comment",
+)
 
 
 def _ether_defaults(item: Item) -> dict[str, str]:
     data = not is_cpu_port(item["default-name"])
-    return {"name": item["default-name"], "mtu": "1500", "l2mtu": "1592" if not data else "1584",
-            "auto-negotiation": "true", "fec-mode": "auto", "tx-flow-control": "off",
-            "rx-flow-control": "off", "disabled": "false", "arp": "enabled"}
+    return {
+        "name": item["default-name"],
+        "mtu": "1500",
+        "l2mtu": "1592" if not data else "1584",
+        "auto-negotiation": "true",
+        "fec-mode": "auto",
+        "tx-flow-control": "off",
+        "rx-flow-control": "off",
+        "disabled": "false",
+        "arp": "enabled",
+    }
 
 
 def _section(path: str, lines: list[str], out: list[str]) -> None:
@@ -73,8 +145,12 @@ def _section(path: str, lines: list[str], out: list[str]) -> None:
         out.extend(lines)
 
 
-def render_export(sw: SwitchState, *, path: tuple[str, ...] = (), hide_sensitive: bool = True,
-                  ) -> str:
+def render_export(
+    sw: SwitchState,
+    *,
+    path: tuple[str, ...] = (),
+    hide_sensitive: bool = True,
+) -> str:
     """The `.rsc` text; `path` limits it to one menu (e.g. `("interface", "bridge")`)."""
     del hide_sensitive  # nothing sensitive is modelled: users live outside the export
     out = [
@@ -86,10 +162,25 @@ def render_export(sw: SwitchState, *, path: tuple[str, ...] = (), hide_sensitive
     ]
     body: list[str] = []
     bridges = [
-        "add " + _args({**_diff(b, {"auto-mac": "true", "protocol-mode": "rstp",
-                                    "vlan-filtering": "false", "priority": "0x8000",
-                                    "ageing-time": "5m", "disabled": "false", "mtu": "auto"},
-                                _BRIDGE_KEYS), "name": b["name"]})
+        "add "
+        + _args(
+            {
+                **_diff(
+                    b,
+                    {
+                        "auto-mac": "true",
+                        "protocol-mode": "rstp",
+                        "vlan-filtering": "false",
+                        "priority": "0x8000",
+                        "ageing-time": "5m",
+                        "disabled": "false",
+                        "mtu": "auto",
+                    },
+                    _BRIDGE_KEYS,
+                ),
+                "name": b["name"],
+            }
+        )
         for b in sw.bridges()
     ]
     _section("/interface bridge", bridges, body)
@@ -101,35 +192,71 @@ def render_export(sw: SwitchState, *, path: tuple[str, ...] = (), hide_sensitive
         if changed:
             ethers.append(f"set [ find default-name={item['default-name']} ] {_args(changed)}")
     _section("/interface ethernet", ethers, body)
-    pfc = ["add " + _args(_diff(p, {"rx": "false", "tx": "false", "disabled": "false"},
-                                ("name", "traffic-class", "rx", "tx", "pause-threshold",
-                                 "resume-threshold", "comment", "disabled")))
-           for p in sw.tables["pfc"] if p.get("default") != "true"]
+    pfc = [
+        "add "
+        + _args(
+            _diff(
+                p,
+                {"rx": "false", "tx": "false", "disabled": "false"},
+                (
+                    "name",
+                    "traffic-class",
+                    "rx",
+                    "tx",
+                    "pause-threshold",
+                    "resume-threshold",
+                    "comment",
+                    "disabled",
+                ),
+            )
+        )
+        for p in sw.tables["pfc"]
+        if p.get("default") != "true"
+    ]
     _section("/interface ethernet switch qos priority-flow-control", pfc, body)
     qos = []
     for q in sw.tables["qos-port"]:
-        changed = _diff(q, {"profile": "default", "map": "default", "trust-l2": "ignore",
-                            "trust-l3": "ignore", "tx-manager": "default", "pfc": "disabled"},
-                        _QOS_KEYS)
+        changed = _diff(
+            q,
+            {
+                "profile": "default",
+                "map": "default",
+                "trust-l2": "ignore",
+                "trust-l3": "ignore",
+                "tx-manager": "default",
+                "pfc": "disabled",
+            },
+            _QOS_KEYS,
+        )
         if changed:
             qos.append(f"set {q['name']} {_args(changed)}")
     _section("/interface ethernet switch qos port", qos, body)
-    ports = ["add " + _args(_diff(p, {"hw": "true", "disabled": "false"}, _PORT_KEYS))
-             for p in sw.tables["bridge-port"]]
+    ports = [
+        "add " + _args(_diff(p, {"hw": "true", "disabled": "false"}, _PORT_KEYS))
+        for p in sw.tables["bridge-port"]
+    ]
     _section("/interface bridge port", ports, body)
     switch = []
     for s in sw.tables["switch"]:
-        changed = _diff(s, {"l3-hw-offloading": "false", "qos-hw-offloading": "true",
-                            "cpu-flow-control": "true", "mirror-source": "none",
-                            "mirror-target": "none"},
-                        ("l3-hw-offloading", "cpu-flow-control", "mirror-source",
-                         "mirror-target"))
+        changed = _diff(
+            s,
+            {
+                "l3-hw-offloading": "false",
+                "qos-hw-offloading": "true",
+                "cpu-flow-control": "true",
+                "mirror-source": "none",
+                "mirror-target": "none",
+            },
+            ("l3-hw-offloading", "cpu-flow-control", "mirror-source", "mirror-target"),
+        )
         if changed:
             switch.append(f"set {s['name']} {_args(changed)}")
     _section("/interface ethernet switch", switch, body)
     _section("/system identity", [f"set name={quote(sw.tables['identity'][0]['name'])}"], body)
-    sched = ["add " + _args(_diff(s, {"disabled": "false", "interval": "0s"}, _SCHED_KEYS))
-             for s in sw.tables["scheduler"]]
+    sched = [
+        "add " + _args(_diff(s, {"disabled": "false", "interval": "0s"}, _SCHED_KEYS))
+        for s in sw.tables["scheduler"]
+    ]
     _section("/system scheduler", sched, body)
     if path:
         wanted = "/" + " ".join(path)
@@ -149,6 +276,3 @@ def _filter(body: list[str], wanted: str) -> list[str]:
         if current == wanted or current.startswith(wanted + " "):
             keep.append(line)
     return keep
-
-
-DEFAULT_DATA = (DATA_L2MTU, DATA_MTU)

@@ -16,13 +16,25 @@ import re
 
 from wizard.lab.routeros.menus import PREFIXES, MenuError, find_menu
 from wizard.lab.routeros.query import normalise
-from wizard.lab.routeros.switch import SwitchState, _ScriptRun, parse_duration
+from wizard.lab.routeros.switch import ScriptRun, SwitchState, parse_duration
 
 __all__ = ["ScriptError", "resume", "run", "split_commands", "tokenize"]
 
 VERBS = ("add", "set", "remove", "enable", "disable", "print", "reboot", "export", "find")
-_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\", "$": "$", "?": "?",
-            "_": " ", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+_ESCAPES = {
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    '"': '"',
+    "\\": "\\",
+    "$": "$",
+    "?": "?",
+    "_": " ",
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "v": "\v",
+}
 
 
 class ScriptError(Exception):
@@ -108,7 +120,7 @@ def tokenize(command: str) -> list[str]:
                     i += 1
                 if i >= n:
                     raise ScriptError("syntax error (missing closing bracket)")
-                buf.append(command[start:i + 1])
+                buf.append(command[start : i + 1])
                 i += 1
                 continue
             buf.append(ch)
@@ -190,8 +202,9 @@ def _split_args(
     return (",".join(refs) if refs or any(w.startswith("[") for w in words) else None), attrs
 
 
-def _execute(sw: SwitchState, path: tuple[str, ...], command: str, owner: str) -> tuple[
-        tuple[str, ...], float]:
+def _execute(
+    sw: SwitchState, path: tuple[str, ...], command: str, owner: str
+) -> tuple[tuple[str, ...], float]:
     """Run one command; return the current path after it and a delay in seconds (0 = none)."""
     words = tokenize(command)
     if not words:
@@ -211,6 +224,8 @@ def _execute(sw: SwitchState, path: tuple[str, ...], command: str, owner: str) -
     if head.startswith("/"):
         cur = [w for w in head.split("/") if w]
         words = words[1:]
+        if cur and cur[-1] in VERBS:  # `/interface/bridge/port/add ...`
+            words.insert(0, cur.pop())
     while words and words[0] not in VERBS:
         nxt = (*cur, words[0])
         if nxt not in PREFIXES:
@@ -254,8 +269,9 @@ def _import(sw: SwitchState, words: list[str], owner: str, now: float) -> None:
     run(sw, files[0].get("contents", ""), owner=owner, now=now)
 
 
-def _go(sw: SwitchState, commands: list[str], owner: str, now: float,
-        path: tuple[str, ...] = ()) -> None:
+def _go(
+    sw: SwitchState, commands: list[str], owner: str, now: float, path: tuple[str, ...] = ()
+) -> None:
     for index, command in enumerate(commands):
         try:
             words = tokenize(command)
@@ -263,15 +279,18 @@ def _go(sw: SwitchState, commands: list[str], owner: str, now: float,
                 _import(sw, words[1:], owner, now)
                 continue
             path, delay = _execute(sw, path, command, owner)
-        except (ScriptError, MenuError, ValueError) as exc:
-            sw.log("script,error", f"executing script from scheduler ({owner}) failed, "
-                                   f"please check it manually: {exc}")
+        except (ScriptError, MenuError, ValueError, KeyError, IndexError) as exc:
+            sw.log(
+                "script,error",
+                f"executing script from scheduler ({owner}) failed, "
+                f"please check it manually: {exc}",
+            )
             return
         if delay > 0:
-            rest = commands[index + 1:]
+            rest = commands[index + 1 :]
             if rest:
                 context = "/" + " ".join(path) if path else "/"
-                sw.suspend(_ScriptRun(owner, [context, *rest], now + delay))
+                sw.suspend(ScriptRun(owner, [context, *rest], now + delay))
             return
 
 
@@ -280,5 +299,5 @@ def run(sw: SwitchState, text: str, *, owner: str, now: float) -> None:
     _go(sw, split_commands(text), owner, now)
 
 
-def resume(sw: SwitchState, run_: _ScriptRun, now: float) -> None:
+def resume(sw: SwitchState, run_: ScriptRun, now: float) -> None:
     _go(sw, run_.commands, run_.owner, now)

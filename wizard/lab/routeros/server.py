@@ -16,13 +16,21 @@ import logging
 import secrets
 import ssl as ssl_module
 
+from wizard.lab.routeros import script
 from wizard.lab.routeros.codec import ProtocolViolation, encode_sentence, read_sentence
 from wizard.lab.routeros.export import render_export
-from wizard.lab.routeros.menus import PREFIXES, EthernetMenu, FileMenu, MenuError, find_menu, write_file
+from wizard.lab.routeros.menus import (
+    PREFIXES,
+    EthernetMenu,
+    FileMenu,
+    MenuError,
+    find_menu,
+    write_file,
+)
 from wizard.lab.routeros.query import QueryError, matches
 from wizard.lab.routeros.switch import Item, SwitchState
 
-__all__ = ["RouterOsServer"]
+__all__ = ["RouterOsServer", "api_ssl_context"]
 
 LOG = logging.getLogger("wizard.lab.routeros")
 BAD_LOGIN = "invalid user name or password (6)"
@@ -51,8 +59,9 @@ class _Reply:
 
 
 class _Session:
-    def __init__(self, server: RouterOsServer, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, server: RouterOsServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         self.server = server
         self.reader = reader
         self.writer = writer
@@ -60,6 +69,8 @@ class _Session:
         self.challenge: bytes | None = None
         self.lock = asyncio.Lock()
         self.streams: dict[str | None, asyncio.Task[None]] = {}
+        peer = writer.get_extra_info("peername")
+        self.peer = str(peer[0]) if isinstance(peer, tuple) else "127.0.0.1"
 
     async def send(self, sentences: list[Sentence]) -> None:
         async with self.lock:
@@ -141,21 +152,24 @@ class _Session:
             if "password" in attrs:
                 ok = secrets.compare_digest(attrs["password"], users[name])
             elif "response" in attrs and self.challenge is not None:
-                digest = hashlib.md5(b"\x00" + users[name].encode() + self.challenge,
-                                     usedforsecurity=False).hexdigest()
+                digest = hashlib.md5(
+                    b"\x00" + users[name].encode() + self.challenge, usedforsecurity=False
+                ).hexdigest()
                 ok = secrets.compare_digest(attrs["response"], "00" + digest)
         if ok:
             self.user = name
             reply.add("!done")
             LOG.info("%s: api user %s logged in", self.server.switch.name, name)
-            self.server.switch.log("system,info,account",
-                                   f"user {name} logged in via api")
+            self.server.switch.log(
+                "system,info,account", f"user {name} logged in from {self.peer} via api"
+            )
         else:
             reply.trap(BAD_LOGIN)
             reply.add("!done")
             LOG.info("%s: failed api login for %r", self.server.switch.name, name)
-            self.server.switch.log("system,error,critical",
-                                   f"login failure for user {name} via api")
+            self.server.switch.log(
+                "system,error,critical", f"login failure for user {name} from {self.peer} via api"
+            )
 
     async def cancel(self, which: str | None, reply: _Reply) -> None:
         tags = [which] if which is not None else list(self.streams)
@@ -198,12 +212,31 @@ class _Session:
         return True
 
 
+def api_ssl_context() -> ssl_module.SSLContext:
+    """API-SSL like RouterOS with `certificate=none`: anonymous (EC)DH ciphers, TLS <= 1.2.
+
+    Clients need the same cipher string: `ctx.set_ciphers("AECDH:ADH:@SECLEVEL=0")`, no
+    certificate verification (routeros-api.md 1.1).
+    """
+    ctx = ssl_module.SSLContext(ssl_module.PROTOCOL_TLS_SERVER)
+    ctx.maximum_version = ssl_module.TLSVersion.TLSv1_2
+    ctx.set_ciphers("AECDH:ADH:@SECLEVEL=0")
+    return ctx
+
+
 class RouterOsServer:
     """Serves one SwitchState over the RouterOS API on 127.0.0.1."""
 
-    def __init__(self, switch: SwitchState, users: dict[str, str] | None = None, *,
-                 empty_reply: bool = True, tick_interval: float | None = 0.25,
-                 max_sessions: int = 20, ssl: ssl_module.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        switch: SwitchState,
+        users: dict[str, str] | None = None,
+        *,
+        empty_reply: bool = True,
+        tick_interval: float | None = 0.25,
+        max_sessions: int = 20,
+        ssl: ssl_module.SSLContext | None = None,
+    ) -> None:
         self.switch = switch
         self.users = dict(users or {"admin": ""})
         self.empty_reply = empty_reply
@@ -214,6 +247,7 @@ class RouterOsServer:
         self._server: asyncio.Server | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._sessions: set[_Session] = set()
+        self._tasks: set[asyncio.Task[object]] = set()
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
         self._server = await asyncio.start_server(self._accept, host, port, ssl=self.ssl)
@@ -231,6 +265,8 @@ class RouterOsServer:
         if self._server is not None:
             self._server.close()
             await self.drop_sessions()
+            if self._tasks:
+                await asyncio.wait(set(self._tasks), timeout=2)
             await self._server.wait_closed()
             self._server = None
 
@@ -242,7 +278,10 @@ class RouterOsServer:
     async def _tick_loop(self, interval: float) -> None:
         while True:
             await asyncio.sleep(interval)
-            self.switch.tick()
+            try:
+                self.switch.tick()
+            except Exception:  # the scheduler must survive one bad tick, as the router does
+                LOG.exception("%s: scheduler tick failed", self.switch.name)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         session = _Session(self, reader, writer)
@@ -250,15 +289,19 @@ class RouterOsServer:
             writer.close()
             return
         self._sessions.add(session)
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
         try:
             await session.serve()
         finally:
             self._sessions.discard(session)
+            if task is not None:
+                self._tasks.discard(task)
 
     # ------------------------------------------------------------------ commands
 
-    def dispatch(self, cmd: str, attrs: dict[str, str], queries: list[str],
-                 reply: _Reply) -> bool:
+    def dispatch(self, cmd: str, attrs: dict[str, str], queries: list[str], reply: _Reply) -> bool:
         """Answer one command into `reply`; True when the switch should reboot afterwards."""
         parts = tuple(p for p in cmd.split("/") if p)
         if not cmd.startswith("/") or not parts:
@@ -272,6 +315,8 @@ class RouterOsServer:
         try:
             if verb == "export":
                 self._export(path, attrs, reply)
+            elif path == () and verb == "import":
+                self._import(attrs, reply)
             elif path == ("system",) and verb == "reboot":
                 reply.add("!done")
                 return True
@@ -301,8 +346,29 @@ class RouterOsServer:
             write_file(self.switch, name, text)
         reply.add("!done")
 
-    def _menu_command(self, path: tuple[str, ...], verb: str, attrs: dict[str, str],
-                      queries: list[str], reply: _Reply) -> None:
+    def _import(self, attrs: dict[str, str], reply: _Reply) -> None:
+        """`/import file-name=X`: run a script file now (not transactional, as on RouterOS)."""
+        name = attrs.get("file-name", "")
+        files = [f for f in self.switch.tables["file"] if f["name"] == name]
+        if not files:
+            raise MenuError("no such item (4)")
+        before = len(self.switch.tables["log"])
+        script.run(
+            self.switch, files[0].get("contents", ""), owner="import", now=self.switch.clock()
+        )
+        errors = [e for e in self.switch.tables["log"][before:] if e["topics"] == "script,error"]
+        if errors:
+            raise MenuError(errors[0]["message"].split(": ", 1)[-1], 3)
+        reply.add("!done")
+
+    def _menu_command(
+        self,
+        path: tuple[str, ...],
+        verb: str,
+        attrs: dict[str, str],
+        queries: list[str],
+        reply: _Reply,
+    ) -> None:
         menu = find_menu(path)
         if menu is None:
             self._unknown(verb, reply)
@@ -310,7 +376,11 @@ class RouterOsServer:
         sw = self.switch
         refs = attrs.pop(".id", None) or attrs.pop("numbers", None)
         if verb in ("print", "getall"):
-            self._print(menu.rows(sw), attrs, queries, reply)
+            rows = menu.rows(sw)
+            if refs:
+                wanted = {i.get(".id") for i in menu.resolve(sw, refs)}
+                rows = [r for r in rows if r.get(".id") in wanted]
+            self._print(rows, attrs, queries, reply)
         elif verb == "add" and menu.can_add:
             reply.add("!done", {"ret": menu.add(sw, attrs)})
         elif verb == "set":
@@ -329,8 +399,9 @@ class RouterOsServer:
             menu.set(sw, refs, {"disabled": "yes" if verb == "disable" else "no"})
             reply.add("!done")
         elif verb == "monitor" and isinstance(menu, EthernetMenu):
+            keys = _proplist(attrs)
             for row in menu.monitor(sw, refs or ""):
-                reply.add("!re", row)
+                reply.add("!re", _select(row, keys))
             reply.add("!done")
         elif verb == "read" and isinstance(menu, FileMenu):
             reply.add("!re", menu.read(sw, attrs))
@@ -338,17 +409,25 @@ class RouterOsServer:
         else:
             self._unknown(verb, reply)
 
-    def _print(self, rows: list[Item], attrs: dict[str, str], queries: list[str],
-               reply: _Reply) -> None:
+    def _print(
+        self, rows: list[Item], attrs: dict[str, str], queries: list[str], reply: _Reply
+    ) -> None:
         rows = [r for r in rows if matches(r, queries)]
         if "count-only" in attrs:
             reply.add("!done", {"ret": str(len(rows))})
             return
-        proplist = attrs.get(".proplist")
-        keys = [k for k in proplist.split(",") if k] if proplist is not None else None
+        keys = _proplist(attrs)
         for row in rows:
-            out = row if keys is None else {k: row[k] for k in keys if k in row}
-            reply.add("!re", out)
+            reply.add("!re", _select(row, keys))
         if not rows and self.empty_reply:
             reply.add("!empty")
         reply.add("!done")
+
+
+def _proplist(attrs: dict[str, str]) -> list[str] | None:
+    proplist = attrs.get(".proplist")
+    return [k for k in proplist.split(",") if k] if proplist is not None else None
+
+
+def _select(row: Item, keys: list[str] | None) -> Item:
+    return row if keys is None else {k: row[k] for k in keys if k in row}

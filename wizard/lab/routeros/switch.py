@@ -160,7 +160,7 @@ class _Counters:
 
 
 @dataclass(slots=True)
-class _ScriptRun:
+class ScriptRun:
     """A running script, suspended at a `:delay` until `resume_at`."""
 
     owner: str
@@ -168,7 +168,7 @@ class _ScriptRun:
     resume_at: float
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class SwitchState:
     """One emulated switch: configuration tables plus the physical facts the world feeds in."""
 
@@ -187,8 +187,11 @@ class SwitchState:
     _next_id: dict[str, int] = field(default_factory=dict)
     _offload_seen: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _link_seen: dict[str, bool] = field(default_factory=dict)
-    _runs: list[_ScriptRun] = field(default_factory=list)
+    _runs: list[ScriptRun] = field(default_factory=list)
     _mac_seed: int = 0x2A10
+
+    def __repr__(self) -> str:
+        return f"SwitchState(name={self.name!r}, model={self.model!r}, boot={self.boot_count})"
 
     # ----------------------------------------------------------------- construction
 
@@ -415,28 +418,23 @@ class SwitchState:
             fec = "fec91" if rate >= 100 or dname.startswith("sfp56") else "off"
         else:
             fec = fec_mode
-        reason = "ok" if fec in ("fec91", "off") and rate >= cap else "degraded"
-        if fec not in ("fec91",) and not is_cpu_port(dname):
+        if fec != "fec91" and not is_cpu_port(dname):
             reason = f"link up without RS-FEC (fec={fec})"
         elif rate < cap:
             reason = f"link up at {rate_text(rate)}, below {rate_text(cap)}"
+        else:
+            reason = "ok"
         return LinkStatus(True, rate, fec, reason)
 
     def hw_offloaded_bridge(self) -> str | None:
-        """The bridge that holds the switch chip, if any."""
-        taken = None
+        """The bridge that holds the switch chip, if any (first qualifying bridge in order)."""
         for bridge in self.bridges():
-            if bridge.get("disabled") == "true":
-                continue
             name = bridge["name"]
-            ports = self._chip_ports(name)
-            if not ports:
+            if bridge.get("disabled") == "true" or not self._chip_ports(name):
                 continue
-            if self._split_cages(name):
-                continue
-            taken = name
-            break
-        return taken
+            if not self._split_cages(name):
+                return name
+        return None
 
     def _chip_ports(self, bridge: str) -> list[str]:
         out = []
@@ -654,8 +652,8 @@ class SwitchState:
             if before is None and not status.up and dname not in self.cables:
                 self._link_seen[dname] = False
                 continue
-            if status.up != before:
-                if status.up or before:
+            if status.up != before or dname in bounced:
+                if status.up != before and (status.up or before):
                     self._log_link(dname, status.up)
                 if before and not status.up:
                     self.counters.setdefault(dname, _Counters()).link_downs += 1
@@ -710,7 +708,8 @@ class SwitchState:
 
     def tick(self, now: float | None = None) -> None:
         """Run scheduler entries and resume scripts that are due at `now` (the switch clock)."""
-        from wizard.lab.routeros import script  # the interpreter needs the menus
+        # Imported here: the interpreter works through menus.py, which imports this module.
+        from wizard.lab.routeros import script
 
         now = self.clock() if now is None else now
         for run in [r for r in self._runs if r.resume_at <= now]:
@@ -732,7 +731,7 @@ class SwitchState:
             sched["run-count"] = str(int(sched.get("run-count", "0")) + 1)
             script.run(self, sched.get("on-event", ""), owner=sched.get("name", ""), now=now)
 
-    def suspend(self, run: _ScriptRun) -> None:
+    def suspend(self, run: ScriptRun) -> None:
         self._runs.append(run)
 
     # ----------------------------------------------------------------- persistence
@@ -741,7 +740,7 @@ class SwitchState:
         return {
             "name": self.name,
             "model": self.model,
-            "tables": self.tables,
+            "tables": {k: [dict(i) for i in v] for k, v in self.tables.items()},
             "cables": self.cables,
             "roles": self.roles,
             "counters": {
@@ -772,7 +771,7 @@ class SwitchState:
         sw.serial = str(state["serial"])
         sw._next_id = {k: int(v) for k, v in state["next_id"].items()}
         sw._mac_seed = int(state["mac_seed"])
-        sw._runs = [_ScriptRun(o, list(c), float(t)) for o, c, t in state.get("runs", [])]
+        sw._runs = [ScriptRun(o, list(c), float(t)) for o, c, t in state.get("runs", [])]
         sw._offload_seen = {}
         holder = sw.hw_offloaded_bridge()
         if holder is not None:

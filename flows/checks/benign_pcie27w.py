@@ -1,0 +1,63 @@
+"""Red herring: "Detected insufficient power on the PCIe slot (27W)".
+
+Healthy GB10 units log this mlx5 line at every boot (a SlotPowerLimit=0 reporting artifact). It
+is shown as seen and harmless (`benign.pcie-27w`), never as a fault.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flows.base import Check, Context, Observations
+from flows.checks._common import DMESG, Unreadable, listing, read, sudo_command
+from wizard.model import Evidence, Status, Verdict
+from wizard.parsers.kernel_log import parse_kernel_log
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    nodes: tuple[tuple[str, str], ...]  # (node, line)
+    unreadable: tuple[Unreadable, ...]
+
+
+def parse(obs: Observations, ctx: Context) -> Seen:
+    seen: list[tuple[str, str]] = []
+    bad: list[Unreadable] = []
+    for node in ctx.nodes:
+        value, why, _ = read(obs, node, DMESG, parse_kernel_log)
+        if why is not None:
+            bad.append(why)
+        if value is not None and value.insufficient_power_27w:
+            seen.append((node, value.of("pcie-27w")[0].text))
+    return Seen(tuple(seen), tuple(bad))
+
+
+def judge(s: Seen, ctx: Context) -> list[Verdict]:
+    if not s.nodes:
+        return [Verdict("benign.pcie-27w", Status.PASS, "the 27W line was not seen")]
+    ev = tuple(
+        Evidence(node, sudo_command(DMESG), line, "harmless on GB10", Status.BENIGN)
+        for node, line in s.nodes
+    )
+    return [
+        Verdict(
+            "benign.pcie-27w",
+            Status.BENIGN,
+            f"the mlx5 27W slot-power line on {listing(n for n, _ in s.nodes)} is a reporting "
+            "artifact on GB10: harmless",
+            targets=tuple(n for n, _ in s.nodes),
+            evidence=ev,
+        )
+    ]
+
+
+CHECK = Check(
+    id="benign.pcie-27w",
+    title="Red herring: the 27W PCIe slot-power line",
+    description=__doc__ or "",
+    faults=("benign.pcie-27w",),
+    step="preflight",
+    probes=(DMESG,),
+    parse=parse,
+    judge=judge,
+)

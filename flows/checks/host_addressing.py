@@ -1,0 +1,148 @@
+"""Host addressing: one unique IPv4 address per rail, one subnet per rail, MTU 9000, no IPv6.
+
+The same IPv4 address on two fabric netdevs (one node or across nodes) gives ARP flux: RDMA
+frames leave the NIC and vanish (`host.duplicate-ip`). Several rails of one node in one subnet
+confuse the kernel's source selection (`host.same-subnet-rails`). A fabric netdev below MTU 9000
+drops RoCE jumbo frames (`host.mtu`). IPv6 addresses on fabric netdevs shift the RoCE GID
+indices (`host.ipv6-on-fabric`). Good: rail N -> 10.9.N.<host>/24, MTU 9000, no inet6.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from flows import plans
+from flows.base import Check, Context, Observations
+from flows.checks._common import (
+    IBDEV,
+    IP_ADDR,
+    IP_LINK,
+    Finding,
+    Unreadable,
+    configured,
+    listing,
+    rails_or_unknown,
+)
+from wizard.model import Evidence, FixPlan, Rail, Verdict
+
+ADDR_CMD = IP_ADDR.command
+LINK_CMD = IP_LINK.command
+FAULTS = ("host.duplicate-ip", "host.same-subnet-rails", "host.mtu", "host.ipv6-on-fabric")
+
+
+@dataclass(frozen=True, slots=True)
+class Addressing:
+    rails: tuple[Rail, ...]
+    unreadable: tuple[Unreadable, ...]
+
+
+def parse(obs: Observations, ctx: Context) -> Addressing:
+    rails: list[Rail] = []
+    bad: list[Unreadable] = []
+    for node in ctx.nodes:
+        got = rails_or_unknown(obs, ctx, node)
+        if isinstance(got, Unreadable):
+            bad.append(got)
+        else:
+            rails.extend(got)
+    return Addressing(tuple(rails), tuple(bad))
+
+
+def judge(a: Addressing, ctx: Context) -> list[Verdict]:
+    e = ctx.expectations
+    f = {k: Finding(k) for k in FAULTS}
+    for w in a.unreadable:
+        for k in FAULTS:
+            f[k].cannot_tell(w, "rails discovered")
+    owners: dict[str, list[Rail]] = {}
+    for r in a.rails:
+        for cidr in r.addresses:
+            owners.setdefault(cidr.split("/")[0], []).append(r)
+    for ip, holders in sorted(owners.items()):
+        ev = Evidence(
+            ", ".join(h.key for h in holders),
+            ADDR_CMD,
+            f"{ip} on {len(holders)} netdevs",
+            "each address on exactly one fabric netdev",
+        )
+        if len(holders) > 1:
+            for h in holders:
+                if h.node not in f["host.duplicate-ip"].targets:
+                    f["host.duplicate-ip"].targets.append(h.node)
+            f["host.duplicate-ip"].fail(ev, target=holders[0].node)
+        else:
+            f["host.duplicate-ip"].ok(ev)
+    by_node: dict[str, list[Rail]] = {}
+    for r in a.rails:
+        by_node.setdefault(r.node, []).append(r)
+    for node, rails in by_node.items():
+        nets: dict[str, list[tuple[Rail, str]]] = {}
+        for r in rails:
+            for cidr in r.addresses:
+                try:
+                    net = str(ipaddress.ip_interface(cidr).network)
+                except ValueError:
+                    continue
+                nets.setdefault(net, []).append((r, cidr.split("/")[0]))
+        for net, members in nets.items():
+            distinct = {ip for _r, ip in members}
+            netdevs = sorted({r.netdev for r, _ip in members})
+            ev = Evidence(node, ADDR_CMD, f"{net} on {', '.join(netdevs)}", "one subnet per rail")
+            # the same address twice is host.duplicate-ip, not a subnet problem
+            if len(netdevs) > 1 and len(distinct) > 1:
+                f["host.same-subnet-rails"].fail(ev)
+            else:
+                f["host.same-subnet-rails"].ok(ev)
+        for r in rails:
+            if configured(r):
+                ev = Evidence(r.key, LINK_CMD, f"mtu {r.mtu}", f"mtu {e.fabric_mtu}")
+                if r.mtu and r.mtu != e.fabric_mtu:
+                    f["host.mtu"].fail(ev, target=node)
+                else:
+                    f["host.mtu"].ok(ev)
+            ev6 = Evidence(
+                r.key,
+                ADDR_CMD,
+                "inet6 " + (", ".join(r.ipv6) or "none"),
+                "no inet6 on fabric netdevs",
+            )
+            if r.ipv6:
+                f["host.ipv6-on-fabric"].fail(ev6, target=node)
+            else:
+                f["host.ipv6-on-fabric"].ok(ev6)
+    return [
+        f["host.duplicate-ip"].verdict(
+            ok="every fabric address is unique",
+            bad=f"the same IPv4 address sits on several fabric netdevs ({listing(f['host.duplicate-ip'].targets)}): ARP flux, RDMA frames vanish",
+        ),
+        f["host.same-subnet-rails"].verdict(
+            ok="each rail of a node is in its own subnet",
+            bad=f"rails of one node share a subnet: {listing(f['host.same-subnet-rails'].targets)}",
+        ),
+        f["host.mtu"].verdict(
+            ok=f"every configured fabric netdev has MTU {e.fabric_mtu}",
+            bad=f"fabric netdevs below MTU {e.fabric_mtu}: {listing(f['host.mtu'].targets)}",
+        ),
+        f["host.ipv6-on-fabric"].verdict(
+            ok="no IPv6 on the fabric netdevs",
+            bad=f"IPv6 addresses on fabric netdevs (RoCE GID indices shift): {listing(f['host.ipv6-on-fabric'].targets)}",
+        ),
+    ]
+
+
+def fix(a: Addressing, verdict: Verdict, ctx: Context) -> FixPlan | None:
+    return plans.netplan_plan(verdict, ctx)
+
+
+CHECK = Check(
+    id="host.duplicate-ip",
+    title="Host addressing (unique, one subnet per rail, MTU, no IPv6)",
+    description=__doc__ or "",
+    faults=FAULTS,
+    step="addressing",
+    probes=(IBDEV, IP_ADDR, IP_LINK),
+    parse=parse,
+    judge=judge,
+    fix=fix,
+)

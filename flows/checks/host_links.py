@@ -1,0 +1,153 @@
+"""Host rails: is every cabled rail up, and are both PCIe halves of a cabled port in use?
+
+A cabled rail without carrier (`NO-CARRIER`, ibdev2netdev `Down`) needs its cable reseated
+(`host.rail-down`). Each QSFP port carries both PCIe halves; a node that configures only half A
+tops out near 100 Gb/s: half B without an address or down while half A of the same port carries
+the fabric is `host.half-unused`. Good: every cabled rail up at 200000Mb/s, both halves addressed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flows import plans
+from flows.base import Check, Context, Observations
+from flows.checks._common import (
+    ETHTOOL,
+    IBDEV,
+    IP_ADDR,
+    IP_LINK,
+    SW_MONITOR,
+    Finding,
+    Unreadable,
+    configured,
+    listing,
+    rails_or_unknown,
+    rows,
+)
+from wizard.model import Evidence, FixPlan, Rail, Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class HostLinks:
+    rails: tuple[Rail, ...]
+    cabled_ports: frozenset[tuple[str, int]]  # (node, port) believed cabled
+    autoneg_failed: frozenset[tuple[str, str]]  # (switch, port): explained on the switch side
+    unreadable: tuple[Unreadable, ...]
+
+
+def parse(obs: Observations, ctx: Context) -> HostLinks:
+    rails: list[Rail] = []
+    bad: list[Unreadable] = []
+    for node in ctx.nodes:
+        got = rails_or_unknown(obs, ctx, node)
+        if isinstance(got, Unreadable):
+            bad.append(got)
+        else:
+            rails.extend(got)
+    # a port is cabled if the inventory or the host table says so, or if it is up on this node,
+    # or if most other nodes have that port up (a cluster is cabled uniformly)
+    ports_up: dict[int, int] = {}
+    nodes_seen: set[str] = set()
+    for r in rails:
+        nodes_seen.add(r.node)
+    for port in {r.port for r in rails}:
+        ports_up[port] = len({r.node for r in rails if r.port == port and r.up})
+    cabled: set[tuple[str, int]] = set()
+    for r in rails:
+        if (
+            r.switch_port
+            or r.up
+            or f"{r.node}/{r.netdev}" in ctx.cabling
+            or ports_up.get(r.port, 0) * 2 > len(nodes_seen)
+        ):
+            cabled.add((r.node, r.port))
+    failed: set[tuple[str, str]] = set()
+    for sw in ctx.switches:
+        mon, _why, _ = rows(obs, sw, SW_MONITOR)
+        for m in mon or ():
+            if m.get("status") != "link-ok" and m.get("auto-negotiation") == "failed":
+                failed.add((sw, m.get("name", "")))
+    return HostLinks(tuple(rails), frozenset(cabled), frozenset(failed), tuple(bad))
+
+
+def judge(h: HostLinks, ctx: Context) -> list[Verdict]:
+    down = Finding("host.rail-down")
+    half = Finding("host.half-unused")
+    for w in h.unreadable:
+        down.cannot_tell(w, "rails discovered")
+        half.cannot_tell(w, "rails discovered")
+    switch_side = {
+        (r.node, r.port) for r in h.rails if (r.switch, r.switch_port) in h.autoneg_failed
+    }
+    if h.autoneg_failed and not switch_side:
+        # cabling unknown for down rails: if every down port could be the switch's, do not guess
+        switch_side = {(r.node, r.port) for r in h.rails if not r.up}
+    for r in h.rails:
+        if (r.node, r.port) not in h.cabled_ports:
+            continue
+        ev = Evidence(
+            r.key,
+            f"{IBDEV.command}; {IP_LINK.command}",
+            "Up" if r.up else "Down (no carrier)",
+            "Up at 200000Mb/s",
+        )
+        if not r.up and (r.node, r.port) not in switch_side:
+            down.fail(ev, target=r.node)
+        elif r.up:
+            down.ok(ev)
+    by_port: dict[tuple[str, int], dict[str, Rail]] = {}
+    for r in h.rails:
+        by_port.setdefault((r.node, r.port), {})[r.half] = r
+    for (node, port), halves in sorted(by_port.items()):
+        a, b = halves.get("A"), halves.get("B")
+        if a is None or b is None:
+            continue
+        used_a = configured(a) and a.up
+        used_b = configured(b) and b.up
+        ev = Evidence(
+            f"{node}/port{port}",
+            IP_ADDR.command,
+            f"half A {a.netdev}: {', '.join(a.addresses) or 'no address'}"
+            f"{'' if a.up else ' (down)'}; half B {b.netdev}: "
+            f"{', '.join(b.addresses) or 'no address'}{'' if b.up else ' (down)'}",
+            "both halves addressed and up",
+        )
+        if used_a != used_b and (node, port) in h.cabled_ports and (a.up or b.up):
+            # a half that is down because the whole port is down is host.rail-down, not this
+            idle = b if used_a else a
+            if configured(idle):
+                continue  # addressed but down: host.rail-down says it
+            half.fail(ev, target=node)
+        elif used_a and used_b:
+            half.ok(ev)
+    return [
+        down.verdict(
+            ok="every cabled rail has carrier",
+            bad=f"cabled rails without carrier: {listing(down.targets)} (reseat the cable)",
+        ),
+        half.verdict(
+            ok="both PCIe halves of every cabled port are configured",
+            bad=f"only one PCIe half is configured on {listing(half.targets)}: the node tops out "
+            "near 100 Gb/s",
+        ),
+    ]
+
+
+def fix(h: HostLinks, verdict: Verdict, ctx: Context) -> FixPlan | None:
+    if verdict.fault == "host.rail-down":
+        return plans.reseat_plan(verdict, ctx)
+    return plans.netplan_plan(verdict, ctx)
+
+
+CHECK = Check(
+    id="host.rail-down",
+    title="Host rails: carrier and both PCIe halves",
+    description=__doc__ or "",
+    faults=("host.rail-down", "host.half-unused"),
+    step="preflight",
+    probes=(IBDEV, IP_ADDR, IP_LINK, ETHTOOL, SW_MONITOR),
+    parse=parse,
+    judge=judge,
+    fix=fix,
+)

@@ -1,0 +1,161 @@
+"""Host PCIe and firmware: does each ConnectX-7 half run at Gen5 x4 with known-good firmware?
+
+Each CX7 half sits on a PCIe Gen5 x4 link; below that (e.g. x2 on an old BIOS) the half cannot
+carry ~100 Gb/s (`host.pcie-width`: `lspci -vv` LnkSta). A CX7 firmware older than the cluster's
+known-good version (or older than the rest of the cluster) is the firmware power throttle of
+`host.cx7-throttled` (~12-13 Gb/s RDMA on links that look healthy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flows import plans
+from flows.base import Check, Context, Observations
+from flows.checks._common import (
+    ETHTOOL_I,
+    LSPCI,
+    Finding,
+    Unreadable,
+    listing,
+    node_rails,
+    read,
+    sudo_command,
+)
+from wizard.model import Evidence, FixPlan, Verdict
+from wizard.parsers.ethtool import parse_ethtool_driver
+from wizard.parsers.lspci import parse_lspci
+
+
+@dataclass(frozen=True, slots=True)
+class PciFunction:
+    node: str
+    address: str
+    speed: str | None
+    width: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Firmware:
+    node: str
+    netdev: str
+    version: str
+
+
+@dataclass(frozen=True, slots=True)
+class HostPcie:
+    functions: tuple[PciFunction, ...]
+    firmware: tuple[Firmware, ...]
+    unreadable: tuple[Unreadable, ...]
+    fw_unreadable: tuple[Unreadable, ...]
+
+
+def parse(obs: Observations, ctx: Context) -> HostPcie:
+    funcs: list[PciFunction] = []
+    fws: list[Firmware] = []
+    bad: list[Unreadable] = []
+    fw_bad: list[Unreadable] = []
+    for node in ctx.nodes:
+        value, why, _ = read(obs, node, LSPCI, parse_lspci)
+        if why is not None:
+            bad.append(why)
+        if value is not None:
+            for d in value.devices:
+                if d.lnksta is None:
+                    continue
+                funcs.append(PciFunction(node, d.address or "?", d.lnksta.speed, d.lnksta.width))
+        for rail in node_rails(ctx, node):
+            drv, why2, _ = read(obs, node, ETHTOOL_I, parse_ethtool_driver, rail.netdev)
+            if why2 is not None:
+                fw_bad.append(why2)
+            if drv is not None and drv.firmware_version:
+                fws.append(Firmware(node, rail.netdev, drv.firmware_version))
+    return HostPcie(tuple(funcs), tuple(fws), tuple(bad), tuple(fw_bad))
+
+
+def version_key(v: str) -> tuple[int, ...]:
+    out = []
+    for part in v.split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        out.append(int(digits) if digits else 0)
+    return tuple(out)
+
+
+def reference_firmware(h: HostPcie, ctx: Context) -> str | None:
+    """The known-good firmware: the inventory's, else the newest seen when nodes disagree."""
+    known = ctx.known_good_firmware or ctx.expectations.known_good_firmware
+    if known:
+        return known
+    versions = {f.version for f in h.firmware}
+    if len(versions) < 2:
+        return None
+    return max(versions, key=version_key)
+
+
+def old_firmware_nodes(h: HostPcie, ctx: Context) -> dict[str, str]:
+    ref = reference_firmware(h, ctx)
+    if ref is None:
+        return {}
+    return {f.node: f.version for f in h.firmware if version_key(f.version) < version_key(ref)}
+
+
+def judge(h: HostPcie, ctx: Context) -> list[Verdict]:
+    e = ctx.expectations
+    width = Finding("host.pcie-width")
+    fw = Finding("host.cx7-throttled")
+    want = f"LnkSta {e.pcie_speed} x{e.pcie_width}"
+    for w in h.unreadable:
+        width.cannot_tell(w, want)
+    for p in h.functions:
+        ev = Evidence(
+            f"{p.node} {p.address}", sudo_command(LSPCI), f"LnkSta {p.speed} x{p.width}", want
+        )
+        if (p.width is not None and p.width < e.pcie_width) or (
+            p.speed is not None and version_key(p.speed) < version_key(e.pcie_speed)
+        ):
+            width.fail(ev, target=p.node)
+        else:
+            width.ok(ev)
+    ref = reference_firmware(h, ctx)
+    old = old_firmware_nodes(h, ctx)
+    for f in h.firmware:
+        ev = Evidence(
+            f"{f.node}/{f.netdev}",
+            ETHTOOL_I.command.replace("{netdev}", f.netdev),
+            f"firmware-version {f.version}",
+            f"firmware >= {ref}" if ref else "the cluster's known-good firmware",
+        )
+        if f.node in old:
+            fw.fail(ev, target=f.node)
+        else:
+            fw.ok(ev)
+    return [
+        width.verdict(
+            ok=f"every CX7 function links at {e.pcie_speed} x{e.pcie_width}",
+            bad=f"CX7 PCIe link below {e.pcie_speed} x{e.pcie_width} on {listing(width.targets)}",
+        ),
+        fw.verdict(
+            ok="CX7 firmware is at the known-good version"
+            if ref
+            else "CX7 firmware is the same on every node",
+            bad=f"CX7 firmware older than {ref} on {listing(fw.targets)}: the firmware power "
+            "throttle caps RDMA near 12-13 Gb/s",
+        ),
+    ]
+
+
+def fix(h: HostPcie, verdict: Verdict, ctx: Context) -> FixPlan | None:
+    return plans.firmware_plan(verdict, ctx, reference_firmware(h, ctx))
+
+
+CHECK = Check(
+    id="host.pcie-width",
+    title="CX7 PCIe link and firmware",
+    description=__doc__ or "",
+    faults=("host.pcie-width", "host.cx7-throttled"),
+    step="direct_connect",
+    probes=(LSPCI, ETHTOOL_I),
+    parse=parse,
+    judge=judge,
+    fix=fix,
+)

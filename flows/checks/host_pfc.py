@@ -1,0 +1,90 @@
+"""Host PFC: is priority flow control off on every rail, matching the lossy fabric?
+
+A host NIC with PFC on while the switches are lossy pauses and stalls for nothing
+(`host.pfc-enabled`). `mlnx_qos -i <rail>` shows the PFC line per priority. Good: all zero, kept
+across reboots by a systemd oneshot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flows import plans
+from flows.base import Check, Context, Observations
+from flows.checks._common import (
+    MLNX_QOS,
+    Finding,
+    Unreadable,
+    listing,
+    node_rails,
+    read,
+    sudo_command,
+)
+from wizard.model import Evidence, FixPlan, Verdict
+from wizard.parsers.mlnx_qos import parse_mlnx_qos
+
+
+@dataclass(frozen=True, slots=True)
+class RailPfc:
+    node: str
+    netdev: str
+    pfc: tuple[int, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class HostPfc:
+    rails: tuple[RailPfc, ...]
+    unreadable: tuple[Unreadable, ...]
+
+
+def parse(obs: Observations, ctx: Context) -> HostPfc:
+    out: list[RailPfc] = []
+    bad: list[Unreadable] = []
+    for node in ctx.nodes:
+        for rail in node_rails(ctx, node):
+            value, why, _ = read(obs, node, MLNX_QOS, parse_mlnx_qos, rail.netdev)
+            if why is not None:
+                bad.append(why)
+            if value is not None:
+                out.append(RailPfc(node, rail.netdev, value.pfc))
+    return HostPfc(tuple(out), tuple(bad))
+
+
+def judge(h: HostPfc, ctx: Context) -> list[Verdict]:
+    f = Finding("host.pfc-enabled")
+    for w in h.unreadable:
+        f.cannot_tell(w, "PFC 0,0,0,0,0,0,0,0")
+    for r in h.rails:
+        cmd = sudo_command(MLNX_QOS).replace("{netdev}", r.netdev)
+        target = f"{r.node}/{r.netdev}"
+        if r.pfc is None:
+            f.unknown.append(Evidence(target, cmd, "no PFC line in the output", "PFC all 0"))
+            continue
+        ev = Evidence(target, cmd, "PFC " + ",".join(map(str, r.pfc)), "PFC 0,0,0,0,0,0,0,0")
+        if any(r.pfc):
+            f.fail(ev, target=r.node)
+        else:
+            f.ok(ev)
+    return [
+        f.verdict(
+            ok="PFC is off on every rail",
+            bad=f"PFC is enabled on host NICs while the fabric is lossy: {listing(f.targets)}",
+        )
+    ]
+
+
+def fix(h: HostPfc, verdict: Verdict, ctx: Context) -> FixPlan | None:
+    return plans.host_pfc_plan(verdict, ctx)
+
+
+CHECK = Check(
+    id="host.pfc-enabled",
+    title="Host NIC PFC",
+    description=__doc__ or "",
+    faults=("host.pfc-enabled",),
+    step="qos",
+    probes=(MLNX_QOS,),
+    parse=parse,
+    judge=judge,
+    fix=fix,
+)

@@ -1,0 +1,150 @@
+"""Rail bandwidth (`--perf`): what single-QP `ib_write_bw` says about each rail.
+
+One half of a GB10 carries ~109 Gb/s through a switch (>= 80 Gb/s is NVIDIA's gate). The number's
+signature points at the cause (FAULTS.md): ~9.5-10 Gb/s on a path whose bridge is not offloaded
+is the switch CPU forwarding (`switch.offload-*`, named by the switch's config); ~4.5 Gb/s across
+switches is the RSTP detour (`switch.rstp-isl-blocked`); a connection that moves no data is
+lossless QoS (`switch.qos-pfc-stall`) or a duplicate address (`host.duplicate-ip`); 8-25 Gb/s on
+a clean 200G link is the CX7 state: `host.cx7-throttled` when the firmware is old, else
+`host.cx7-degraded` (cleared only by an AC drain).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flows import plans
+from flows.base import Check, Context, Observations
+from flows.checks import host_addressing, host_pcie, switch_offload, switch_qos, switch_rstp
+from flows.checks._common import Finding, listing
+from wizard.model import Evidence, FixPlan, Measurement, Status, Verdict
+
+FAULTS = (
+    "host.cx7-degraded",
+    "host.cx7-throttled",
+    "switch.offload-split-cage",
+    "switch.offload-second-bridge",
+    "switch.offload-disabled",
+    "switch.rstp-isl-blocked",
+    "switch.qos-pfc-stall",
+    "host.duplicate-ip",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RailRuns:
+    runs: tuple[Measurement, ...]
+    offload_faults: tuple[str, ...]  # failing switch.offload-* ids from the config
+    rstp_blocked: bool
+    lossless: bool
+    duplicate_nodes: frozenset[str]
+    old_firmware: frozenset[str]
+
+
+def _failing(verdicts: list[Verdict]) -> list[Verdict]:
+    return [v for v in verdicts if v.status in (Status.FAIL, Status.WARN)]
+
+
+def parse(obs: Observations, ctx: Context) -> RailRuns:
+    runs = tuple(m for m in obs.measurements if m.kind == "rail")
+    off = [v.fault for v in _failing(switch_offload.judge(switch_offload.parse(obs, ctx), ctx))]
+    rstp = bool(_failing(switch_rstp.judge(switch_rstp.parse(obs, ctx), ctx)))
+    qos = bool(_failing(switch_qos.judge(switch_qos.parse(obs, ctx), ctx)))
+    dup: set[str] = set()
+    for v in _failing(host_addressing.judge(host_addressing.parse(obs, ctx), ctx)):
+        if v.fault == "host.duplicate-ip":
+            dup.update(v.targets)
+    old = host_pcie.old_firmware_nodes(host_pcie.parse(obs, ctx), ctx)
+    return RailRuns(runs, tuple(off), rstp, qos, frozenset(dup), frozenset(old))
+
+
+def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
+    e = ctx.expectations
+    f = {k: Finding(k) for k in FAULTS}
+    lo, hi = e.degraded_band_gbps
+    for m in r.runs:
+        client = str(m.extra.get("client", ""))
+        server = str(m.extra.get("server", ""))
+        ev = Evidence(
+            m.target,
+            str(m.extra.get("command", "ib_write_bw")),
+            f"{m.value:.2f} Gb/s" + (f" ({m.reason})" if m.reason else ""),
+            f">= {e.rail_pass_gate_gbps:g} Gb/s (~{e.rail_switched_gbps:g} through a switch)",
+            raw=str(m.extra.get("raw", "")) or None,
+        )
+        if m.value >= e.rail_pass_gate_gbps and not m.reason:
+            for k in FAULTS:
+                f[k].ok(ev)
+            continue
+        stalled = m.value < 1.0
+        if stalled and r.lossless:
+            f["switch.qos-pfc-stall"].fail(ev, target=m.target)
+        elif stalled and (client in r.duplicate_nodes or server in r.duplicate_nodes):
+            f["host.duplicate-ip"].fail(ev, target=m.target)
+        elif m.value <= e.software_forwarding_max_gbps and r.offload_faults:
+            for k in r.offload_faults:
+                f[k].fail(ev, target=m.target)
+        elif m.value <= e.rstp_detour_max_gbps and r.rstp_blocked:
+            f["switch.rstp-isl-blocked"].fail(ev, target=m.target)
+        elif lo <= m.value <= hi:
+            nodes = [n for n in (client, server) if n in r.old_firmware]
+            if nodes:
+                f["host.cx7-throttled"].fail(ev, target=nodes[0])
+            else:
+                f["host.cx7-degraded"].fail(ev, target=f"{client}, {server}")
+        else:
+            f["host.cx7-degraded"].unknown.append(
+                Evidence(ev.target, ev.command, ev.observed, ev.expected, Status.UNKNOWN, ev.raw)
+            )
+    summaries = {
+        "host.cx7-degraded": "RDMA in the 8-25 Gb/s band on clean 200G links: the CX7 "
+        "low-throughput state (AC-drain the node)",
+        "host.cx7-throttled": "RDMA in the 8-25 Gb/s band with old CX7 firmware: the firmware "
+        "power throttle",
+        "switch.offload-split-cage": "~10 Gb/s through the switch: the CPU forwards (split cage)",
+        "switch.offload-second-bridge": "~10 Gb/s through the switch: the CPU forwards "
+        "(second bridge)",
+        "switch.offload-disabled": "~10 Gb/s through the switch: the CPU forwards (hw=no)",
+        "switch.rstp-isl-blocked": "~4.5 Gb/s across switches: the ISL is blocked, traffic detours",
+        "switch.qos-pfc-stall": "RDMA connects but moves no data: lossless QoS stalls",
+        "host.duplicate-ip": "RDMA connects but moves no data: duplicate addresses",
+    }
+    out = []
+    for k in FAULTS:
+        if (
+            not f[k].bad
+            and not f[k].unknown
+            and k not in ("host.cx7-degraded", "host.cx7-throttled")
+        ):
+            continue  # config-side checks own the pass verdicts of these ids
+        out.append(
+            f[k].verdict(
+                ok="every rail at line rate" if r.runs else "no rail measurement",
+                bad=f"{summaries[k]}: {listing(f[k].targets, 4)}",
+                unknown="rail bandwidth outside every known signature: "
+                + listing(e.target for e in f[k].unknown),
+            )
+        )
+    return out
+
+
+def fix(r: RailRuns, verdict: Verdict, ctx: Context) -> FixPlan | None:
+    if verdict.fault in ("host.cx7-degraded", "host.cx7-throttled"):
+        nodes = sorted({n.strip() for t in verdict.targets for n in t.split(",") if n.strip()})
+        v = Verdict(verdict.fault, verdict.status, verdict.summary, tuple(nodes))
+        return plans.firmware_plan(v, ctx, ctx.known_good_firmware)
+    return None
+
+
+CHECK = Check(
+    id="host.cx7-degraded",
+    title="Rail bandwidth (ib_write_bw, single QP)",
+    description=__doc__ or "",
+    faults=FAULTS,
+    step="direct_connect",
+    probes=(),
+    parse=parse,
+    judge=judge,
+    fix=fix,
+    needs_traffic=True,
+)

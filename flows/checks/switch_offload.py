@@ -1,0 +1,232 @@
+"""Bridge hardware offload: is the fabric bridge forwarded by the switch chip?
+
+The 98DX7335 offloads one bridge per chip, and refuses a bridge whose QSFP56-DD cage is split
+with another bridge. If unused breakout sub-ports of a cage sit in another bridge (e.g. the
+management bridge: `switch.offload-split-cage`), or the fabric ports are spread over a second
+bridge (`switch.offload-second-bridge`), or a fabric port has `hw=no`
+(`switch.offload-disabled`), the switch CPU forwards every frame: ~10 Gb/s whatever the QP count.
+Good: every fabric port in one bridge with `hw=yes` and the `H` flag (`hw-offload=true`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from flows import plans
+from flows.base import Check, Context, Observations
+from flows.checks._common import (
+    SW_BRIDGE_PORT,
+    SW_ETHERNET,
+    SW_MONITOR,
+    Finding,
+    Unreadable,
+    default_names,
+    is_cpu_port,
+    is_true,
+    listing,
+    rows,
+)
+from wizard.model import Evidence, FixPlan, Verdict
+
+CMD = "/interface/bridge/port print"
+_CAGE = re.compile(r"^qsfp56-dd-(\d+)-(\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class BridgePort:
+    switch: str
+    interface: str
+    default_name: str
+    bridge: str
+    hw: bool
+    hw_offload: bool
+    in_use: bool  # a node or ISL cable is plugged there
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchBridges:
+    switch: str
+    ports: tuple[BridgePort, ...]
+    management_ports: tuple[str, ...]
+
+    @property
+    def fabric(self) -> tuple[BridgePort, ...]:
+        return tuple(p for p in self.ports if not is_cpu_port(p.default_name))
+
+    def fabric_bridge(self) -> str | None:
+        """The bridge holding the most in-use fabric ports (ties: the most fabric ports)."""
+        counts: dict[str, tuple[int, int]] = {}
+        for p in self.fabric:
+            used, total = counts.get(p.bridge, (0, 0))
+            counts[p.bridge] = (used + p.in_use, total + 1)
+        if not counts:
+            return None
+        return max(counts, key=lambda b: counts[b])
+
+
+@dataclass(frozen=True, slots=True)
+class Offload:
+    switches: tuple[SwitchBridges, ...]
+    unreadable: tuple[Unreadable, ...]
+
+
+def cage(default_name: str) -> int | None:
+    m = _CAGE.match(default_name)
+    return int(m.group(1)) if m else None
+
+
+def parse(obs: Observations, ctx: Context) -> Offload:
+    out: list[SwitchBridges] = []
+    bad: list[Unreadable] = []
+    for sw in ctx.switches:
+        bp, why, _ = rows(obs, sw, SW_BRIDGE_PORT)
+        eth, _w2, _ = rows(obs, sw, SW_ETHERNET)
+        mon, _w3, _ = rows(obs, sw, SW_MONITOR)
+        if bp is None:
+            if why is not None:
+                bad.append(why)
+            continue
+        names = default_names(eth or ())
+        used = {r.get("name", "") for r in (mon or ()) if is_true(r.get("sfp-module-present"))}
+        used |= {r.get("name", "") for r in (mon or ()) if r.get("status") == "link-ok"}
+        used |= {p for (s, p) in ctx.cabling.values() if s == sw}
+        ports = tuple(
+            BridgePort(
+                switch=sw,
+                interface=r.get("interface", ""),
+                default_name=names.get(r.get("interface", ""), r.get("interface", "")),
+                bridge=r.get("bridge", ""),
+                hw=is_true(r.get("hw", "true")),
+                hw_offload=is_true(r.get("hw-offload")),
+                in_use=r.get("interface", "") in used,
+            )
+            for r in bp
+            if not is_true(r.get("disabled")) and not is_true(r.get("dynamic"))
+        )
+        out.append(SwitchBridges(sw, ports, tuple(ctx.management.get(sw, ("ether1",)))))
+    return Offload(tuple(out), tuple(bad))
+
+
+def _ev(p: BridgePort, expected: str) -> Evidence:
+    return Evidence(
+        f"{p.switch}/{p.interface}",
+        CMD,
+        f"bridge={p.bridge} hw={'yes' if p.hw else 'no'} hw-offload={str(p.hw_offload).lower()}",
+        expected,
+    )
+
+
+def classify(sw: SwitchBridges) -> dict[str, list[BridgePort]]:
+    """fault id -> the bridge ports that show it, for one switch.
+
+    second-bridge: in-use fabric ports sit in two bridges, or the fabric bridge is not offloaded
+    while the chip offloads another bridge (one bridge per chip). split-cage: unused sub-ports of
+    a QSFP56-DD cage the fabric bridge uses sit in another bridge. disabled: `hw=no`."""
+    out: dict[str, list[BridgePort]] = {}
+    main = sw.fabric_bridge()
+    if main is None:
+        return out
+    for p in sw.fabric:
+        if not p.hw:
+            out.setdefault("switch.offload-disabled", []).append(p)
+    others = [p for p in sw.fabric if p.bridge != main]
+    used_elsewhere = [p for p in others if p.in_use]
+    main_ports = [p for p in sw.fabric if p.bridge == main]
+    main_offloaded = any(p.hw_offload for p in main_ports)
+    chip_elsewhere = {p.bridge for p in others if p.hw_offload}
+    if used_elsewhere:
+        out["switch.offload-second-bridge"] = used_elsewhere
+        return out
+    if not main_offloaded and chip_elsewhere:
+        stuck = [p for p in main_ports if p.in_use and p.hw]
+        out["switch.offload-second-bridge"] = stuck or main_ports[:1]
+        return out
+    main_cages = {cage(p.default_name) for p in main_ports} - {None}
+    split = [p for p in others if cage(p.default_name) in main_cages]
+    if split:
+        out["switch.offload-split-cage"] = split
+    return out
+
+
+def judge(off: Offload, ctx: Context) -> list[Verdict]:
+    findings = {
+        f: Finding(f)
+        for f in (
+            "switch.offload-split-cage",
+            "switch.offload-second-bridge",
+            "switch.offload-disabled",
+        )
+    }
+    for w in off.unreadable:
+        for f in findings.values():
+            f.cannot_tell(w, "bridge ports of the fabric")
+    for sw in off.switches:
+        main = sw.fabric_bridge()
+        bad = classify(sw)
+        not_offloaded = [p for p in sw.fabric if p.in_use and not p.hw_offload and p.bridge == main]
+        for fault, ports in bad.items():
+            f = findings[fault]
+            for p in ports:
+                if fault == "switch.offload-disabled":
+                    f.fail(_ev(p, "hw=yes hw-offload=true"))
+                elif fault == "switch.offload-second-bridge":
+                    chip = sorted(
+                        {q.bridge for q in sw.fabric if q.hw_offload and q.bridge != main}
+                    )
+                    f.fail(
+                        _ev(
+                            p,
+                            "hw-offload=true in the one offloaded bridge"
+                            + (f" (the chip offloads {', '.join(chip)} instead)" if chip else ""),
+                        ),
+                        target=f"{sw.switch}/{p.bridge}",
+                    )
+                else:
+                    f.fail(
+                        _ev(
+                            p,
+                            f"not in another bridge than {main}: it splits cage "
+                            f"{cage(p.default_name)}",
+                        ),
+                        target=f"{sw.switch}/{p.bridge}",
+                    )
+            for p in not_offloaded[:8]:
+                f.fail(_ev(p, "hw-offload=true (H flag)"), target=f"{sw.switch}/{main}")
+        for p in sw.fabric:
+            if p.in_use and p.hw_offload:
+                for f in findings.values():
+                    f.ok(_ev(p, "hw-offload=true"))
+    return [
+        findings["switch.offload-split-cage"].verdict(
+            ok="no QSFP56-DD cage is split across bridges",
+            bad="a QSFP56-DD cage is split across two bridges: the fabric bridge is not "
+            "offloaded and the switch CPU forwards everything (~10 Gb/s)",
+        ),
+        findings["switch.offload-second-bridge"].verdict(
+            ok="all fabric ports sit in one bridge",
+            bad="fabric ports are spread over a second bridge: only one bridge per chip is "
+            "offloaded, the other is forwarded by the CPU (~10 Gb/s)",
+        ),
+        findings["switch.offload-disabled"].verdict(
+            ok="every fabric bridge port has hw=yes",
+            bad=f"fabric bridge ports with hw=no: {listing(findings['switch.offload-disabled'].targets)}",
+        ),
+    ]
+
+
+def fix(off: Offload, verdict: Verdict, ctx: Context) -> FixPlan | None:
+    return plans.offload_plan(off, verdict, ctx)
+
+
+CHECK = Check(
+    id="switch.offload-split-cage",
+    title="Bridge hardware offload",
+    description=__doc__ or "",
+    faults=("switch.offload-split-cage", "switch.offload-second-bridge", "switch.offload-disabled"),
+    step="offload",
+    probes=(SW_BRIDGE_PORT, SW_ETHERNET, SW_MONITOR),
+    parse=parse,
+    judge=judge,
+    fix=fix,
+)

@@ -1,0 +1,529 @@
+"""Fix plans of every fault (FAULTS.md, "fix" column) as data the engine executes.
+
+Switch fixes are `ApiCommand`s selected by stable keys (`default-name`, `interface`, `name`),
+each with its inverse in `rollback` and the exact RouterOS CLI text in `preview` (the same text
+goes into the dead-man scheduler). Host fixes are files (netplan with one subnet per rail,
+/etc/sysctl.d/98-roce.conf, a systemd oneshot that turns PFC off at boot, /etc/nccl.conf) plus the
+commands that apply them. What only hands can do is a `PhysicalAction`. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import yaml
+
+from flows.base import Context
+from wizard.model import (
+    ApiCommand,
+    FixPlan,
+    HostChange,
+    HostFile,
+    PhysicalAction,
+    Rail,
+    SwitchChange,
+    Verdict,
+)
+
+if TYPE_CHECKING:
+    from flows.checks.nccl_config import NcclConfig
+    from flows.checks.switch_link import SwitchLinks
+    from flows.checks.switch_mtu import SwitchMtu
+    from flows.checks.switch_offload import Offload
+    from flows.checks.switch_qos import SwitchQos
+    from flows.checks.switch_rstp import Rstp
+
+NETPLAN_PATH = "/etc/netplan/40-cx7.yaml"
+SYSCTL_PATH = "/etc/sysctl.d/98-roce.conf"
+PFC_UNIT = "fabwiz-pfc-off.service"
+PFC_UNIT_PATH = f"/etc/systemd/system/{PFC_UNIT}"
+NCCL_CONF_PATH = "/etc/nccl.conf"
+NCCL_PROFILE_PATH = "/etc/profile.d/zz-fabwiz-nccl.sh"
+PFC_OFF = "0,0,0,0,0,0,0,0"
+RSTP_UPLINK_COST = "200000000"
+
+
+def _cli(
+    path: str, verb: str, args: Iterable[tuple[str, str]], select: tuple[str, str] | None
+) -> str:
+    where = f" [find {select[0]}={select[1]}]" if select else ""
+    if verb == "unset":
+        words = " ".join(v for _k, v in args)
+    else:
+        words = " ".join(f"{k}={v}" for k, v in args)
+    return f"{path} {verb}{where} {words}".strip()
+
+
+def api(
+    path: str,
+    verb: str,
+    args: Sequence[tuple[str, str]] = (),
+    select: tuple[str, str] | None = None,
+) -> ApiCommand:
+    return ApiCommand(
+        path=path, verb=verb, args=tuple(args), select=select, cli=_cli(path, verb, args, select)
+    )
+
+
+def _preview(changes: Iterable[SwitchChange]) -> str:
+    lines: list[str] = []
+    for c in changes:
+        lines.append(f"# {c.switch}")
+        lines.extend(cmd.cli for cmd in c.commands)
+        lines.append(f"# rollback on {c.switch}")
+        lines.extend(f"#   {cmd.cli}" for cmd in c.rollback)
+    return "\n".join(lines)
+
+
+def _switch_plan(
+    verdict: Verdict,
+    summary: str,
+    changes: list[SwitchChange],
+    *,
+    bounces: bool = False,
+) -> FixPlan | None:
+    changes = [c for c in changes if c.commands]
+    if not changes:
+        return None
+    return FixPlan(
+        fault=verdict.fault,
+        target=", ".join(c.switch for c in changes),
+        summary=summary,
+        preview=_preview(changes),
+        switch_changes=tuple(changes),
+        bounces_links=bounces,
+        verify_checks=(verdict.fault,),
+    )
+
+
+# --- switch fixes -----------------------------------------------------------------------------
+
+
+def switch_link_plan(links: SwitchLinks, verdict: Verdict, ctx: Context) -> FixPlan | None:
+    from flows.checks.switch_link import autoneg_failed
+
+    bad = set(verdict.targets)
+    per_switch: dict[str, tuple[list[ApiCommand], list[ApiCommand]]] = {}
+    done: set[tuple[str, str]] = set()
+    for p in links.ports:
+        if f"{p.switch}/{p.name}" not in bad:
+            continue
+        targets: list[str] = [p.default_name]
+        if verdict.fault == "switch.breakout-autoneg" and autoneg_failed(p):
+            m = re.match(r"^(qsfp56-dd-\d+)-\d+$", p.default_name)
+            if m:
+                targets = [f"{m.group(1)}-1", f"{m.group(1)}-5"]
+        cmds, back = per_switch.setdefault(p.switch, ([], []))
+        for port in targets:
+            if (p.switch, port) in done:
+                continue
+            done.add((p.switch, port))
+            sel = ("default-name", port)
+            cmds.append(
+                api(
+                    "/interface/ethernet",
+                    "set",
+                    (("auto-negotiation", "no"), ("speed", "200G-baseCR4"), ("fec-mode", "fec91")),
+                    sel,
+                )
+            )
+            back.append(
+                api(
+                    "/interface/ethernet",
+                    "set",
+                    (
+                        ("auto-negotiation", "yes" if p.autoneg_config else "no"),
+                        ("fec-mode", "auto"),
+                    ),
+                    sel,
+                )
+            )
+    changes = [SwitchChange(sw, tuple(c), tuple(b)) for sw, (c, b) in per_switch.items()]
+    return _switch_plan(
+        verdict,
+        "force 200G-baseCR4 with RS-FEC on the breakout lane masters (links bounce)",
+        changes,
+        bounces=True,
+    )
+
+
+def offload_plan(off: Offload, verdict: Verdict, ctx: Context) -> FixPlan | None:
+    from flows.checks.switch_offload import classify
+
+    changes: list[SwitchChange] = []
+    for sw in off.switches:
+        ports = classify(sw).get(verdict.fault, [])
+        mgmt = set(sw.management_ports)
+        main = sw.fabric_bridge() or "bridge"
+        cmds: list[ApiCommand] = []
+        back: list[ApiCommand] = []
+        for p in ports:
+            if p.interface in mgmt:
+                continue  # never touch the port the API session arrives on
+            sel = ("interface", p.interface)
+            if verdict.fault == "switch.offload-disabled":
+                cmds.append(api("/interface/bridge/port", "set", (("hw", "yes"),), sel))
+                back.append(api("/interface/bridge/port", "set", (("hw", "no"),), sel))
+            elif verdict.fault == "switch.offload-second-bridge":
+                cmds.append(api("/interface/bridge/port", "set", (("bridge", main),), sel))
+                back.append(api("/interface/bridge/port", "set", (("bridge", p.bridge),), sel))
+            else:
+                cmds.append(api("/interface/bridge/port", "remove", (), sel))
+                back.append(
+                    api(
+                        "/interface/bridge/port",
+                        "add",
+                        (
+                            ("bridge", p.bridge),
+                            ("interface", p.interface),
+                            ("hw", "yes" if p.hw else "no"),
+                        ),
+                    )
+                )
+        if verdict.fault == "switch.offload-second-bridge":
+            extra = {p.bridge for p in ports}
+            for bridge in sorted(extra):
+                left = [q for q in sw.ports if q.bridge == bridge and q not in ports]
+                if not left:
+                    cmds.append(api("/interface/bridge", "remove", (), ("name", bridge)))
+                    back.insert(0, api("/interface/bridge", "add", (("name", bridge),)))
+        changes.append(SwitchChange(sw.switch, tuple(cmds), tuple(back)))
+    summary = {
+        "switch.offload-split-cage": "remove the unused QSFP56-DD sub-ports from the other bridge "
+        "so the fabric bridge is offloaded again (management ports untouched)",
+        "switch.offload-second-bridge": "move the fabric ports into the single offloaded bridge and "
+        "delete the emptied bridge",
+        "switch.offload-disabled": "set hw=yes on the fabric bridge ports",
+    }.get(verdict.fault, "restore bridge hardware offload")
+    return _switch_plan(verdict, summary, changes)
+
+
+def qos_plan(q: SwitchQos, verdict: Verdict, ctx: Context) -> FixPlan | None:
+    per: dict[str, tuple[list[ApiCommand], list[ApiCommand]]] = {}
+    for p in q.ports:
+        if p.trust_l3 == "ignore" and p.pfc == "disabled":
+            continue
+        cmds, back = per.setdefault(p.switch, ([], []))
+        sel = ("name", p.name)
+        path = "/interface/ethernet/switch/qos/port"
+        cmds.append(api(path, "set", (("trust-l3", "ignore"), ("pfc", "disabled")), sel))
+        back.append(api(path, "set", (("trust-l3", p.trust_l3), ("pfc", p.pfc)), sel))
+    changes = [SwitchChange(sw, tuple(c), tuple(b)) for sw, (c, b) in per.items()]
+    plan = _switch_plan(
+        verdict,
+        "make the fabric ports lossy (trust-l3=ignore pfc=disabled); turn host PFC off too",
+        changes,
+    )
+    return plan
+
+
+def switch_mtu_plan(m: SwitchMtu, verdict: Verdict, ctx: Context) -> FixPlan | None:
+    e = ctx.expectations
+    per: dict[str, tuple[list[ApiCommand], list[ApiCommand]]] = {}
+    for p in m.ports:
+        if p.l2mtu is None or p.mtu is None:
+            continue
+        if p.l2mtu >= e.fabric_l2mtu and p.mtu >= e.fabric_mtu:
+            continue
+        cmds, back = per.setdefault(p.switch, ([], []))
+        sel = ("name", p.name)
+        cmds.append(
+            api(
+                "/interface/ethernet",
+                "set",
+                (("l2mtu", str(e.fabric_l2mtu)), ("mtu", str(e.fabric_mtu))),
+                sel,
+            )
+        )
+        back.append(
+            api("/interface/ethernet", "set", (("l2mtu", str(p.l2mtu)), ("mtu", str(p.mtu))), sel)
+        )
+    changes = [SwitchChange(sw, tuple(c), tuple(b)) for sw, (c, b) in per.items()]
+    return _switch_plan(
+        verdict,
+        f"set l2mtu={e.fabric_l2mtu} mtu={e.fabric_mtu} on the fabric ports (may reset the "
+        "switch chip: links bounce)",
+        changes,
+        bounces=True,
+    )
+
+
+def rstp_plan(r: Rstp, verdict: Verdict, ctx: Context) -> FixPlan | None:
+    changes: list[SwitchChange] = []
+    blocked = {p.switch for p in r.ports if p.role in ("alternate-port", "backup-port")}
+    for sw in sorted(blocked):
+        cmds: list[ApiCommand] = []
+        back: list[ApiCommand] = []
+        for up in r.uplinks.get(sw, ()):
+            sel = ("interface", up)
+            cmds.append(
+                api("/interface/bridge/port", "set", (("path-cost", RSTP_UPLINK_COST),), sel)
+            )
+            back.append(api("/interface/bridge/port", "unset", (("value-name", "path-cost"),), sel))
+        changes.append(SwitchChange(sw, tuple(cmds), tuple(back)))
+    return _switch_plan(
+        verdict,
+        f"raise the path-cost of the campus uplink to {RSTP_UPLINK_COST} so RSTP re-roots "
+        "through the inter-switch link",
+        changes,
+    )
+
+
+# --- host fixes -------------------------------------------------------------------------------
+
+
+def host_index(node: str, ctx: Context) -> int:
+    """The host octet: trailing digits of the name (spark3 -> 3), else the inventory position."""
+    m = re.search(r"(\d+)$", node)
+    if m and 0 < int(m.group(1)) < 255:
+        return int(m.group(1))
+    return ctx.nodes.index(node) + 1 if node in ctx.nodes else 1
+
+
+def rail_index(rail: Rail, rails: Sequence[Rail]) -> int:
+    """Rail N = 1..4 in the order port0 A, port0 B, port1 A, port1 B."""
+    ordered = sorted(rails, key=lambda r: (r.port, r.half, r.netdev))
+    return ordered.index(rail) + 1
+
+
+def netplan_text(node: str, ctx: Context) -> str:
+    rails = tuple(ctx.rails.get(node, ()))
+    pattern = str(ctx.addressing.get("pattern") or ctx.expectations.rail_subnet_pattern)
+    host = host_index(node, ctx)
+    eths: dict[str, object] = {}
+    for rail in sorted(rails, key=lambda r: (r.port, r.half, r.netdev)):
+        eths[rail.netdev] = {
+            "addresses": [pattern.format(rail=rail_index(rail, rails), host=host)],
+            "mtu": ctx.expectations.fabric_mtu,
+            "dhcp4": False,
+            "dhcp6": False,
+            "link-local": [],
+        }
+    doc = {"network": {"version": 2, "renderer": "networkd", "ethernets": eths}}
+    header = "# written by fabwiz: one subnet per rail, MTU 9000, no IPv6 on the fabric\n"
+    return header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
+
+
+def _nodes_of(verdict: Verdict, ctx: Context) -> list[str]:
+    out = []
+    for t in verdict.targets:
+        node = t.split("/")[0].split(" ")[0]
+        if node in ctx.nodes and node not in out:
+            out.append(node)
+    return out
+
+
+def _host_plan(
+    verdict: Verdict, summary: str, changes: list[HostChange], *, bounces: bool = False
+) -> FixPlan | None:
+    if not changes:
+        return None
+    preview: list[str] = []
+    for c in changes:
+        for f in c.files:
+            preview.append(f"# {c.node}: {f.path}")
+            preview.append(f.content.rstrip("\n"))
+        preview.extend(f"{c.node}$ {cmd}" for cmd in c.commands)
+    return FixPlan(
+        fault=verdict.fault,
+        target=", ".join(c.node for c in changes),
+        summary=summary,
+        preview="\n".join(preview),
+        host_changes=tuple(changes),
+        bounces_links=bounces,
+        verify_checks=(verdict.fault,),
+    )
+
+
+def netplan_plan(verdict: Verdict, ctx: Context) -> FixPlan | None:
+    """host.duplicate-ip, host.same-subnet-rails, host.mtu, host.ipv6-on-fabric,
+    host.half-unused: the one-subnet-per-rail netplan."""
+    changes = [
+        HostChange(
+            node=node,
+            files=(HostFile(node, NETPLAN_PATH, netplan_text(node, ctx), 0o600),),
+            commands=("sudo -n netplan apply",),
+            rollback_commands=("sudo -n netplan apply",),
+        )
+        for node in _nodes_of(verdict, ctx)
+        if ctx.rails.get(node)
+    ]
+    return _host_plan(
+        verdict,
+        "write netplan: rail N -> "
+        + str(ctx.addressing.get("pattern") or ctx.expectations.rail_subnet_pattern)
+        + ", MTU 9000, link-local: [], dhcp6: no",
+        changes,
+    )
+
+
+def sysctl_text(ctx: Context) -> str:
+    e = ctx.expectations
+    return (
+        "# written by fabwiz: multi-rail RoCE hosts answer ARP only on the owning rail\n"
+        f"net.ipv4.conf.all.arp_ignore = {e.arp_ignore}\n"
+        f"net.ipv4.conf.all.arp_announce = {e.arp_announce}\n"
+        f"net.ipv4.conf.all.rp_filter = {e.rp_filter}\n"
+    )
+
+
+def sysctl_plan(verdict: Verdict, ctx: Context) -> FixPlan | None:
+    changes = [
+        HostChange(
+            node=node,
+            files=(HostFile(node, SYSCTL_PATH, sysctl_text(ctx)),),
+            commands=("sudo -n sysctl --system",),
+            rollback_commands=("sudo -n sysctl --system",),
+        )
+        for node in _nodes_of(verdict, ctx)
+    ]
+    return _host_plan(verdict, f"persist the ARP sysctls in {SYSCTL_PATH} and load them", changes)
+
+
+def pfc_unit_text(netdevs: Sequence[str]) -> str:
+    execs = "\n".join(f"ExecStart=/usr/bin/mlnx_qos -i {n} --pfc {PFC_OFF}" for n in netdevs)
+    return (
+        "# written by fabwiz: the fabric is lossy, so host PFC stays off across reboots\n"
+        "[Unit]\n"
+        "Description=fabwiz: turn PFC off on the ConnectX-7 fabric rails\n"
+        "After=network-pre.target\n"
+        "Before=network.target\n\n"
+        "[Service]\n"
+        "Type=oneshot\n"
+        "RemainAfterExit=yes\n"
+        f"{execs}\n\n"
+        "[Install]\n"
+        "WantedBy=multi-user.target\n"
+    )
+
+
+def host_pfc_plan(verdict: Verdict, ctx: Context) -> FixPlan | None:
+    changes = []
+    for node in _nodes_of(verdict, ctx):
+        netdevs = [r.netdev for r in ctx.rails.get(node, ())]
+        if not netdevs:
+            continue
+        changes.append(
+            HostChange(
+                node=node,
+                files=(HostFile(node, PFC_UNIT_PATH, pfc_unit_text(netdevs)),),
+                commands=(
+                    *(f"sudo -n mlnx_qos -i {n} --pfc {PFC_OFF}" for n in netdevs),
+                    "sudo -n systemctl daemon-reload",
+                    f"sudo -n systemctl enable --now {PFC_UNIT}",
+                ),
+                rollback_commands=(
+                    f"sudo -n systemctl disable {PFC_UNIT}",
+                    "sudo -n systemctl daemon-reload",
+                ),
+            )
+        )
+    return _host_plan(verdict, f"turn PFC off on every rail now and at boot ({PFC_UNIT})", changes)
+
+
+def nccl_plan(n: NcclConfig, verdict: Verdict, ctx: Context) -> FixPlan | None:
+    changes = []
+    for node in n.nodes:
+        if node.node not in _nodes_of(verdict, ctx):
+            continue
+        conf = {
+            k: v
+            for k, v in node.conf.items()
+            if not (
+                verdict.fault == "nccl.socket-fallback" and k in ("NCCL_NET", "NCCL_IB_DISABLE")
+            )
+        }
+        profile_lines = ["# written by fabwiz: the NCCL settings every job should inherit"]
+        if verdict.fault == "nccl.hca-filter":
+            rails = [r for r in ctx.rails.get(node.node, ()) if r.up and r.addresses]
+            conf["NCCL_IB_HCA"] = "=" + ",".join(r.rdma for r in rails)
+            conf["NCCL_SOCKET_IFNAME"] = "=" + ",".join(r.netdev for r in rails)
+            profile_lines += [
+                f"export NCCL_IB_HCA={conf['NCCL_IB_HCA']}",
+                f"export NCCL_SOCKET_IFNAME={conf['NCCL_SOCKET_IFNAME']}",
+            ]
+        else:
+            profile_lines.append("unset NCCL_NET NCCL_IB_DISABLE")
+        conf_text = "".join(f"{k}={v}\n" for k, v in conf.items())
+        changes.append(
+            HostChange(
+                node=node.node,
+                files=(
+                    HostFile(node.node, NCCL_CONF_PATH, conf_text),
+                    HostFile(node.node, NCCL_PROFILE_PATH, "\n".join(profile_lines) + "\n"),
+                ),
+            )
+        )
+    summary = (
+        "list every active RDMA device exactly in NCCL_IB_HCA (and NCCL_SOCKET_IFNAME)"
+        if verdict.fault == "nccl.hca-filter"
+        else "remove the NCCL_NET=Socket / NCCL_IB_DISABLE=1 overrides"
+    )
+    return _host_plan(verdict, summary, changes)
+
+
+# --- physical actions -------------------------------------------------------------------------
+
+
+def _physical(verdict: Verdict, action: PhysicalAction, summary: str, *, bounces: bool) -> FixPlan:
+    return FixPlan(
+        fault=verdict.fault,
+        target=", ".join(action.nodes),
+        summary=summary,
+        preview=action.instructions,
+        physical=action,
+        bounces_links=bounces,
+        verify_checks=(verdict.fault,),
+    )
+
+
+def reseat_plan(verdict: Verdict, ctx: Context) -> FixPlan | None:
+    nodes = _nodes_of(verdict, ctx)
+    if not nodes:
+        return None
+    cables: list[tuple[str, str, str]] = []
+    for node in nodes:
+        seen: set[int] = set()
+        for r in ctx.rails.get(node, ()):
+            if r.up or r.port in seen:
+                continue
+            seen.add(r.port)
+            dest = f"switch:{r.switch}:{r.switch_port}" if r.switch else "unknown"
+            cables.append((node, f"port{r.port}", dest))
+    where = "; ".join(f"{n} {p} -> {d.removeprefix('switch:')}" for n, p, d in cables)
+    action = PhysicalAction(
+        kind="reseat",
+        nodes=tuple(nodes),
+        instructions=f"Reseat the QSFP cable(s) without carrier ({where}): pull, check the "
+        "latch and the cage, push until it clicks. Then AC-drain the node before measuring.",
+        cables=tuple(cables),
+    )
+    return _physical(verdict, action, "reseat the cable of the rail without carrier", bounces=True)
+
+
+def firmware_plan(verdict: Verdict, ctx: Context, reference: str | None) -> FixPlan | None:
+    nodes = _nodes_of(verdict, ctx)
+    if not nodes:
+        return None
+    if verdict.fault == "host.pcie-width":
+        text = (
+            "Update the BIOS/firmware of the node (vendor's latest GB10 release) so the CX7 "
+            "halves train at PCIe Gen5 x4, then reboot."
+        )
+    elif verdict.fault == "host.cx7-degraded":
+        action = PhysicalAction(
+            kind="ac_drain",
+            nodes=tuple(nodes),
+            instructions="AC-drain each node: shut it down, unplug the power cord for at least "
+            "60 s, plug back and boot. A reboot is not enough.",
+        )
+        return _physical(verdict, action, "AC-drain the affected nodes", bounces=True)
+    else:
+        text = (
+            f"Update the OS and the ConnectX-7 firmware to {reference or 'the known-good version'}"
+            " (vendor's GB10 update), then reboot the node."
+        )
+    action = PhysicalAction(kind="firmware_update", nodes=tuple(nodes), instructions=text)
+    return _physical(verdict, action, text.split(",")[0], bounces=True)

@@ -1,0 +1,102 @@
+"""Every check, in bisection order, and the lookups the engine and the CLI need.
+
+`CHECKS` is the single list: `fabwiz check` runs all of them (the traffic ones with `--perf`),
+the engine picks them per step, `by_fault` finds the check that judges a fault id.
+`make_context` builds the judges' Context from a sweep and the inventory's settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from flows.base import Check, Context
+from flows.checks import (
+    benign_pcie27w,
+    host_addressing,
+    host_arp,
+    host_links,
+    host_pcie,
+    host_pfc,
+    nccl_config,
+    perf_nccl,
+    perf_rails,
+    switch_link,
+    switch_mtu,
+    switch_offload,
+    switch_qos,
+    switch_rstp,
+)
+from flows.expectations import DEFAULT, Expectations
+from wizard.discovery import rails_from_observations
+from wizard.probes import Observations, Probe
+
+CHECKS: tuple[Check, ...] = (
+    switch_link.CHECK,
+    host_links.CHECK,
+    switch_rstp.CHECK,
+    benign_pcie27w.CHECK,
+    host_pcie.CHECK,
+    switch_offload.CHECK,
+    switch_qos.CHECK,
+    host_pfc.CHECK,
+    host_addressing.CHECK,
+    host_arp.CHECK,
+    switch_mtu.CHECK,
+    nccl_config.CHECK,
+    perf_rails.CHECK,
+    perf_nccl.CHECK,
+)
+
+# Not judged by any check of a read-only sweep: the drain guard of the engine owns it, and the
+# iperf red herring needs an iperf3 run the sweep does not make.
+NOT_CHECKED = ("process.undrained-measurement", "benign.iperf-single-stream")
+
+
+def by_fault(fault: str) -> Check:
+    """The check that reports `fault` (the config-side one when a traffic check also does)."""
+    for c in CHECKS:
+        if fault in c.faults:
+            return c
+    raise KeyError(fault)
+
+
+def checks_for(*, traffic: bool) -> tuple[Check, ...]:
+    return tuple(c for c in CHECKS if traffic or not c.needs_traffic)
+
+
+def probes_of(checks: Sequence[Check]) -> list[Probe]:
+    seen: dict[str, Probe] = {}
+    for c in checks:
+        for p in c.probes:
+            seen.setdefault(p.name, p)
+    return list(seen.values())
+
+
+def make_context(
+    obs: Observations,
+    *,
+    nodes: Sequence[str],
+    switches: Sequence[str],
+    expectations: Expectations = DEFAULT,
+    cabling: Mapping[str, tuple[str, str]] | None = None,
+    management: Mapping[str, tuple[str, ...]] | None = None,
+    addressing: Mapping[str, Any] | None = None,
+    known_good_firmware: str | None = None,
+) -> Context:
+    rails = rails_from_observations(obs, cabling)
+    every_cable = dict(cabling or {})
+    for rs in rails.values():
+        for r in rs:
+            if r.switch and r.switch_port:
+                every_cable.setdefault(r.key, (r.switch, r.switch_port))
+    return Context(
+        expectations=expectations,
+        rails=rails,
+        nodes=tuple(nodes),
+        switches=tuple(switches),
+        cabling=every_cable,
+        management=dict(management or {}),
+        addressing=dict(addressing or {}),
+        known_good_firmware=known_good_firmware or expectations.known_good_firmware,
+    )

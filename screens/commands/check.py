@@ -1,0 +1,317 @@
+"""`fabwiz check (-i INVENTORY | --lab NAME|FILE) [--json] [--perf] [--accept-new-host-keys]`.
+
+The first verdict a technician gets: every read-only check run across all nodes and switches at
+once, with evidence. `--perf` adds single-QP ib_write_bw per rail and one NCCL run. `--lab`
+starts the simulated lab in-process with that scenario, checks it and stops it.
+Exit codes: 0 healthy, 1 findings, 2 nothing could be checked (bad inventory, all unreachable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from flows.expectations import DEFAULT
+from flows.registry import checks_for, make_context, probes_of
+from wizard.errors import FabwizError, InventoryError
+from wizard.events import Event
+from wizard.inventory import Inventory, load_inventory, resolve_password
+from wizard.model import Evidence, Measurement, Status, Verdict
+from wizard.probes import Observations
+from wizard.sweep import Sweeper
+from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
+from wizard.transports.ssh import SshTarget, SshTransport
+
+UNREACHABLE = "preflight.unreachable"  # not a FAULTS.md id: a target the sweep could not reach
+
+
+@dataclass
+class CheckReport:
+    """Everything `fabwiz check` prints, as data (the JSON shape of DESIGN.md plus extras)."""
+
+    verdicts: list[Verdict]
+    nodes: list[dict[str, Any]]
+    switches: list[dict[str, Any]]
+    measurements: list[Measurement] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    checked: bool = True
+    seconds: float = 0.0
+
+    @property
+    def findings(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.status != Status.PASS]
+
+    @property
+    def healthy(self) -> bool:
+        return self.checked and not any(v.is_finding for v in self.verdicts)
+
+    @property
+    def exit_code(self) -> int:
+        if not self.checked:
+            return 2
+        return 0 if self.healthy else 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "healthy": self.healthy,
+            "findings": [
+                {
+                    "fault": v.fault,
+                    "status": str(v.status),
+                    "targets": list(v.targets),
+                    "summary": v.summary,
+                    "evidence": [e.to_json() for e in v.evidence],
+                }
+                for v in self.findings
+            ],
+            "nodes": self.nodes,
+            "switches": self.switches,
+            "measurements": [
+                {
+                    "kind": m.kind,
+                    "target": m.target,
+                    "value": m.value,
+                    "unit": m.unit,
+                    "valid": m.valid,
+                    "reason": m.reason,
+                }
+                for m in self.measurements
+            ],
+            "warnings": self.warnings,
+        }
+
+
+def merge(verdicts: list[Verdict]) -> list[Verdict]:
+    """One verdict per fault id: the worst status, all targets, all evidence (a config check and
+    a traffic check may both speak about the same id)."""
+    by: dict[str, list[Verdict]] = {}
+    for v in verdicts:
+        by.setdefault(v.fault, []).append(v)
+    out: list[Verdict] = []
+    for fault, vs in by.items():
+        worst = max(vs, key=lambda v: v.status.severity)
+        if len(vs) == 1:
+            out.append(worst)
+            continue
+        targets = tuple(dict.fromkeys(t for v in vs if v.status != Status.PASS for t in v.targets))
+        evidence = tuple(
+            e for v in sorted(vs, key=lambda v: -v.status.severity) for e in v.evidence
+        )
+        out.append(dataclasses.replace(worst, fault=fault, targets=targets, evidence=evidence))
+    return out
+
+
+async def run_check(
+    inv: Inventory,
+    *,
+    perf: bool = False,
+    accept_new_host_keys: bool = False,
+    prompt: Callable[[str], str] | None = None,
+    sink: Callable[[Event], None] | None = None,
+    ssh_config: str | Path | None = "~/.ssh/config",
+) -> CheckReport:
+    """Sweep the fabric of `inv`, judge every check, return the report (no printing)."""
+    import time
+
+    t0 = time.monotonic()
+    try:
+        expectations = DEFAULT.with_overrides(inv.expectations)
+    except KeyError as exc:
+        raise InventoryError(
+            f"unknown expectation {exc}", path=str(inv.path), field="expectations"
+        ) from None
+    ssh = SshTransport(
+        [SshTarget.from_spec(n) for n in inv.nodes],
+        accept_new_host_keys=accept_new_host_keys,
+        ssh_config=ssh_config,
+    )
+    switches: dict[str, RouterOsTransport] = {}
+    warnings = list(inv.warnings)
+    password_errors: dict[str, str] = {}
+    for s in inv.switches:
+        try:
+            pw = resolve_password(s, prompt=prompt)
+        except InventoryError as exc:
+            password_errors[s.name] = str(exc)
+            continue
+        switches[s.name] = RouterOsTransport(RouterOsTarget.from_spec(s, pw))
+    nodes = [n.name for n in inv.nodes]
+    sweeper = Sweeper(ssh=ssh, nodes=nodes, switches=switches, sink=sink)
+    checks = checks_for(traffic=perf)
+    try:
+        obs = await sweeper.sweep(probes_of(checks))
+        if password_errors:
+            obs = dataclasses.replace(obs, unreachable={**obs.unreachable, **password_errors})
+        if perf:
+            reachable = [n for n in nodes if n not in obs.unreachable]
+            sweeper.nodes = reachable
+            measurements: list[Measurement] = []
+            if len(reachable) >= 2:
+                measurements.extend(await sweeper.rail_tests())
+                nccl, _res = await sweeper.nccl_test()
+                measurements.append(nccl)
+            obs = dataclasses.replace(obs, measurements=tuple(measurements))
+    finally:
+        await ssh.close()
+        for t in switches.values():
+            await t.close()
+    ctx = make_context(
+        obs,
+        nodes=[n for n in nodes if n not in obs.unreachable],
+        switches=[s.name for s in inv.switches if s.name not in obs.unreachable],
+        expectations=expectations,
+        cabling=inv.cabling,
+        management={s.name: tuple(s.management_ports) for s in inv.switches},
+        addressing={"pattern": inv.addressing_pattern},
+        known_good_firmware=inv.known_good_firmware,
+    )
+    verdicts: list[Verdict] = []
+    for c in checks:
+        verdicts.extend(c.run(obs, ctx))
+    for target, error in sorted(obs.unreachable.items()):
+        kind = "node" if target in nodes else "switch"
+        verdicts.append(
+            Verdict(
+                fault=UNREACHABLE,
+                status=Status.UNKNOWN,
+                summary=f"the {kind} {target} could not be checked",
+                targets=(target,),
+                evidence=(Evidence(target, "connect", error, "reachable", Status.UNKNOWN),),
+                check="sweep",
+            )
+        )
+    report = CheckReport(
+        verdicts=merge(verdicts),
+        nodes=_nodes_json(inv, obs, ctx.rails),
+        switches=[
+            {
+                "name": s.name,
+                "host": s.host,
+                "reachable": s.name not in obs.unreachable,
+                "error": obs.unreachable.get(s.name),
+            }
+            for s in inv.switches
+        ],
+        measurements=list(obs.measurements),
+        warnings=warnings,
+        checked=len(obs.unreachable) < len(inv.nodes) + len(inv.switches),
+        seconds=time.monotonic() - t0,
+    )
+    return report
+
+
+def _nodes_json(inv: Inventory, obs: Observations, rails: Any) -> list[dict[str, Any]]:
+    out = []
+    for n in inv.nodes:
+        out.append(
+            {
+                "name": n.name,
+                "host": n.address,
+                "reachable": n.name not in obs.unreachable,
+                "error": obs.unreachable.get(n.name),
+                "rails": [
+                    {
+                        "netdev": r.netdev,
+                        "rdma": r.rdma,
+                        "port": r.port,
+                        "half": r.half,
+                        "pci": r.pci,
+                        "mac": r.mac,
+                        "addresses": list(r.addresses),
+                        "mtu": r.mtu,
+                        "up": r.up,
+                        "speed_mbps": r.speed_mbps,
+                        "switch": r.switch,
+                        "switch_port": r.switch_port,
+                    }
+                    for r in rails.get(n.name, ())
+                ],
+            }
+        )
+    return out
+
+
+async def _check_lab(scenario: str, **kw: Any) -> CheckReport:
+    from wizard.lab.lab import Lab
+
+    async with Lab(scenario, time_scale=kw.pop("time_scale")) as lab:
+        inv = load_inventory(lab.inventory_path)
+        return await run_check(inv, ssh_config=None, **kw)
+
+
+@click.command(name="check")
+@click.option("-i", "--inventory", type=click.Path(path_type=Path), help="The inventory YAML.")
+@click.option("--lab", "lab", metavar="NAME|FILE", help="Check a built-in lab scenario (or file).")
+@click.option("--json", "json_out", is_flag=True, help="Print one JSON object (DESIGN.md shape).")
+@click.option("--perf", is_flag=True, help="Also run ib_write_bw per rail and one NCCL test.")
+@click.option(
+    "--accept-new-host-keys",
+    is_flag=True,
+    help="Accept and record host keys not yet in known_hosts (changed keys are still refused).",
+)
+@click.option(
+    "--time-scale",
+    type=float,
+    default=50.0,
+    show_default=True,
+    help="With --lab: simulated seconds per wall second.",
+)
+def check(
+    *,
+    inventory: Path | None,
+    lab: str | None,
+    json_out: bool,
+    perf: bool,
+    accept_new_host_keys: bool,
+    time_scale: float,
+) -> None:
+    """Headless read-only sweep of every check; exit 0 healthy, 1 findings, 2 nothing checked."""
+    from screens.console import make_console, print_report
+
+    console = make_console(stderr=json_out)
+    if (inventory is None) == (lab is None):
+        console.print("[bold red]error:[/] give exactly one of -i INVENTORY or --lab NAME|FILE")
+        sys.exit(2)
+
+    def prompt(question: str) -> str:
+        if not sys.stdin.isatty():
+            raise InventoryError("no terminal to ask the password on", path="switch")
+        return str(click.prompt(question, hide_input=True, err=True))
+
+    try:
+        if lab is not None:
+            report = asyncio.run(
+                _check_lab(
+                    lab,
+                    perf=perf,
+                    accept_new_host_keys=accept_new_host_keys,
+                    prompt=prompt,
+                    time_scale=time_scale,
+                )
+            )
+        else:
+            assert inventory is not None
+            inv = load_inventory(inventory, expectation_keys=_expectation_keys())
+            report = asyncio.run(
+                run_check(inv, perf=perf, accept_new_host_keys=accept_new_host_keys, prompt=prompt)
+            )
+    except FabwizError as exc:
+        console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        sys.exit(2)
+    if json_out:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        print_report(console, report)
+    sys.exit(report.exit_code)
+
+
+def _expectation_keys() -> set[str]:
+    return {f.name for f in dataclasses.fields(DEFAULT)}

@@ -1,0 +1,411 @@
+"""The composition root: wires the engine, the flows, the transports, the lab and the session log.
+
+Every way of running the wizard goes through `open_wizard`: `fabwiz fix` (headless), `fabwiz run`
+and `fabwiz demo` (the TUI), and `fabwiz resume`. It loads and validates the inventory (or starts
+an in-process lab and uses the inventory the lab writes), opens the session log, builds the
+`InventoryFabric`, and gives the engine the flow, the checks and a context factory from `flows/`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from flows.bisection import FLOW
+from flows.expectations import DEFAULT, Expectations
+from flows.registry import CHECKS, make_context
+from wizard.drain import DrainGuard
+from wizard.engine import Engine, FixRecord, Operator, Resume, RunResult
+from wizard.errors import FabwizError
+from wizard.events import Event, FixApplied, FixRolledBack, PhysicalActionDone, SessionEnded
+from wizard.fabric import InventoryFabric
+from wizard.inventory import Inventory, load_inventory, resolve_password
+from wizard.probes import Observations
+from wizard.session import LoadedSession, SessionLog, load_session
+from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
+from wizard.transports.ssh import SshTarget, SshTransport
+
+# Lab time runs this many times faster than life by default (a 5 s ib_write_bw in 0.2 s).
+LAB_TIME_SCALE = 25.0
+DEMO_TIME_SCALE = 10.0
+
+
+@dataclass
+class Wiring:
+    engine: Engine
+    fabric: InventoryFabric
+    log: SessionLog
+    inventory: Inventory
+    lab: Any = None  # wizard.lab.Lab when in-process
+    owns_lab: bool = False
+    sinks: list[Callable[[Event], None]] = field(default_factory=list)
+
+    async def close(self) -> None:
+        await self.fabric.close()
+        if self.lab is not None and self.owns_lab:
+            await self.lab.stop()
+        self.log.close()
+
+
+def _expectations(inv: Inventory) -> Expectations:
+    if not inv.expectations:
+        return DEFAULT
+    try:
+        return DEFAULT.with_overrides(inv.expectations)
+    except KeyError as exc:
+        raise FabwizError(
+            f"{inv.path}: expectations: unknown key(s) {exc.args[0]}",
+            hint="use the field names of flows/expectations.py",
+        ) from None
+
+
+def _digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def context_factory(inv: Inventory) -> Callable[[Observations, DrainGuard], Any]:
+    exp = _expectations(inv)
+    management = {s.name: tuple(s.management_ports) for s in inv.switches}
+
+    def build(obs: Observations, guard: DrainGuard) -> Any:
+        ctx = make_context(
+            obs,
+            nodes=[n.name for n in inv.nodes],
+            switches=[s.name for s in inv.switches],
+            expectations=exp,
+            cabling=inv.cabling,
+            management=management,
+            addressing={"pattern": inv.addressing_pattern},
+            known_good_firmware=inv.known_good_firmware,
+        )
+        from flows.base import Transition
+
+        transitions = tuple(
+            Transition(node=n, at=at, cause=cause)
+            for n, items in guard.transitions.items()
+            for at, cause in items
+        )
+        return dataclasses.replace(ctx, transitions=transitions, drained_at=dict(guard.drains))
+
+    return build
+
+
+async def _start_lab(scenario: str, time_scale: float, state: dict[str, Any] | None) -> Any:
+    from wizard.lab import Lab
+
+    lab = Lab(scenario, time_scale=time_scale)
+    if state is not None:
+        from wizard.lab import state as lab_state
+
+        lab.world = lab_state.world_from_state(state, time_scale=time_scale)
+        lab.hands.world = lab.world
+    await lab.start()
+    return lab
+
+
+def _transports(
+    inv: Inventory, accept_new_host_keys: bool, prompt: Callable[[str], str] | None
+) -> tuple[SshTransport, dict[str, RouterOsTransport], list[str]]:
+    ssh = SshTransport(
+        [SshTarget.from_spec(n) for n in inv.nodes], accept_new_host_keys=accept_new_host_keys
+    )
+    switches: dict[str, RouterOsTransport] = {}
+    secrets: list[str] = []
+    for spec in inv.switches:
+        password = resolve_password(spec, prompt=prompt)
+        if password:
+            secrets.append(password)
+        switches[spec.name] = RouterOsTransport(RouterOsTarget.from_spec(spec, password))
+    return ssh, switches, secrets
+
+
+async def open_wizard(
+    *,
+    operator: Operator,
+    sinks: Sequence[Callable[[Event], None]] = (),
+    inventory: Path | None = None,
+    lab: str | None = None,
+    session_dir: Path | None = None,
+    accept_new_host_keys: bool = False,
+    time_scale: float | None = None,
+    command: str = "fix",
+    resume: LoadedSession | None = None,
+    prompt: Callable[[str], str] | None = None,
+    lab_object: Any = None,
+) -> Wiring:
+    """Open everything a wizard session needs. Raises FabwizError (InventoryError, ...) with a
+    message for the operator when something is wrong; nothing is left running then.
+
+    `lab` is a built-in scenario name or a scenario file: the lab starts in-process. On resume,
+    an in-process lab starts from the session's saved lab state. `lab_object` passes an already
+    running `wizard.lab.Lab` (tests, the TUI's demo), which the caller stops.
+    """
+    the_lab = lab_object
+    owns_lab = False
+    scenario = lab
+    if resume is not None:
+        started = resume.started
+        scenario = started.scenario
+        if inventory is None and started.inventory_path and scenario is None:
+            inventory = Path(started.inventory_path)
+    if the_lab is None and scenario is not None:
+        scale = time_scale or LAB_TIME_SCALE
+        saved = resume.lab_state() if resume is not None else None
+        the_lab = await _start_lab(scenario, scale, saved)
+        owns_lab = True
+    try:
+        if the_lab is not None:
+            inventory = Path(the_lab.inventory_path)
+        if inventory is None:
+            raise FabwizError(
+                "no cluster given", hint="give -i INVENTORY, or --lab SCENARIO for the lab"
+            )
+        inv = load_inventory(inventory)
+        ssh, switches, secrets = _transports(inv, accept_new_host_keys, prompt)
+        if resume is not None:
+            log, _loaded = SessionLog.reopen(resume.path, secrets=secrets)
+        else:
+            log = SessionLog.create(session_dir, secrets=secrets)
+    except BaseException:
+        if owns_lab and the_lab is not None:
+            await the_lab.stop()
+        raise
+    fanout: list[Callable[[Event], None]] = [log.write, *sinks]
+
+    def emit(event: Event) -> None:
+        for sink in fanout:
+            sink(event)
+        if the_lab is not None and isinstance(
+            event, FixApplied | FixRolledBack | PhysicalActionDone | SessionEnded
+        ):
+            _save_lab(log, the_lab)
+
+    hands = the_lab.hands if the_lab is not None else None
+    fabric = InventoryFabric(inv, ssh, switches, hands=hands, sink=emit)
+    exp = _expectations(inv)
+    state_resume: Resume | None = None
+    if resume is not None:
+        state_resume = resume_from(resume)
+        log.resumed(resume, state_resume.step)
+    else:
+        log.start(
+            command,
+            inventory_digest=_digest(inventory),
+            inventory_path=str(inventory) if the_lab is None else "",
+            scenario=scenario if the_lab is not None else None,
+            nodes=fabric.nodes,
+            switches=fabric.switches,
+            options={
+                "context": {
+                    "expectations": dict(inv.expectations),
+                    "cabling": {k: list(v) for k, v in inv.cabling.items()},
+                    "management": {s.name: list(s.management_ports) for s in inv.switches},
+                    "addressing": {"pattern": inv.addressing_pattern},
+                    "known_good_firmware": inv.known_good_firmware,
+                },
+                "lab": the_lab is not None,
+            },
+        )
+    if the_lab is not None:
+        _save_lab(log, the_lab)
+    engine = Engine(
+        fabric=fabric,
+        operator=operator,
+        emit=emit,
+        flow=FLOW,
+        checks=CHECKS,
+        make_context=context_factory(inv),
+        thresholds=exp,
+        session_id=log.session_id[-8:],
+        poll_interval_s=0.2 if the_lab is not None else 2.0,
+        resume=state_resume,
+    )
+    return Wiring(engine, fabric, log, inv, the_lab, owns_lab, list(sinks))
+
+
+def _save_lab(log: SessionLog, lab: Any) -> None:
+    try:
+        from wizard.lab import state as lab_state
+
+        log.save_lab_state(lab_state.world_to_state(lab.world))
+    except (ImportError, AttributeError):
+        return
+
+
+def resume_from(loaded: LoadedSession) -> Resume:
+    """What the engine needs to continue a session, folded from its log."""
+    st = loaded.state()
+    order = [s.id for s in FLOW]
+    done = tuple(s for s in order if s in st.done_steps)
+    step = st.step if st.step in order else order[0]
+    if step in done:
+        later = [s for s in order if s not in done]
+        step = later[0] if later else order[-1]
+    fixes = tuple(
+        FixRecord(
+            fix_id=f.fix_id,
+            fault=f.fault,
+            target=f.target,
+            applied=f.applied,
+            verified=f.status == "verified",
+            rolled_back=f.status == "rolled_back",
+            export=f.export,
+        )
+        for f in st.fixes.values()
+    )
+    started = [e for e in loaded.events]
+    return Resume(
+        step=step,
+        done_steps=done,
+        verified_fixes=tuple(f.fix_id for f in st.fixes.values() if f.status == "verified"),
+        pending_rollbacks=tuple(st.pending_rollbacks()),
+        guard=DrainGuard.from_events(started),
+        fixes=fixes,
+        healthy_before=_healthy_before(loaded),
+    )
+
+
+def _healthy_before(loaded: LoadedSession) -> bool | None:
+    from wizard.events import VerdictReached
+
+    pre = [
+        e.verdict for e in loaded.events if isinstance(e, VerdictReached) and e.step == "preflight"
+    ]
+    if not pre:
+        return None
+    return not any(v.is_finding for v in pre)
+
+
+# --- the headless runners ---------------------------------------------------------------------
+
+
+async def _walk(wiring: Wiring) -> RunResult:
+    try:
+        return await wiring.engine.run()
+    finally:
+        await wiring.close()
+
+
+def _finish(result: RunResult, console: Console, as_json: bool, session: Path) -> int:
+    if as_json:
+        data = result.to_json()
+        data["session"] = str(session)
+        print(json.dumps(data, indent=2))
+    else:
+        console.rule("[bold]result")
+        r = result
+        if r.rails_gbps:
+            worst = min(r.rails_gbps.values())
+            console.print(f"rails: {len(r.rails_gbps)} measured, lowest {worst:.2f} Gb/s")
+        for node, v in sorted(r.halves_gbps.items()):
+            console.print(f"both halves {node}: {v:.2f} Gb/s")
+        if r.nccl_busbw is not None:
+            console.print(f"NCCL all_reduce busbw: {r.nccl_busbw:.2f} GB/s")
+        for f in r.fixes:
+            state = (
+                "verified"
+                if f.verified
+                else "rolled back"
+                if f.rolled_back
+                else "refused"
+                if f.refused
+                else "applied"
+                if f.applied
+                else "not applied"
+            )
+            console.print(
+                f"fix {f.fault} on {f.target}: {state}"
+                + (f" (export {f.export})" if f.export else "")
+            )
+        verdict = "[green]healthy[/]" if r.healthy_after else "[red]not healthy[/]"
+        console.print(f"cluster {verdict}; session log: {session}")
+    if result.aborted:
+        return 2
+    return 0 if result.healthy_after else 1
+
+
+def run_fix_command(
+    *,
+    inventory: Path | None,
+    lab: str | None,
+    yes: bool,
+    as_json: bool,
+    session_dir: Path | None,
+    accept_new_host_keys: bool,
+    time_scale: float | None,
+) -> int:
+    from screens.terminal import EventPrinter, TerminalOperator
+
+    console = Console(stderr=as_json, highlight=False)
+    if (inventory is None) == (lab is None):
+        console.print("[red]fabwiz fix: give exactly one of -i INVENTORY or --lab SCENARIO[/]")
+        return 2
+    operator = TerminalOperator(console, yes=yes)
+
+    async def main() -> int:
+        try:
+            wiring = await open_wizard(
+                operator=operator,
+                sinks=[EventPrinter(console)],
+                inventory=inventory,
+                lab=lab,
+                session_dir=session_dir,
+                accept_new_host_keys=accept_new_host_keys,
+                time_scale=time_scale,
+                command="fix",
+                prompt=_prompt,
+            )
+        except FabwizError as exc:
+            console.print(f"[red]fabwiz fix: {exc}[/]")
+            return 2
+        folder = wiring.log.folder
+        result = await _walk(wiring)
+        return _finish(result, console, as_json, folder)
+
+    return asyncio.run(main())
+
+
+def resume_fix(session: Path | str, *, yes: bool, as_json: bool) -> int:
+    """`fabwiz resume SESSION`: continue a cut-off session from where it stopped."""
+    from screens.terminal import EventPrinter, TerminalOperator
+
+    console = Console(stderr=as_json, highlight=False)
+    operator = TerminalOperator(console, yes=yes)
+
+    async def main() -> int:
+        try:
+            loaded = load_session(session)
+            for w in loaded.warnings:
+                console.print(f"[yellow]{w}[/]")
+            wiring = await open_wizard(
+                operator=operator,
+                sinks=[EventPrinter(console)],
+                resume=loaded,
+                command="resume",
+                prompt=_prompt,
+            )
+        except FabwizError as exc:
+            console.print(f"[red]fabwiz resume: {exc}[/]")
+            return 2
+        folder = wiring.log.folder
+        result = await _walk(wiring)
+        return _finish(result, console, as_json, folder)
+
+    return asyncio.run(main())
+
+
+def _prompt(text: str) -> str:
+    import click
+
+    return str(click.prompt(text, hide_input=True, err=True))

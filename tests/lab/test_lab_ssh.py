@@ -1,0 +1,170 @@
+"""End to end: a Lab on 127.0.0.1, real SSH (asyncssh and OpenSSH), real RouterOS API."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import stat
+
+import asyncssh
+import pytest
+import yaml
+
+from wizard.lab import Lab
+
+pytestmark = pytest.mark.lab
+
+
+async def test_lab_writes_inventory_key_known_hosts_and_password_files() -> None:
+    async with Lab("healthy-4node-crs804", time_scale=100) as lab:
+        inv = yaml.safe_load(lab.inventory_path.read_text())
+        assert [n["name"] for n in inv["nodes"]] == ["spark1", "spark2", "spark3", "spark4"]
+        assert all(n["host"] == "127.0.0.1" and n["port"] > 0 for n in inv["nodes"])
+        assert inv["nodes"][0]["identity_file"] == "id_ed25519"
+        assert inv["cabling"]["spark2/enP2p1s0f1np1"] == "crs804/qsfp56-dd-2-5"
+        assert stat.S_IMODE(lab.key_path.stat().st_mode) == 0o600
+        known = lab.known_hosts_path.read_text().splitlines()
+        assert len(known) == 4 and all(k.startswith("[127.0.0.1]:") for k in known)
+        if inv["switches"]:
+            sw = inv["switches"][0]
+            pw_file = lab.directory / sw["password"]["file"]
+            assert stat.S_IMODE(pw_file.stat().st_mode) == 0o600
+            assert sw["host"] == "127.0.0.1" and sw["model"] == "CRS804-4DDQ"
+    assert not lab.ssh  # stopped
+
+
+async def test_asyncssh_client_runs_commands_and_stdin() -> None:
+    async with Lab("healthy-2node-direct", time_scale=100) as lab:
+        async with asyncssh.connect(
+            "127.0.0.1",
+            lab.node_port("spark1"),
+            username="fabwiz",
+            client_keys=[str(lab.key_path)],
+            known_hosts=str(lab.known_hosts_path),
+        ) as conn:
+            r = await conn.run("ibdev2netdev; echo rc=$?")
+            assert r.exit_status == 0
+            assert r.stdout == (
+                "rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)\n"
+                "rocep1s0f1 port 1 ==> enp1s0f1np1 (Down)\n"
+                "roceP2p1s0f0 port 1 ==> enP2p1s0f0np0 (Up)\n"
+                "roceP2p1s0f1 port 1 ==> enP2p1s0f1np1 (Down)\n"
+                "rc=0\n"
+            )
+            r = await conn.run("sudo -n tee /etc/nccl.conf", input="NCCL_DEBUG=WARN\n")
+            assert r.exit_status == 0
+            assert lab.world.nodes["spark1"].files["/etc/nccl.conf"] == "NCCL_DEBUG=WARN\n"
+            r = await conn.run("nosuchtool")
+            assert r.exit_status == 127 and r.stderr == "bash: nosuchtool: command not found\n"
+        # password auth works too
+        async with asyncssh.connect(
+            "127.0.0.1",
+            lab.node_port("spark2"),
+            username="fabwiz",
+            password=lab.ssh_password,
+            client_keys=None,
+            known_hosts=str(lab.known_hosts_path),
+        ) as conn:
+            r = await conn.run("hostname")
+            assert r.stdout == "spark2\n"
+
+
+async def test_perftest_pair_over_ssh_and_counters_move() -> None:
+    async with Lab("healthy-2node-direct", time_scale=50) as lab:
+        opts = {
+            "username": "fabwiz",
+            "client_keys": [str(lab.key_path)],
+            "known_hosts": str(lab.known_hosts_path),
+        }
+        async with (
+            asyncssh.connect("127.0.0.1", lab.node_port("spark1"), **opts) as c1,
+            asyncssh.connect("127.0.0.1", lab.node_port("spark2"), **opts) as c2,
+        ):
+            cnt = "cat /sys/class/infiniband/roceP2p1s0f0/ports/1/counters/port_xmit_data"
+            before = int((await c1.run(cnt)).stdout)
+            server = asyncio.create_task(
+                c2.run("ib_write_bw -d roceP2p1s0f0 -x 3 -q 1 -D 5 -F --report_gbits")
+            )
+            await asyncio.sleep(0.05)
+            r = await c1.run(
+                "ib_write_bw -d roceP2p1s0f0 -x 3 -q 1 -D 5 -F --report_gbits 10.9.2.2"
+            )
+            s = await server
+            assert r.exit_status == 0 and s.exit_status == 0, r.stderr
+            assert "Waiting for client to connect" in str(s.stdout)
+            line = [x for x in str(r.stdout).splitlines() if x.startswith(" 65536")][0]
+            assert float(line.split()[3]) == pytest.approx(111.86, rel=0.01)
+            after = int((await c1.run(cnt)).stdout)
+            moved_gbit = (after - before) * 4 * 8 / 1e9
+            assert moved_gbit == pytest.approx(111.86 * 5, rel=0.15)
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None, reason="OpenSSH client not installed")
+async def test_openssh_client_logs_in_with_the_written_files() -> None:
+    async with Lab("healthy-2node-direct", time_scale=100) as lab:
+        proc = await asyncio.create_subprocess_exec(
+            "ssh",
+            "-i",
+            str(lab.key_path),
+            "-o",
+            f"UserKnownHostsFile={lab.known_hosts_path}",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "IdentitiesOnly=yes",
+            "-F",
+            "/dev/null",
+            "-p",
+            str(lab.node_port("spark2")),
+            "fabwiz@127.0.0.1",
+            "cat /proc/sys/kernel/random/boot_id",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), 20)
+        assert proc.returncode == 0, err.decode()
+        assert out.decode().strip() == lab.world.nodes["spark2"].boot_id
+
+
+async def test_reboot_command_drops_the_session_and_node_returns() -> None:
+    async with Lab("healthy-2node-direct", time_scale=1000) as lab:
+        opts = {
+            "username": "fabwiz",
+            "client_keys": [str(lab.key_path)],
+            "known_hosts": str(lab.known_hosts_path),
+        }
+        boot0 = lab.world.nodes["spark1"].boot_id
+        async with asyncssh.connect("127.0.0.1", lab.node_port("spark1"), **opts) as c:
+            r = await c.run("sudo -n reboot")
+            assert r.exit_status == 0
+        for _ in range(100):
+            await asyncio.sleep(0.02)
+            n = lab.world.nodes["spark1"]
+            if n.powered and n.boot_id != boot0:
+                break
+        async with asyncssh.connect("127.0.0.1", lab.node_port("spark1"), **opts) as c:
+            r = await c.run("cat /proc/sys/kernel/random/boot_id")
+            assert r.stdout.strip() != boot0
+
+
+async def test_routeros_api_answers_with_the_written_password() -> None:
+    pytest.importorskip("wizard.lab.routeros.server")
+    librouteros = pytest.importorskip("librouteros")
+    async with Lab("healthy-4node-crs804", time_scale=100) as lab:
+        inv = yaml.safe_load(lab.inventory_path.read_text())
+        sw = inv["switches"][0]
+        password = (lab.directory / sw["password"]["file"]).read_text().strip()
+
+        def query() -> list[dict[str, object]]:
+            api = librouteros.connect(
+                host="127.0.0.1", username=sw["user"], password=password, port=sw["port"]
+            )
+            try:
+                return list(api.path("/system/identity").select("name"))
+            finally:
+                api.close()
+
+        rows = await asyncio.to_thread(query)
+        assert rows == [{"name": "crs804"}]

@@ -1,0 +1,278 @@
+"""The cluster as the engine sees it: transports, the sweep, traffic, and the lab's hands.
+
+`InventoryFabric` implements the engine's `Fabric` port over an inventory: one persistent SSH
+connection per node (wizard.transports.ssh), one RouterOS API session per switch
+(wizard.transports.routeros), the concurrent sweep and the traffic runner (wizard.sweep). When
+the inventory belongs to a lab, `hands` performs physical actions in it; a real inventory has no
+hands, so the engine only ever prompts a technician.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Protocol
+
+from wizard.errors import TransportError
+from wizard.events import Event, MeasurementTaken
+from wizard.inventory import Inventory
+from wizard.model import Measurement, PhysicalAction, ProbeResult, Rail
+from wizard.probes import Observations, Probe
+from wizard.sweep import Sweeper, rail_pairs
+from wizard.transports.routeros import RouterOsTransport
+from wizard.transports.ssh import SshTransport
+
+
+class LabHands(Protocol):
+    def perform(self, action: PhysicalAction) -> Any: ...
+
+
+class HandsPort:
+    """Adapts the lab's synchronous hands (or a control-channel client) to the engine's port."""
+
+    def __init__(self, hands: LabHands) -> None:
+        self._hands = hands
+
+    async def perform(self, action: PhysicalAction) -> str:
+        done = self._hands.perform(action)
+        if inspect.isawaitable(done):
+            done = await done
+        if isinstance(done, str):
+            return done or f"{action.kind} performed"
+        return "; ".join(done) or f"{action.kind} performed"
+
+
+class ApiPort:
+    """Adapts a RouterOsTransport to the fix executor's `RouterOsApi`: rows, or an exception
+    carrying the switch's error text."""
+
+    def __init__(self, transport: RouterOsTransport) -> None:
+        self.transport = transport
+
+    async def call(self, path: str, verb: str, **args: str) -> list[dict[str, str]]:
+        if verb == "export" and path in ("", "/"):
+            res = await self.transport.export(args["file"])
+        elif verb == "print" and not args:
+            res = await self.transport.print(path)
+        else:
+            res = await self.transport.call(path, verb, **args)
+        if res.error is not None:
+            raise TransportError(res.error, target=self.transport.name)
+        return [dict(r) for r in res.rows]
+
+
+class InventoryFabric:
+    def __init__(
+        self,
+        inventory: Inventory,
+        ssh: SshTransport,
+        switches: Mapping[str, RouterOsTransport],
+        *,
+        hands: LabHands | None = None,
+        sink: Callable[[Event], None] | None = None,
+        perf_duration_s: int = 5,
+    ) -> None:
+        self.inventory = inventory
+        self.ssh = ssh
+        self.transports = dict(switches)
+        self._hands = HandsPort(hands) if hands is not None else None
+        self.perf_duration_s = perf_duration_s
+        # The engine emits MeasurementTaken itself (after the drain guard): the sweeper's
+        # own measurement events are dropped here so that nothing is recorded twice.
+        self._sink = sink
+        self.sweeper = Sweeper(
+            ssh=ssh,
+            nodes=[n.name for n in inventory.nodes],
+            switches=self.transports,
+            sink=self._forward,
+        )
+
+    def _forward(self, event: Event) -> None:
+        if self._sink is not None and not isinstance(event, MeasurementTaken):
+            self._sink(event)
+
+    # -- the engine's Fabric port ----------------------------------------------------------------
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return tuple(n.name for n in self.inventory.nodes)
+
+    @property
+    def switches(self) -> tuple[str, ...]:
+        return tuple(self.transports)
+
+    @property
+    def hands(self) -> HandsPort | None:
+        return self._hands
+
+    @property
+    def rails(self) -> Mapping[str, tuple[Rail, ...]]:
+        return self.sweeper.rails
+
+    def set_step(self, step: str) -> None:
+        self.sweeper.step = step
+
+    async def sweep(self, probes: Sequence[Probe]) -> Observations:
+        return await self.sweeper.sweep(probes)
+
+    async def measure(self, kind: str) -> list[Measurement]:
+        if not any(self.sweeper.rails.values()):
+            # Traffic needs the rails (and their addresses): discover them first.
+            await self.sweeper.sweep([])
+        if kind == "rails":
+            ms = await self.sweeper.rail_tests(duration_s=self.perf_duration_s)
+            return [_with_nodes(m) for m in ms]
+        if kind == "direct":
+            return await self._direct()
+        if kind == "halves":
+            return await self._halves()
+        if kind == "nccl":
+            m, _res = await self.sweeper.nccl_test()
+            return [replace(m, extra={**m.extra, "nodes": self.nodes})]
+        raise ValueError(f"unknown measurement kind {kind!r}")
+
+    async def _pair(self, a: Rail, b: Rail, port: int) -> Measurement:
+        m = await self.sweeper._one_rail_test(  # noqa: SLF001 - the sweep's own runner
+            a, b, port=port, duration_s=self.perf_duration_s, delay=0.3, timeout=60.0
+        )
+        return _with_nodes(m)
+
+    def _rail(self, node: str, port: int, half: str) -> Rail | None:
+        for r in self.sweeper.rails.get(node, ()):
+            if r.port == port and r.half == half:
+                return r
+        return None
+
+    async def _direct(self) -> list[Measurement]:
+        a, b = self.nodes[0], self.nodes[1]
+        ra, rb = self._rail(a, 0, "A"), self._rail(b, 0, "A")
+        if ra is None or rb is None or not ra.addresses or not rb.addresses:
+            return [
+                Measurement(
+                    kind="rail",
+                    target=f"{a}/port0->{b}/port0",
+                    value=0.0,
+                    unit="Gb/s",
+                    valid=False,
+                    reason="no addressed half-A rail on port 0 of both nodes",
+                    extra={"nodes": (a, b)},
+                )
+            ]
+        return [await self._pair(ra, rb, 18515)]
+
+    async def _halves(self) -> list[Measurement]:
+        """Both PCIe halves of port 0 at once, per sending node: the node's total."""
+        out: list[Measurement] = []
+        rounds = rail_pairs(list(self.nodes))
+        rounds += [[(b, a) for a, b in r] for r in rounds]
+        for pairs in rounds:
+            jobs = []
+            for i, (a, b) in enumerate(pairs):
+                legs = [(self._rail(a, 0, h), self._rail(b, 0, h)) for h in ("A", "B")]
+                if any(
+                    x is None or y is None or not x.addresses or not y.addresses for x, y in legs
+                ):
+                    out.append(
+                        Measurement(
+                            kind="pair",
+                            target=a,
+                            value=0.0,
+                            unit="Gb/s",
+                            valid=False,
+                            reason=f"{a}: both halves of port 0 need an address to be driven",
+                            extra={"nodes": (a, b)},
+                        )
+                    )
+                    continue
+                jobs.append(self._both(a, b, legs, 18600 + 2 * i))
+            out.extend(await asyncio.gather(*jobs))
+        seen: dict[str, Measurement] = {}
+        for m in out:
+            seen.setdefault(m.target, m)
+        return list(seen.values())
+
+    async def _both(
+        self, a: str, b: str, legs: list[tuple[Rail | None, Rail | None]], port: int
+    ) -> Measurement:
+        ms = await asyncio.gather(
+            *(self._pair(x, y, port + k) for k, (x, y) in enumerate(legs) if x and y)
+        )
+        total = sum(m.value for m in ms)
+        return Measurement(
+            kind="pair",
+            target=a,
+            value=round(total, 2),
+            unit="Gb/s",
+            valid=all(m.valid for m in ms),
+            reason="; ".join(m.reason for m in ms if m.reason),
+            extra={
+                "nodes": (a, b),
+                "halves": {str(m.extra.get("client_netdev")): m.value for m in ms},
+                "command": "ib_write_bw on both halves of port 0 at once",
+            },
+        )
+
+    async def run(
+        self, node: str, command: str, *, stdin: str | None = None, timeout: float = 30.0
+    ) -> ProbeResult:
+        return await self.ssh.run(node, command, stdin=stdin, timeout=timeout)
+
+    def api(self, switch: str) -> ApiPort:
+        return ApiPort(self.transports[switch])
+
+    def management_ports(self, switch: str) -> tuple[str, ...]:
+        return tuple(self.inventory.switch(switch).management_ports)
+
+    def direct_connect_action(self) -> tuple[PhysicalAction, PhysicalAction] | None:
+        if not self.transports or len(self.nodes) < 2:
+            return None
+        a, b = self.nodes[0], self.nodes[1]
+        ends: dict[str, tuple[str, str]] = {}
+        for node in (a, b):
+            rail = self._rail(node, 0, "A")
+            dest = None
+            if rail is not None and rail.switch and rail.switch_port:
+                dest = (rail.switch, rail.switch_port)
+            elif rail is not None:
+                dest = self.inventory.cabling.get(rail.key)
+            if dest is None:
+                return None
+            ends[node] = dest
+        (sa, pa), (sb, pb) = ends[a], ends[b]
+        to_direct = PhysicalAction(
+            kind="recable",
+            nodes=(a, b),
+            cables=((a, "port0", f"node:{b}:port0"),),
+            instructions=(
+                f"Direct-connect test: unplug {a} port 0 from {sa} {pa} and {b} port 0 from "
+                f"{sb} {pb}; connect {a} port 0 to {b} port 0 with one QSFP cable (the DAC from "
+                f"{a} is fine). Leave everything else as it is. The wizard waits for carrier at "
+                "200000Mb/s on both ends."
+            ),
+        )
+        back = PhysicalAction(
+            kind="recable",
+            nodes=(a, b),
+            cables=((a, "port0", f"switch:{sa}:{pa}"), (b, "port0", f"switch:{sb}:{pb}")),
+            instructions=(
+                f"Put the cabling back: {a} port 0 to {sa} {pa}, and {b} port 0 to {sb} {pb}. "
+                "The wizard waits for carrier at 200000Mb/s on both ends."
+            ),
+        )
+        return to_direct, back
+
+    async def close(self) -> None:
+        await asyncio.gather(
+            self.ssh.close(), *(t.close() for t in self.transports.values()), return_exceptions=True
+        )
+
+
+def _with_nodes(m: Measurement) -> Measurement:
+    nodes = tuple(n for n in (m.extra.get("client"), m.extra.get("server")) if n)
+    return replace(m, extra={**m.extra, "nodes": nodes})
+
+
+def extra_any(m: Measurement, key: str) -> Any:
+    return m.extra.get(key)

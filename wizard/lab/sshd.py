@@ -1,0 +1,131 @@
+"""One real SSH server (asyncssh) per emulated node, on 127.0.0.1.
+
+Key and password authentication for the lab user, a host key per node, exec requests run
+through the node's tiny sh (`hostcmds.Host`), and a bare interactive shell for humans. A node
+that is powered off drops new connections, as an unreachable host does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import asyncssh
+
+from wizard.lab.hostcmds import Host
+
+STDIN_COMMANDS = ("tee", "netplan try", "cat -", "bash -s", "sh -s")
+STDIN_WAIT_S = 5.0
+
+
+class _NodeSSH(asyncssh.SSHServer):
+    def __init__(self, server: NodeServer) -> None:
+        self._server = server
+        self._conn: asyncssh.SSHServerConnection | None = None
+
+    def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
+        self._conn = conn
+        if not self._server.host.node.powered:
+            conn.close()
+            return
+        self._server.connections.add(conn)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._conn is not None:
+            self._server.connections.discard(self._conn)
+
+    def begin_auth(self, username: str) -> bool:
+        return True
+
+    def password_auth_supported(self) -> bool:
+        return True
+
+    def validate_password(self, username: str, password: str) -> bool:
+        return username == self._server.user and password == self._server.password
+
+
+class NodeServer:
+    """The SSH server of one node."""
+
+    def __init__(
+        self,
+        host: Host,
+        *,
+        host_key: asyncssh.SSHKey,
+        client_public_key: str,
+        user: str,
+        password: str,
+    ) -> None:
+        self.host = host
+        self.host_key = host_key
+        self.client_public_key = client_public_key
+        self.user = user
+        self.password = password
+        self.port = 0
+        self.connections: set[asyncssh.SSHServerConnection] = set()
+        self._acceptor: asyncssh.SSHAcceptor | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
+        keys = asyncssh.import_authorized_keys(self.client_public_key)
+        self._acceptor = await asyncssh.create_server(
+            lambda: _NodeSSH(self),
+            host,
+            port,
+            server_host_keys=[self.host_key],
+            authorized_client_keys=keys,
+            process_factory=self._handle,
+            encoding="utf-8",
+            keepalive_interval=0,
+        )
+        sockets = self._acceptor.sockets
+        self.port = int(sockets[0].getsockname()[1])
+        return self.port
+
+    def drop_connections(self) -> None:
+        for conn in list(self.connections):
+            conn.close()
+        self.connections.clear()
+
+    async def stop(self) -> None:
+        self.drop_connections()
+        if self._acceptor is not None:
+            self._acceptor.close()
+            await self._acceptor.wait_closed()
+            self._acceptor = None
+
+    async def _handle(self, process: asyncssh.SSHServerProcess[str]) -> None:
+        try:
+            if process.command is None:
+                await self._interactive(process)
+                return
+            script = process.command
+            stdin = ""
+            if any(c in script for c in STDIN_COMMANDS):
+                with contextlib.suppress(asyncio.TimeoutError, asyncssh.Error):
+                    stdin = await asyncio.wait_for(process.stdin.read(), STDIN_WAIT_S)
+            status = await self.host.run(
+                script, process.stdout.write, process.stderr.write, stdin=stdin
+            )
+            process.exit(status)
+        except (asyncssh.Error, BrokenPipeError, ConnectionError):
+            process.close()
+
+    async def _interactive(self, process: asyncssh.SSHServerProcess[str]) -> None:
+        node = self.host.node.name
+        prompt = f"{self.user}@{node}:~$ "
+        process.stdout.write(f"Welcome to the fabwiz lab node {node} (DGX OS 7, emulated)\n")
+        while True:
+            process.stdout.write(prompt)
+            try:
+                line = await process.stdin.readline()
+            except (asyncssh.Error, asyncio.IncompleteReadError):
+                break
+            if not line:
+                break
+            line = line.strip()
+            if line in ("exit", "logout"):
+                break
+            if line:
+                await self.host.run(line, process.stdout.write, process.stderr.write)
+        process.exit(0)

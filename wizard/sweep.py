@@ -1,0 +1,462 @@
+"""The read-only sweep: every probe of every node and switch, concurrently, in few round trips.
+
+Why it is shaped this way: a technician's `ssh host cmd` per command costs a handshake each; here
+each node gets ONE persistent connection (wizard.transports.ssh) and its probes travel as ONE
+`sh -c` script per phase, each section framed by marker lines that carry the exit status
+(phase 1: the node-wide probes and discovery; phase 2: the per-rail probes, once the rails are
+known). Every interpolated value is shell-quoted. Switches get their API calls on one session
+each. Nodes and switches run concurrently; an unreachable one lands in
+`Observations.unreachable` and the rest goes on.
+
+The `--perf` traffic runner is here too: single-QP `ib_write_bw` per rail between node pairs
+(disjoint pairs at the same time, one rail index at a time so the two ports of a PCIe half do not
+share it), and one NCCL `all_reduce_perf` run. Events (ProbeSent, ProbeAnswered,
+MeasurementTaken) go to an optional sink so the session log and the TUI see them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+import shlex
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from wizard.discovery import DISCOVERY_HOST_PROBES, ETHTOOL_I, IBDEV, discover_rails
+from wizard.errors import ParseError
+from wizard.events import Event, MeasurementTaken, ProbeAnswered, ProbeSent
+from wizard.model import Measurement, ProbeResult, Rail
+from wizard.parsers.ibdev2netdev import parse_ibdev2netdev
+from wizard.probes import HostProbe, Observations, Probe, SwitchProbe
+from wizard.transports.ssh import sudo_error
+
+__all__ = [
+    "HostRunner",
+    "Sweeper",
+    "SwitchApi",
+    "build_script",
+    "rail_pairs",
+    "split_script_output",
+]
+
+EventSink = Callable[[Event], None]
+
+
+class HostRunner(Protocol):
+    """What the sweep needs from SSH (wizard.transports.ssh.SshTransport provides it)."""
+
+    async def run(
+        self, name: str, command: str, *, timeout: float | None = None, stdin: str | None = None
+    ) -> ProbeResult: ...
+
+    async def connect(self, name: str) -> str | None: ...
+
+
+class SwitchApi(Protocol):
+    """What the sweep needs from one switch (wizard.transports.routeros.RouterOsTransport)."""
+
+    async def connect(self) -> str | None: ...
+
+    async def call(
+        self, path: str, verb: str, *, timeout: float | None = None, **args: str
+    ) -> ProbeResult: ...
+
+    async def monitor_once(
+        self, ports: Sequence[str], *, timeout: float | None = None
+    ) -> ProbeResult: ...
+
+
+# --- batching -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    key: str  # the Observations key: probe name, or name:netdev
+    command: str  # the command as run (what the session log shows)
+
+
+def _fill(probe: HostProbe, rail: Rail | None) -> str:
+    cmd = probe.command
+    if rail is not None:
+        cmd = cmd.replace("{netdev}", shlex.quote(rail.netdev)).replace(
+            "{rdma}", shlex.quote(rail.rdma)
+        )
+    return f"sudo -n {cmd}" if probe.sudo else cmd
+
+
+def build_script(sections: Sequence[Section], marker: str) -> str:
+    """One `sh -c` script running each section between marker lines that carry its exit status."""
+    parts = []
+    for s in sections:
+        tag = shlex.quote(f"{marker} {s.key}")
+        parts.append(f"echo {tag} BEGIN; {s.command} 2>&1; echo {tag} END $?")
+    return "sh -c " + shlex.quote("; ".join(parts))
+
+
+def split_script_output(
+    text: str,
+    sections: Sequence[Section],
+    marker: str,
+    *,
+    target: str,
+    started: float,
+    duration: float,
+) -> dict[str, ProbeResult]:
+    """Cut a batched run's stdout back into one ProbeResult per section."""
+    out: dict[str, ProbeResult] = {}
+    by_key = {s.key: s for s in sections}
+    current: str | None = None
+    buf: list[str] = []
+    begin = re.compile(rf"^{re.escape(marker)} (\S+) BEGIN$")
+    end = re.compile(rf"^{re.escape(marker)} (\S+) END (\d+)$")
+    for line in text.splitlines(keepends=True):
+        stripped = line.rstrip("\r\n")
+        m = begin.match(stripped)
+        if m:
+            current, buf = m.group(1), []
+            continue
+        m = end.match(stripped)
+        if m and current is not None and current == m.group(1):
+            s = by_key.get(current)
+            if s is not None:
+                body = "".join(buf)
+                status = int(m.group(2))
+                err = (
+                    sudo_error(target, s.command, body) if s.command.startswith("sudo -n") else None
+                )
+                out[current] = ProbeResult(
+                    target=target,
+                    kind="ssh",
+                    command=s.command,
+                    stdout=body,
+                    exit_status=status,
+                    error=err,
+                    started_at=started,
+                    duration_s=duration,
+                )
+            current, buf = None, []
+            continue
+        if current is not None:
+            buf.append(line)
+    for s in sections:
+        if s.key not in out:
+            out[s.key] = ProbeResult(
+                target=target,
+                kind="ssh",
+                command=s.command,
+                stdout="".join(buf) if current == s.key else "",
+                error=f"{target}: the output of `{s.command}` was cut short (no end marker)",
+                started_at=started,
+                duration_s=duration,
+            )
+    return out
+
+
+# --- the sweep -------------------------------------------------------------------------------
+
+
+@dataclass
+class Sweeper:
+    """Runs probes against nodes (over `ssh`) and switches (over their API sessions)."""
+
+    ssh: HostRunner
+    nodes: Sequence[str]
+    switches: Mapping[str, SwitchApi] = field(default_factory=dict)
+    sink: EventSink | None = None
+    step: str = "preflight"
+    batch_timeout_s: float | None = None
+    rails: dict[str, tuple[Rail, ...]] = field(default_factory=dict)  # discovered, by node
+
+    def _emit(self, event: Event) -> None:
+        if self.sink is not None:
+            self.sink(event)
+
+    async def sweep(self, probes: Sequence[Probe]) -> Observations:
+        host = [p for p in probes if isinstance(p, HostProbe)]
+        sw = [p for p in probes if isinstance(p, SwitchProbe)]
+        if self.nodes:
+            names = {p.name for p in host}
+            host = [*host, *(p for p in DISCOVERY_HOST_PROBES if p.name not in names)]
+        node_tasks = [self._sweep_node(n, host) for n in self.nodes]
+        switch_tasks = [self._sweep_switch(s, api, sw) for s, api in self.switches.items()]
+        results = await asyncio.gather(*node_tasks, *switch_tasks)
+        nodes: dict[str, dict[str, ProbeResult]] = {}
+        switches: dict[str, dict[str, ProbeResult]] = {}
+        unreachable: dict[str, str] = {}
+        for i, (name, res, err) in enumerate(results):
+            if err is not None:
+                unreachable[name] = err
+                continue
+            (nodes if i < len(node_tasks) else switches)[name] = res
+        return Observations(nodes=nodes, switches=switches, unreachable=unreachable)
+
+    async def _batch(
+        self, node: str, sections: list[Section], timeout: float
+    ) -> tuple[dict[str, ProbeResult], str | None]:
+        marker = f"@@FABWIZ-{secrets.token_hex(4)}@@"
+        script = build_script(sections, marker)
+        for s in sections:
+            self._emit(ProbeSent(step=self.step, target=node, command=s.command))
+        res = await self.ssh.run(node, script, timeout=timeout)
+        if res.error is not None and res.exit_status is None:
+            return {}, res.error
+        out = split_script_output(
+            res.stdout,
+            sections,
+            marker,
+            target=node,
+            started=res.started_at,
+            duration=res.duration_s,
+        )
+        for key, r in out.items():
+            self._emit(ProbeAnswered(step=self.step, probe=key, result=r))
+        return out, None
+
+    async def _sweep_node(
+        self, node: str, probes: list[HostProbe]
+    ) -> tuple[str, dict[str, ProbeResult], str | None]:
+        err = await self.ssh.connect(node)
+        if err is not None:
+            return node, {}, err
+        node_wide = [p for p in probes if not p.per_rail]
+        per_rail = [p for p in probes if p.per_rail]
+        timeout = self.batch_timeout_s or max([p.timeout_s for p in probes] or [10.0]) + 5
+        out, err = await self._batch(
+            node, [Section(p.name, _fill(p, None)) for p in node_wide], timeout
+        )
+        if err is not None:
+            return node, {}, err
+        rails = self._rails_from(node, out)
+        if per_rail and rails:
+            sections = [
+                Section(f"{p.name}:{r.netdev}", _fill(p, r)) for r in rails for p in per_rail
+            ]
+            more, err2 = await self._batch(node, sections, timeout)
+            if err2 is not None:
+                for s in sections:
+                    out[s.key] = ProbeResult(target=node, kind="ssh", command=s.command, error=err2)
+            out.update(more)
+            rails = self._rails_from(node, out)
+        self.rails[node] = rails
+        return node, out, None
+
+    def _rails_from(self, node: str, out: Mapping[str, ProbeResult]) -> tuple[Rail, ...]:
+        ib = out.get(IBDEV.name)
+        if ib is None or not ib.ok:
+            return ()
+        try:
+            mapping = parse_ibdev2netdev(ib.stdout)
+        except ParseError:
+            return ()
+        netdevs = [m.netdev for m in mapping.mappings]
+
+        def text(name: str) -> str | None:
+            r = out.get(name)
+            return r.stdout if r is not None and r.ok else None
+
+        try:
+            return discover_rails(
+                node,
+                ib.stdout,
+                ip_addr=text("ip_addr"),
+                ip_link=text("ip_link"),
+                ethtool_i={n: t for n in netdevs if (t := text(f"{ETHTOOL_I.name}:{n}"))},
+                ethtool={n: t for n in netdevs if (t := text(f"ethtool:{n}"))},
+            )
+        except ParseError:
+            return ()
+
+    async def _sweep_switch(
+        self, name: str, api: SwitchApi, probes: list[SwitchProbe]
+    ) -> tuple[str, dict[str, ProbeResult], str | None]:
+        err = await api.connect()
+        if err is not None:
+            return name, {}, err
+        out: dict[str, ProbeResult] = {}
+        plain = [p for p in probes if not p.per_fabric_port]
+        ports_probes = [p for p in probes if p.per_fabric_port]
+        for p in plain:
+            self._emit(ProbeSent(step=self.step, target=name, command=f"{p.path} {p.verb}"))
+            res = await api.call(p.path, p.verb, timeout=p.timeout_s, **dict(p.args))
+            out[p.name] = res
+            self._emit(ProbeAnswered(step=self.step, probe=p.name, result=res))
+        if ports_probes:
+            eth = out.get("ethernet")
+            if eth is None or eth.error is not None:
+                eth = await api.call("/interface/ethernet", "print")
+                out.setdefault("ethernet", eth)
+            fabric = [
+                r.get("name", "")
+                for r in eth.rows
+                if not (r.get("default-name") or r.get("name", "")).startswith("ether")
+            ]
+            for p in ports_probes:
+                self._emit(ProbeSent(step=self.step, target=name, command=f"{p.path} {p.verb}"))
+                if p.verb == "monitor":
+                    res = await api.monitor_once(fabric, timeout=p.timeout_s)
+                else:
+                    res = await api.call(
+                        p.path,
+                        p.verb,
+                        timeout=p.timeout_s,
+                        numbers=",".join(fabric),
+                        **dict(p.args),
+                    )
+                out[p.name] = res
+                self._emit(ProbeAnswered(step=self.step, probe=p.name, result=res))
+        return name, out, None
+
+    # --- traffic (--perf) ---------------------------------------------------------------------
+
+    async def rail_tests(
+        self,
+        *,
+        duration_s: int = 5,
+        server_start_delay_s: float = 0.3,
+        base_port: int = 18515,
+        timeout_s: float = 60.0,
+    ) -> list[Measurement]:
+        """Single-QP ib_write_bw on every rail index between node pairs; disjoint pairs run at
+        the same time, rail indexes one after the other."""
+        out: list[Measurement] = []
+        by_node = {n: self.rails.get(n, ()) for n in self.nodes}
+        count = max((len(r) for r in by_node.values()), default=0)
+        for idx in range(count):
+            for round_pairs in rail_pairs(list(self.nodes)):
+                jobs = []
+                for i, (a, b) in enumerate(round_pairs):
+                    ra = _rail_at(by_node.get(a, ()), idx)
+                    rb = _rail_at(by_node.get(b, ()), idx)
+                    if ra is None or rb is None or not rb.addresses or not ra.addresses:
+                        continue
+                    jobs.append(
+                        self._one_rail_test(
+                            ra,
+                            rb,
+                            port=base_port + i,
+                            duration_s=duration_s,
+                            delay=server_start_delay_s,
+                            timeout=timeout_s,
+                        )
+                    )
+                for m in await asyncio.gather(*jobs):
+                    out.append(m)
+                    self._emit(MeasurementTaken(step=self.step, measurement=m))
+        return out
+
+    async def _one_rail_test(
+        self,
+        client: Rail,
+        server: Rail,
+        *,
+        port: int,
+        duration_s: int,
+        delay: float,
+        timeout: float,
+    ) -> Measurement:
+        base = f"ib_write_bw -d {{rdma}} -x 3 -q 1 -D {int(duration_s)} -F --report_gbits -p {port}"
+        server_cmd = base.replace("{rdma}", shlex.quote(server.rdma))
+        client_ip = server.addresses[0].split("/")[0]
+        client_cmd = base.replace("{rdma}", shlex.quote(client.rdma)) + f" {shlex.quote(client_ip)}"
+        target = f"{client.key}->{server.key}"
+        self._emit(ProbeSent(step=self.step, target=server.node, command=server_cmd))
+        srv = asyncio.ensure_future(self.ssh.run(server.node, server_cmd, timeout=timeout))
+        await asyncio.sleep(delay)
+        self._emit(ProbeSent(step=self.step, target=client.node, command=client_cmd))
+        cli = await self.ssh.run(client.node, client_cmd, timeout=timeout)
+        try:
+            srv_res = await asyncio.wait_for(srv, timeout)
+        except TimeoutError:
+            srv.cancel()
+            srv_res = ProbeResult(
+                target=server.node, kind="ssh", command=server_cmd, error="timeout"
+            )
+        self._emit(ProbeAnswered(step=self.step, probe=f"ib_write_bw:{client.netdev}", result=cli))
+        self._emit(
+            ProbeAnswered(step=self.step, probe=f"ib_write_bw:{server.netdev}", result=srv_res)
+        )
+        from wizard.parsers.perftest import parse_perftest
+
+        value = 0.0
+        reason = ""
+        try:
+            parsed = parse_perftest(cli.stdout + ("\n" + cli.stderr if cli.stderr else ""))
+            value = parsed.bw_avg_gbps or 0.0
+            reason = parsed.error or ""
+        except ParseError as exc:
+            reason = f"unreadable ib_write_bw output: {exc}"
+        if cli.error:
+            reason = cli.error
+        return Measurement(
+            kind="rail",
+            target=target,
+            value=value,
+            unit="Gb/s",
+            valid=True,
+            reason=reason,
+            extra={
+                "client": client.node,
+                "server": server.node,
+                "client_netdev": client.netdev,
+                "server_netdev": server.netdev,
+                "half": client.half,
+                "port": client.port,
+                "command": client_cmd,
+                "raw": cli.stdout,
+                "exit_status": cli.exit_status,
+                "server_raw": srv_res.stdout,
+            },
+        )
+
+    async def nccl_test(self, *, timeout_s: float = 300.0) -> tuple[Measurement, ProbeResult]:
+        """One `all_reduce_perf` across every node, launched from the first one."""
+        nodes = list(self.nodes)
+        cmd = (
+            f"mpirun --allow-run-as-root -np {len(nodes)} -H {','.join(shlex.quote(n) for n in nodes)}"
+            " -x NCCL_DEBUG=INFO all_reduce_perf -b 1G -e 4G -f 2 -g 1"
+        )
+        self._emit(ProbeSent(step=self.step, target=nodes[0], command=cmd))
+        t0 = time.monotonic()
+        res = await self.ssh.run(nodes[0], cmd, timeout=timeout_s)
+        self._emit(ProbeAnswered(step=self.step, probe="nccl", result=res))
+        from wizard.parsers.nccl import parse_nccl
+
+        value = 0.0
+        reason = res.error or ""
+        extra: dict[str, object] = {
+            "command": cmd,
+            "raw": res.stdout,
+            "seconds": time.monotonic() - t0,
+        }
+        try:
+            parsed = parse_nccl(res.stdout)
+            value = parsed.avg_busbw or 0.0
+            extra.update(
+                transport=parsed.transport, devices=[d.name for d in parsed.net_ib_devices]
+            )
+            reason = reason or (parsed.error or "")
+        except ParseError as exc:
+            reason = reason or f"unreadable all_reduce_perf output: {exc}"
+        m = Measurement(
+            kind="nccl", target="cluster", value=value, unit="GB/s", reason=reason, extra=extra
+        )
+        self._emit(MeasurementTaken(step=self.step, measurement=m))
+        return m, res
+
+
+def _rail_at(rails: Sequence[Rail], idx: int) -> Rail | None:
+    ordered = sorted(rails, key=lambda r: (r.port, r.half, r.netdev))
+    return ordered[idx] if idx < len(ordered) else None
+
+
+def rail_pairs(nodes: list[str]) -> list[list[tuple[str, str]]]:
+    """Rounds of disjoint (client, server) pairs covering every node: (1,2),(3,4)...; an odd
+    node out is paired with the first node in a second round."""
+    first = [(nodes[i], nodes[i + 1]) for i in range(0, len(nodes) - 1, 2)]
+    rounds = [first] if first else []
+    if len(nodes) % 2 == 1 and len(nodes) > 1:
+        rounds.append([(nodes[-1], nodes[0])])
+    return rounds
