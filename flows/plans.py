@@ -157,6 +157,10 @@ def offload_plan(off: Offload, verdict: Verdict, ctx: Context) -> FixPlan | None
         ports = classify(sw).get(verdict.fault, [])
         mgmt = set(sw.management_ports)
         main = sw.fabric_bridge() or "bridge"
+        if verdict.fault == "switch.offload-second-bridge" and ports:
+            # every switch-chip port into the fabric bridge: the other bridge keeps only the
+            # CPU/management ports, so the chip offloads the fabric bridge
+            ports = [p for p in sw.fabric if p.bridge != main]
         cmds: list[ApiCommand] = []
         back: list[ApiCommand] = []
         for p in ports:

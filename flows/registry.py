@@ -21,6 +21,7 @@ from flows.checks import (
     nccl_config,
     perf_nccl,
     perf_rails,
+    process_drain,
     switch_link,
     switch_mtu,
     switch_offload,
@@ -44,13 +45,13 @@ CHECKS: tuple[Check, ...] = (
     host_arp.CHECK,
     switch_mtu.CHECK,
     nccl_config.CHECK,
+    process_drain.CHECK,
     perf_rails.CHECK,
     perf_nccl.CHECK,
 )
 
-# Not judged by any check of a read-only sweep: the drain guard of the engine owns it, and the
-# iperf red herring needs an iperf3 run the sweep does not make.
-NOT_CHECKED = ("process.undrained-measurement", "benign.iperf-single-stream")
+# Not judged by any check: the iperf red herring needs an iperf3 run the sweep does not make.
+NOT_CHECKED = ("benign.iperf-single-stream",)
 
 
 def by_fault(fault: str) -> Check:

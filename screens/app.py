@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
@@ -107,6 +107,7 @@ class TuiPorts:
         self.flush_s = flush_s
         self._latest: dict[tuple[str, str], float] = {}
         self._flush_armed = False
+        self._dirty = False
         self._last_at = 0.0
 
     # --- event sink --------------------------------------------------------------------------
@@ -115,15 +116,22 @@ class TuiPorts:
         if isinstance(event, RailSampled):
             self._latest[(event.node, event.netdev)] = event.gbps
             self._last_at = event.at
+            self._dirty = True
             if not self._flush_armed:
                 self._flush_armed = True
-                self.app.set_timer(self.flush_s, self.flush_gauges)
+                self.app.set_timer(self.flush_s, self._timer_flush)
             return
+        # Samples taken before this event are shown before it (a measurement, a verdict).
+        self.flush_gauges()
         self.app.post_message(EngineEvent(event))
 
-    def flush_gauges(self) -> None:
+    def _timer_flush(self) -> None:
         self._flush_armed = False
-        if self._latest:
+        self.flush_gauges()
+
+    def flush_gauges(self) -> None:
+        if self._dirty:
+            self._dirty = False
             self.app.post_message(RailsSampled(self._latest, self._last_at))
 
     # --- Operator ------------------------------------------------------------------------------
@@ -134,13 +142,18 @@ class TuiPorts:
         return bool(await self.app.push_screen_wait(modal))
 
     async def physical_action(self, action: PhysicalAction, can_perform_in_lab: bool) -> str:
-        previous = self.app.physical_modal
+        app = self.app
+        previous = app.physical_modal
         if previous is not None and previous.is_attached:
-            previous.dismiss(None)  # asked again (e.g. "not done yet"): one prompt at a time
+            # Asked again (e.g. "not done yet") or the next action: one prompt at a time.
+            if app.screen is previous:
+                await previous.dismiss(None)
+            else:
+                previous.close()
         answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         modal = PhysicalActionModal(action, can_perform_in_lab=can_perform_in_lab, answer=answer)
-        self.app.physical_modal = modal
-        await self.app.push_screen(modal, callback=self.app.physical_modal_closed)
+        app.physical_modal = modal
+        await app.push_screen(modal, callback=lambda _r: app.physical_modal_closed(modal))
         return await answer
 
     async def choose(self, step: str, question: str, options: list[str]) -> str:
@@ -148,7 +161,10 @@ class TuiPorts:
         if answers is None:
             return str(await self.app.push_screen_wait(ChoiceModal(step, question, options)))
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self.app.offer_choice(PendingChoice(step, question, tuple(options), answers, future))
+        # Through the app's queue, so the question shows after the events emitted before it.
+        self.app.call_later(
+            self.app.offer_choice, PendingChoice(step, question, tuple(options), answers, future)
+        )
         try:
             return await future
         finally:
@@ -188,9 +204,12 @@ class FabwizApp(App[int]):
         self.physical_modal: PhysicalActionModal | None = None
         self.engine_worker: Worker[None] | None = None
         self.requests: list[tuple[str, str | None]] = []  # every intent sent to the engine
+        # Set by the engine factory: the rails discovery found (node -> rails), for the gauges.
+        self.rails_source: Callable[[], Mapping[str, Sequence[Rail]]] | None = None
+        self.session_folder = ""
         self._rails = tuple(rails)
         self._start_engine = start_engine
-        self._closing = asyncio.Event()
+        self._quit_event = asyncio.Event()
         self._engine_done = False
         self._pending_request: asyncio.Future[Any] | None = None
         if sub_title:
@@ -237,7 +256,7 @@ class FabwizApp(App[int]):
             await self.engine.run()
             self._engine_done = True
             # Keep what the factory started (the demo's lab) until the operator quits.
-            await self._closing.wait()
+            await self._quit_event.wait()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker is not self.engine_worker:
@@ -265,6 +284,7 @@ class FabwizApp(App[int]):
             screen.gauges.clear_measurements()
         if isinstance(event, StepChanged):
             screen.follow(event.step)
+            self._discovered_rails()
         if isinstance(event, MeasurementTaken):
             screen.gauges.add_measurement(event.measurement)
         if isinstance(event, SessionEnded):
@@ -276,11 +296,20 @@ class FabwizApp(App[int]):
                     if event.healthy
                     else "Session ended with findings."
                 )
-                + " q quits; `fabwiz report` writes the ticket report.",
+                + " q quits; `fabwiz report "
+                + (self.session_folder or "SESSION")
+                + "` writes the ticket report.",
             )
         screen.update_view(changed)
         if self.physical_modal is not None:
             self.physical_modal.on_engine_event(event)
+
+    def _discovered_rails(self) -> None:
+        if self.rails_source is None:
+            return
+        rails = [r for group in self.rails_source().values() for r in group]
+        if len(rails) > len(self.session.gauges.gauges):
+            self.session.gauges.set_rails(rails)
 
     def on_rails_sampled(self, message: RailsSampled) -> None:
         self.session.gauges.update_samples(message.samples)
@@ -301,8 +330,9 @@ class FabwizApp(App[int]):
             screen.follow(choice.step)
         screen.update_view({"prompt"})
 
-    def physical_modal_closed(self, _result: str | None) -> None:
-        self.physical_modal = None
+    def physical_modal_closed(self, modal: PhysicalActionModal) -> None:
+        if self.physical_modal is modal:
+            self.physical_modal = None
 
     # --- intents -------------------------------------------------------------------------------
 
@@ -314,6 +344,9 @@ class FabwizApp(App[int]):
             choice.future.set_result(choice.answers[intent])
             return
         request = getattr(self.engine, "request", None)
+        if request is None and intent == "apply" and choice is not None and "run" in choice.answers:
+            self.notify("Re-run the step [r]: the engine offers its fix again.", timeout=4)
+            return
         if request is None:
             waiting = (
                 "the engine is not running yet"
@@ -413,9 +446,9 @@ class FabwizApp(App[int]):
         self.push_screen(QuitModal(unapplied), callback=decided)
 
     def exit_session(self) -> None:
-        self._closing.set()
+        self._quit_event.set()
         ended = self.view.ended
-        code = 2 if ended is None else (0 if ended.healthy else 1)
+        code = 0 if ended is not None and ended.healthy else 1  # not proven healthy
         self.call_later(self._exit_after_cleanup, code)
 
     async def _exit_after_cleanup(self, code: int) -> None:

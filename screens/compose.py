@@ -192,7 +192,14 @@ async def open_wizard(
             _save_lab(log, the_lab)
 
     hands = the_lab.hands if the_lab is not None else None
-    fabric = InventoryFabric(inv, ssh, switches, hands=hands, sink=emit)
+    fabric = InventoryFabric(
+        inv,
+        ssh,
+        switches,
+        hands=hands,
+        sink=emit,
+        server_start_delay_s=0.3 if the_lab is None else 0.05,
+    )
     exp = _expectations(inv)
     state_resume: Resume | None = None
     if resume is not None:

@@ -40,6 +40,8 @@ KIND_TITLES = {
 }
 _COMES_BACK = ("ac_drain", "reboot", "power_cycle", "firmware_update")
 _ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
+_STEP_SPLIT = re.compile(r";\s+|,\s+(?![^()]*\))")  # commas outside parentheses
+_NOTES = ("Reason", "The wizard", "Why")  # explanations in the text, not things to do
 
 
 class ExportStatusLike(Protocol):
@@ -62,8 +64,15 @@ def checklist_items(instructions: str) -> list[str]:
         return bullets
     if len(lines) > 1:
         return lines
-    sentences = [s.strip() for s in re.split(r"(?<=[.;])\s+", instructions) if s.strip()]
-    return sentences
+    sentences = [s.strip() for s in re.split(r"(?<=\.)\s+", instructions) if s.strip()]
+    if not sentences:
+        return []
+    # "AC-drain spark3: shut down, unplug the cord, wait 60 s, power on." -> one item per action
+    head, sep, rest = sentences[0].partition(": ")
+    first = [i.strip() for i in _STEP_SPLIT.split(rest) if i.strip()] if sep else [head]
+    first = [i.removeprefix("and ").removeprefix("then ") for i in first]
+    items = first + [s for s in sentences[1:] if not s.startswith(tuple(_NOTES))]
+    return [i[:1].upper() + i[1:] for i in items]
 
 
 class FixConfirmModal(ModalScreen[bool]):
@@ -188,6 +197,7 @@ class PhysicalActionModal(ModalScreen[str]):
         self.back: set[str] = set()
         self._started: float | None = None
         self._waiting_since: float | None = None
+        self._close_pending = False
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "answer" and parameters == ("perform",) and not self.can_perform_in_lab:
@@ -294,10 +304,23 @@ class PhysicalActionModal(ModalScreen[str]):
         widget.display = True
         widget.update(out)
 
+    def close(self) -> None:
+        """Dismiss when on top; else as soon as whatever covers it (an error) goes away."""
+        result = self.answer.result() if self.answer.done() else "skip"
+        if self.app.screen is self:
+            self.dismiss(result)
+        else:
+            self._close_pending = True
+
+    def on_screen_resume(self) -> None:
+        if self._close_pending:
+            self._close_pending = False
+            self.dismiss(self.answer.result() if self.answer.done() else "skip")
+
     def on_engine_event(self, event: Event) -> None:
         """Fed by the app while this modal is up: the engine's view of the action's progress."""
         if isinstance(event, PhysicalActionDone) and event.kind == self.action.kind:
-            self.dismiss(self.answer.result() if self.answer.done() else "done")
+            self.close()
             return
         if isinstance(event, NodeDrained):
             self.back.add(event.node)
@@ -312,7 +335,7 @@ class PhysicalActionModal(ModalScreen[str]):
         if self.state == "ask":
             self.action_answer("skip")
         else:
-            self.dismiss(self.answer.result() if self.answer.done() else "skip")
+            self.close()
 
 
 class ChoiceModal(ModalScreen[str]):

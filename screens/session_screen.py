@@ -75,6 +75,7 @@ class SessionScreen(Screen[None]):
         self._gauges = gauges or RailGauges(id="gauges")
         self._log_shown = 0
         self._bottom_chosen = False
+        self._composed = False
 
     # --- layout ---------------------------------------------------------------------------
 
@@ -92,8 +93,13 @@ class SessionScreen(Screen[None]):
         self.query_one("#gauges").border_title = "Rails · Gb/s against the expected ceiling"
         self.query_one("#log").border_title = "Log"
         self.add_class("-show-log")
-        self.update_view({"steps", "detail", "log"})
         self.query_one(StepList).focus()
+        # Nested widgets finish composing after this handler: render once they have.
+        self.call_after_refresh(self._first_show)
+
+    def _first_show(self) -> None:
+        self._composed = True
+        self.update_view({"steps", "detail", "log"})
 
     @property
     def gauges(self) -> RailGauges:
@@ -114,7 +120,7 @@ class SessionScreen(Screen[None]):
             steps.index = ids.index(step)
 
     def update_view(self, changed: Collection[str]) -> None:
-        if not self.is_mounted:
+        if not self._composed:
             return
         parts = set(changed)
         if "steps" in parts:

@@ -57,7 +57,8 @@ class ApiPort:
         elif verb == "print" and not args:
             res = await self.transport.print(path)
         else:
-            res = await self.transport.call(path, verb, **args)
+            # attribute words only: no key is "timeout" in a RouterOS command
+            res = await self.transport.call(path, verb, **args)  # type: ignore[arg-type]
         if res.error is not None:
             raise TransportError(res.error, target=self.transport.name)
         return [dict(r) for r in res.rows]
@@ -73,12 +74,15 @@ class InventoryFabric:
         hands: LabHands | None = None,
         sink: Callable[[Event], None] | None = None,
         perf_duration_s: int = 5,
+        server_start_delay_s: float = 0.3,
     ) -> None:
         self.inventory = inventory
         self.ssh = ssh
         self.transports = dict(switches)
         self._hands = HandsPort(hands) if hands is not None else None
         self.perf_duration_s = perf_duration_s
+        # ib_write_bw's server must listen before its client connects: 0.3 s on real nodes.
+        self.server_start_delay_s = server_start_delay_s
         # The engine emits MeasurementTaken itself (after the drain guard): the sweeper's
         # own measurement events are dropped here so that nothing is recorded twice.
         self._sink = sink
@@ -122,7 +126,9 @@ class InventoryFabric:
             # Traffic needs the rails (and their addresses): discover them first.
             await self.sweeper.sweep([])
         if kind == "rails":
-            ms = await self.sweeper.rail_tests(duration_s=self.perf_duration_s)
+            ms = await self.sweeper.rail_tests(
+                duration_s=self.perf_duration_s, server_start_delay_s=self.server_start_delay_s
+            )
             return [_with_nodes(m) for m in ms]
         if kind == "direct":
             return await self._direct()
@@ -135,7 +141,12 @@ class InventoryFabric:
 
     async def _pair(self, a: Rail, b: Rail, port: int) -> Measurement:
         m = await self.sweeper._one_rail_test(  # noqa: SLF001 - the sweep's own runner
-            a, b, port=port, duration_s=self.perf_duration_s, delay=0.3, timeout=60.0
+            a,
+            b,
+            port=port,
+            duration_s=self.perf_duration_s,
+            delay=self.server_start_delay_s,
+            timeout=60.0,
         )
         return _with_nodes(m)
 

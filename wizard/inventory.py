@@ -242,10 +242,11 @@ def parse_inventory(
     try:
         model = _InventoryFile.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = _root_causes(exc.errors())
+        err = errors[0]
         loc = tuple(err["loc"])
         field = _dotted(loc, data)
-        more = len(exc.errors()) - 1
+        more = len(errors) - 1
         raise InventoryError(
             _explain(err),
             path=name,
@@ -435,6 +436,16 @@ _EXPECTED = {
     "missing": "this field is required",
     "extra_forbidden": "unknown key",
 }
+
+
+def _root_causes(errors: list[Any]) -> list[Any]:
+    """Drop errors that only follow from a deeper one (an invalid item making its list short)."""
+    locs = [tuple(e["loc"]) for e in errors]
+    return [
+        e
+        for e, loc in zip(errors, locs, strict=True)
+        if not any(len(o) > len(loc) and o[: len(loc)] == loc for o in locs)
+    ] or errors
 
 
 def _explain(err: Mapping[str, Any]) -> str:

@@ -25,7 +25,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from wizard.discovery import DISCOVERY_HOST_PROBES, ETHTOOL_I, IBDEV, discover_rails
+from wizard.discovery import (
+    DISCOVERY_HOST_PROBES,
+    ETHTOOL_I,
+    IBDEV,
+    SW_BRIDGE_HOST,
+    discover_rails,
+)
 from wizard.errors import ParseError
 from wizard.events import Event, MeasurementTaken, ProbeAnswered, ProbeSent
 from wizard.model import Measurement, ProbeResult, Rail
@@ -180,6 +186,8 @@ class Sweeper:
         if self.nodes:
             names = {p.name for p in host}
             host = [*host, *(p for p in DISCOVERY_HOST_PROBES if p.name not in names)]
+        if sw and not any(p.name == SW_BRIDGE_HOST.name for p in sw):
+            sw = [*sw, SW_BRIDGE_HOST]  # cabling from the MACs each switch learned
         node_tasks = [self._sweep_node(n, host) for n in self.nodes]
         switch_tasks = [self._sweep_switch(s, api, sw) for s, api in self.switches.items()]
         results = await asyncio.gather(*node_tasks, *switch_tasks)
@@ -330,7 +338,11 @@ class Sweeper:
                 for i, (a, b) in enumerate(round_pairs):
                     ra = _rail_at(by_node.get(a, ()), idx)
                     rb = _rail_at(by_node.get(b, ()), idx)
-                    if ra is None or rb is None or not rb.addresses or not ra.addresses:
+                    if (
+                        ra is None
+                        or rb is None
+                        or not (ra.up and rb.up and ra.addresses and rb.addresses)
+                    ):
                         continue
                     jobs.append(
                         self._one_rail_test(

@@ -24,6 +24,7 @@ from wizard.model import Evidence, ProbeResult, Rail, Status, Verdict
 
 __all__ = [
     "BOOT_ID",
+    "CARRIER_DOWN",
     "DISCOVERY_HOST_PROBES",
     "DMESG",
     "ETHTOOL",
@@ -49,6 +50,7 @@ __all__ = [
     "UPTIME",
     "Finding",
     "Unreadable",
+    "carrier_downs",
     "configured",
     "default_names",
     "is_cpu_port",
@@ -59,6 +61,7 @@ __all__ = [
     "read",
     "rows",
     "sudo_command",
+    "undrained",
 ]
 
 T = TypeVar("T")
@@ -276,3 +279,26 @@ def rails_or_unknown(obs: Observations, ctx: Context, node: str) -> tuple[Rail, 
         "no RDMA rails discovered" + (f": {res.error}" if res is not None and res.error else ""),
         "" if res is None else res.text,
     )
+
+
+CARRIER_DOWN = HostProbe("carrier_down", "grep -H . /sys/class/net/*/carrier_down_count")
+
+
+def carrier_downs(obs: Observations, node: str) -> dict[str, int]:
+    """netdev -> link-down events since boot (`/sys/class/net/<netdev>/carrier_down_count`)."""
+    res = obs.node(node, CARRIER_DOWN.name)
+    out: dict[str, int] = {}
+    if res is None or res.error is not None:
+        return out
+    for line in res.stdout.splitlines():
+        path, _, value = line.partition(":")
+        parts = path.split("/")
+        if len(parts) >= 5 and parts[-1] == "carrier_down_count" and value.strip().isdigit():
+            out[parts[-2]] = int(value.strip())
+    return out
+
+
+def undrained(obs: Observations, node: str, netdev: str) -> int:
+    """Link-down events of a rail since the node booted: > 0 means a link transition with no AC
+    drain since (a drain reboots and resets the counter), so its bandwidth is not evidence."""
+    return carrier_downs(obs, node).get(netdev, 0)

@@ -29,6 +29,7 @@ class NcclRun:
     active: int  # RDMA devices up with an address, cluster-wide maximum per node
     hca_config_bad: bool
     half_config_bad: bool
+    socket_config_bad: bool
 
 
 def _failing(verdicts: list[Verdict], fault: str) -> bool:
@@ -44,12 +45,15 @@ def parse(obs: Observations, ctx: Context) -> NcclRun:
             parsed = parse_nccl(str(run.extra.get("raw", "")))
         except ParseError as exc:
             error = str(exc)
-    active = max(
+    # the node with the fewest usable rails bounds what NCCL can use
+    active = min(
         (sum(1 for r in rails if r.up and r.addresses) for rails in ctx.rails.values()), default=0
     )
-    hca = _failing(nccl_config.judge(nccl_config.parse(obs, ctx), ctx), "nccl.hca-filter")
+    config = nccl_config.judge(nccl_config.parse(obs, ctx), ctx)
+    hca = _failing(config, "nccl.hca-filter")
+    sock_config = _failing(config, "nccl.socket-fallback")
     half = _failing(host_links.judge(host_links.parse(obs, ctx), ctx), "host.half-unused")
-    return NcclRun(run, parsed, error, active, hca, half)
+    return NcclRun(run, parsed, error, active, hca, half, sock_config)
 
 
 def judge(n: NcclRun, ctx: Context) -> list[Verdict]:
@@ -83,7 +87,8 @@ def judge(n: NcclRun, ctx: Context) -> list[Verdict]:
         f"IB, ~{expected_bw:g} GB/s",
         raw=raw,
     )
-    if p.transport == "Socket":
+    if p.transport == "Socket" and (n.socket_config_bad or n.active > 0):
+        # with no usable RDMA rail at all NCCL falls back by necessity: the link checks say why
         sock.fail(ev, target="cluster")
     elif p.transport is not None:
         sock.ok(ev)

@@ -15,8 +15,16 @@ from dataclasses import dataclass
 
 from flows import plans
 from flows.base import Check, Context, Observations
-from flows.checks import host_addressing, host_pcie, switch_offload, switch_qos, switch_rstp
-from flows.checks._common import Finding, listing
+from flows.checks import (
+    host_addressing,
+    host_pcie,
+    host_pfc,
+    switch_mtu,
+    switch_offload,
+    switch_qos,
+    switch_rstp,
+)
+from flows.checks._common import Finding, listing, undrained
 from wizard.model import Evidence, FixPlan, Measurement, Status, Verdict
 
 FAULTS = (
@@ -28,6 +36,10 @@ FAULTS = (
     "switch.rstp-isl-blocked",
     "switch.qos-pfc-stall",
     "host.duplicate-ip",
+    "host.pfc-enabled",
+    "switch.mtu",
+    "host.mtu",
+    "host.pcie-width",
 )
 
 
@@ -39,6 +51,8 @@ class RailRuns:
     lossless: bool
     duplicate_nodes: frozenset[str]
     old_firmware: frozenset[str]
+    stall_causes: dict[str, frozenset[str]]  # failing config fault -> nodes/targets it names
+    narrow_pcie: frozenset[str]
 
 
 def _failing(verdicts: list[Verdict]) -> list[Verdict]:
@@ -46,7 +60,18 @@ def _failing(verdicts: list[Verdict]) -> list[Verdict]:
 
 
 def parse(obs: Observations, ctx: Context) -> RailRuns:
-    runs = tuple(m for m in obs.measurements if m.kind == "rail")
+    # results on a rail that bounced without an AC drain are not evidence (process_drain says so)
+    runs = tuple(
+        m
+        for m in obs.measurements
+        if m.kind == "rail"
+        and not undrained(
+            obs, str(m.extra.get("client", "")), str(m.extra.get("client_netdev", ""))
+        )
+        and not undrained(
+            obs, str(m.extra.get("server", "")), str(m.extra.get("server_netdev", ""))
+        )
+    )
     off = [v.fault for v in _failing(switch_offload.judge(switch_offload.parse(obs, ctx), ctx))]
     rstp = bool(_failing(switch_rstp.judge(switch_rstp.parse(obs, ctx), ctx)))
     qos = bool(_failing(switch_qos.judge(switch_qos.parse(obs, ctx), ctx)))
@@ -54,8 +79,26 @@ def parse(obs: Observations, ctx: Context) -> RailRuns:
     for v in _failing(host_addressing.judge(host_addressing.parse(obs, ctx), ctx)):
         if v.fault == "host.duplicate-ip":
             dup.update(v.targets)
-    old = host_pcie.old_firmware_nodes(host_pcie.parse(obs, ctx), ctx)
-    return RailRuns(runs, tuple(off), rstp, qos, frozenset(dup), frozenset(old))
+    pcie = host_pcie.parse(obs, ctx)
+    old = host_pcie.old_firmware_nodes(pcie, ctx)
+    narrow = {
+        v.targets for v in _failing(host_pcie.judge(pcie, ctx)) if v.fault == "host.pcie-width"
+    }
+    causes: dict[str, frozenset[str]] = {}
+    for check in (host_pfc, switch_mtu, host_addressing):
+        for v in _failing(check.judge(check.parse(obs, ctx), ctx)):
+            if v.fault in ("host.pfc-enabled", "switch.mtu", "host.mtu"):
+                causes[v.fault] = frozenset(t.split("/")[0] for t in v.targets)
+    return RailRuns(
+        runs,
+        tuple(off),
+        rstp,
+        qos,
+        frozenset(dup),
+        frozenset(old),
+        causes,
+        frozenset(t for ts in narrow for t in ts),
+    )
 
 
 def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
@@ -81,11 +124,16 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
             f["switch.qos-pfc-stall"].fail(ev, target=m.target)
         elif stalled and (client in r.duplicate_nodes or server in r.duplicate_nodes):
             f["host.duplicate-ip"].fail(ev, target=m.target)
+        elif stalled and r.stall_causes:
+            for k in r.stall_causes:
+                f[k].fail(ev, target=m.target)
         elif m.value <= e.software_forwarding_max_gbps and r.offload_faults:
             for k in r.offload_faults:
                 f[k].fail(ev, target=m.target)
         elif m.value <= e.rstp_detour_max_gbps and r.rstp_blocked:
             f["switch.rstp-isl-blocked"].fail(ev, target=m.target)
+        elif client in r.narrow_pcie or server in r.narrow_pcie:
+            f["host.pcie-width"].fail(ev, target=m.target)
         elif lo <= m.value <= hi:
             nodes = [n for n in (client, server) if n in r.old_firmware]
             if nodes:
@@ -108,6 +156,10 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
         "switch.rstp-isl-blocked": "~4.5 Gb/s across switches: the ISL is blocked, traffic detours",
         "switch.qos-pfc-stall": "RDMA connects but moves no data: lossless QoS stalls",
         "host.duplicate-ip": "RDMA connects but moves no data: duplicate addresses",
+        "host.pfc-enabled": "RDMA connects but moves no data: host PFC on a lossy fabric",
+        "switch.mtu": "RDMA connects but moves no data: jumbo frames dropped by a switch port",
+        "host.mtu": "RDMA stalls: a fabric netdev below MTU 9000",
+        "host.pcie-width": "rail bandwidth capped by a narrow PCIe link",
     }
     out = []
     for k in FAULTS:

@@ -278,7 +278,7 @@ def check(
 
     console = make_console(stderr=json_out)
     if (inventory is None) == (lab is None):
-        console.print("[bold red]error:[/] give exactly one of -i INVENTORY or --lab NAME|FILE")
+        click.echo("error: give exactly one of -i INVENTORY or --lab NAME|FILE", err=True)
         sys.exit(2)
 
     def prompt(question: str) -> str:
@@ -304,7 +304,7 @@ def check(
                 run_check(inv, perf=perf, accept_new_host_keys=accept_new_host_keys, prompt=prompt)
             )
     except FabwizError as exc:
-        console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        click.echo(f"error: {exc}", err=True)
         sys.exit(2)
     if json_out:
         click.echo(json.dumps(report.to_json(), indent=2))

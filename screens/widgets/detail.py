@@ -67,6 +67,7 @@ class EvidenceTable(DataTable[Text | str]):
 
     def show(self, view: StepView) -> None:
         rows = [(v, e) for v in view.verdicts.values() for e in v.evidence]
+        rows.sort(key=lambda r: -r[1].status.severity)  # findings first, stable otherwise
         if rows == self.rows_shown:
             return
         self.rows_shown = rows
@@ -75,10 +76,10 @@ class EvidenceTable(DataTable[Text | str]):
             status = str(ev.status)
             style = self.get_component_rich_style(f"evidence--{status}", partial=True)
             self.add_row(
-                ev.target,
-                ev.command,
-                ev.observed,
-                ev.expected,
+                _cell(ev.target, 28),
+                _cell(ev.command, 34),
+                _cell(ev.observed, 40),
+                _cell(ev.expected, 30),
                 Text(f"{GLYPHS.get(status, '·')} {status}", style=style),
                 key=str(i),
             )
@@ -160,7 +161,8 @@ class StepDetail(Vertical):
         if view.reason:
             explain.append("Now: ", style="bold")
             explain.append(view.reason)
-        self.query_one("#explain-text", Static).update(explain.rstrip() or Text("—"))
+        explain.rstrip()
+        self.query_one("#explain-text", Static).update(explain if explain.plain else Text("—"))
 
         verdict = self.query_one("#verdict", Static)
         worst = view.verdict_status
@@ -176,6 +178,12 @@ class StepDetail(Vertical):
         bar = self.query_one(ActionBar)
         bar.step = view.id
         bar.show(enabled=enabled, offered=offered)
+
+
+def _cell(text: str, width: int) -> Text:
+    """One line, at most `width` cells: the raw output modal has the rest."""
+    line = " ".join(text.split())
+    return Text(line if len(line) <= width else line[: width - 1] + "…", no_wrap=True)
 
 
 def _verdict_text(view: StepView) -> Text:

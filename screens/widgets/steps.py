@@ -39,12 +39,12 @@ class StepItem(ListItem):
         for cls in STATUS_CLASSES:
             self.set_class(cls == f"-{self.status}", cls)
         self.set_class(current, "-current")
-        word = view.status
-        if word == "running" and view.phase not in ("running", "pending"):
-            word = view.phase.replace("_", " ")
         glyph = GLYPHS.get(view.status, "·")
         label = Text(f"{glyph} {self.number} {view.info.title}", no_wrap=True, overflow="ellipsis")
-        label.append(f"  {word}", style="dim")
+        if view.status == "running":
+            label.append(f"  {view.phase.replace('_', ' ')}", style="italic")
+        elif view.status not in ("pending", "pass"):
+            label.append(f"  {view.status}", style="dim")
         self._label.update(label)
 
 

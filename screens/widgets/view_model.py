@@ -163,7 +163,7 @@ class FixView:
     target: str
     summary: str
     preview: str
-    state: str = "previewed"  # applied, verified, failed, rolled_back, refused
+    state: str = "previewed"  # declined, applied, verified, failed, rolled_back, refused
     export: str | None = None
     rollback: str = ""  # the armed dead-man rollback, as the log says it
 
@@ -210,7 +210,7 @@ class StepView:
             f.state == "verified" for f in self.fixes.values()
         ):
             return "fixed"
-        return str(worst)
+        return "pass" if worst is Status.BENIGN else str(worst)
 
     @property
     def open_fix(self) -> FixView | None:
@@ -248,6 +248,8 @@ class SessionView:
             for fix in view.fixes.values():
                 if fix.state == "previewed":
                     out.append(f"{view.info.title}: fix offered, not applied ({fix.summary})")
+                elif fix.state == "declined":
+                    out.append(f"{view.info.title}: fix declined, fault still open ({fix.summary})")
                 elif fix.state == "applied":
                     out.append(
                         f"{view.info.title}: fix applied, not verified yet ({fix.summary}); "
@@ -325,6 +327,12 @@ class SessionView:
                 )
                 changed |= {"detail", "gauges"}
             case OperatorAnswered():
+                if event.question.startswith("apply fix ") and event.answer == "no":
+                    fix_id = event.question.removeprefix("apply fix ")
+                    fixes = self.step(event.step).fixes
+                    if fix_id in fixes:
+                        fixes[fix_id].state = "declined"
+                    changed |= {"detail", "steps"}
                 self._log(event, "info", f"operator: {event.question} -> {event.answer}")
             case PhysicalActionRequested():
                 self.waiting = event

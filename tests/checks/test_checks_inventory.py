@@ -52,7 +52,13 @@ BROKEN = [
         "nodes.0.hostname",
         ["unknown key 'hostname'", "host"],
     ),
-    ("unknown top key", "nodes:\n  - name: a\nswitchs: []\n", 3, "switchs", ["unknown key", "switches"]),
+    (
+        "unknown top key",
+        "nodes:\n  - name: a\nswitchs: []\n",
+        3,
+        "switchs",
+        ["unknown key", "switches"],
+    ),
     (
         "duplicate node names",
         "nodes:\n  - name: a\n  - name: b\n  - name: a\n",
@@ -114,7 +120,9 @@ BROKEN = [
 ]
 
 
-@pytest.mark.parametrize(("case", "text", "line", "field", "words"), BROKEN, ids=[b[0] for b in BROKEN])
+@pytest.mark.parametrize(
+    ("case", "text", "line", "field", "words"), BROKEN, ids=[b[0] for b in BROKEN]
+)
 def test_broken_inventory_gives_one_clear_message(
     case: str, text: str, line: int | None, field: str | None, words: list[str]
 ) -> None:

@@ -83,7 +83,7 @@ async def test_probe_outputs_parse() -> None:
         sysfs,
     )
 
-    w, n = lab("healthy-4node-crs804")
+    _w, n = lab("healthy-4node-crs804")
     s = n["spark1"]
     r = ibdev2netdev.parse_ibdev2netdev((await s.run("ibdev2netdev"))[0])
     assert {(m.rdma, m.netdev, m.up) for m in r.mappings} == {
@@ -184,7 +184,7 @@ async def test_ib_write_bw_pair_and_stall() -> None:
 
 async def test_client_without_server() -> None:
     _w, n = lab("healthy-2node-direct")
-    out, err, rc = await n["spark1"].run("ib_write_bw -d rocep1s0f0 -x 3 --report_gbits 10.9.1.2")
+    _out, err, rc = await n["spark1"].run("ib_write_bw -d rocep1s0f0 -x 3 --report_gbits 10.9.1.2")
     assert rc == 1 and "Couldn't connect to 10.9.1.2:18515" in err
 
 
@@ -283,7 +283,7 @@ async def test_pfc_fix_runtime_then_systemd_oneshot_survives_reboot() -> None:
 
 
 async def test_sysctl_fix() -> None:
-    w, n = lab("fault-host-arp-sysctls")
+    _w, n = lab("fault-host-arp-sysctls")
     s = n["spark1"]
     assert (await s.run("sysctl -n net.ipv4.conf.all.arp_ignore"))[0] == "0\n"
     conf = "net.ipv4.conf.all.arp_ignore = 1\nnet.ipv4.conf.all.arp_announce = 2\n"

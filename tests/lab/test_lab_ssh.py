@@ -92,7 +92,7 @@ async def test_perftest_pair_over_ssh_and_counters_move() -> None:
             s = await server
             assert r.exit_status == 0 and s.exit_status == 0, r.stderr
             assert "Waiting for client to connect" in str(s.stdout)
-            line = [x for x in str(r.stdout).splitlines() if x.startswith(" 65536")][0]
+            line = next(x for x in str(r.stdout).splitlines() if x.startswith(" 65536"))
             assert float(line.split()[3]) == pytest.approx(111.86, rel=0.01)
             after = int((await c1.run(cnt)).stdout)
             moved_gbit = (after - before) * 4 * 8 / 1e9

@@ -247,3 +247,86 @@ async def test_refused_port() -> None:
     assert r.error is not None
     assert r.error.startswith(f"crs804: 127.0.0.1:{port} refused the connection")
     assert "/ip service enable api" in r.error
+
+
+# --- against the lab's RouterOS API server (the real switch model), plain and API-SSL -----------
+
+
+def _self_signed(tmp: object) -> tuple[str, str]:
+    import datetime as dt
+    from pathlib import Path
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "crs804")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now - dt.timedelta(days=1))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    d = Path(str(tmp))
+    (d / "c.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (d / "k.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return str(d / "c.pem"), str(d / "k.pem")
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["api-8728", "api-ssl-8729"])
+async def test_against_the_lab_switch(tls: bool, tmp_path: object) -> None:
+    import ssl
+
+    from wizard.lab.routeros.server import RouterOsServer
+    from wizard.lab.routeros.switch import SwitchState
+
+    sw = SwitchState.new("crs804", "CRS804-4DDQ")
+    context = None
+    if tls:
+        cert, key = _self_signed(tmp_path)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+    server = RouterOsServer(sw, users={"fabwiz": "pw"}, ssl=context)
+    port = await server.start()
+    try:
+        async with RouterOsTransport(target(port, tls=tls)) as t:
+            ident = await t.print("/system/identity")
+            assert ident.rows == ({"name": "crs804"},)
+            bp = await t.print(
+                "/interface/bridge/port",
+                proplist=["interface", "hw"],
+                where={"interface": "qsfp56-dd-2-5"},
+            )
+            assert bp.rows == ({"interface": "qsfp56-dd-2-5", "hw": "true"},)
+            r = await t.set("/interface/bridge/port", ("interface", "qsfp56-dd-2-5"), hw="no")
+            assert r.ok, r.error
+            after = await t.print(
+                "/interface/bridge/port", proplist=["hw"], where={"interface": "qsfp56-dd-2-5"}
+            )
+            assert after.rows == ({"hw": "false"},)
+            mon = await t.monitor_once(["qsfp56-dd-1-1"])
+            assert mon.rows[0]["name"] == "qsfp56-dd-1-1" and mon.rows[0]["status"] in (
+                "link-ok",
+                "no-link",
+            )
+            assert (await t.export("fabwiz-pre")).ok
+            exp = await t.read_file("fabwiz-pre.rsc")
+            assert exp.error is None
+            assert "/interface bridge port" in exp.stdout and "hw=no" in exp.stdout
+            bad = await t.call("/interface/bridge/port", "remove", **{".id": "*FFFF"})
+            assert bad.error is not None and "no such item" in bad.error
+    finally:
+        await server.stop()

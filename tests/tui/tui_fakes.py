@@ -66,12 +66,27 @@ SPLIT_CAGE = Verdict(
     summary="cage 2 is split across bridge and bridge2: the switch CPU forwards the fabric",
     targets=("crs804",),
     evidence=(
-        ev("crs804", "/interface/bridge/port print", "qsfp56-dd-2-1 in bridge, hw-offload=no",
-           "hw-offload=yes", Status.FAIL),
-        ev("crs804", "/interface/bridge/port print", "qsfp56-dd-2-5 in bridge2",
-           "same bridge as qsfp56-dd-2-1", Status.FAIL),
-        ev("crs804", "/system/resource print", "cpu-load=98% during ib_write_bw",
-           "~0 %", Status.FAIL),
+        ev(
+            "crs804",
+            "/interface/bridge/port print",
+            "qsfp56-dd-2-1 in bridge, hw-offload=no",
+            "hw-offload=yes",
+            Status.FAIL,
+        ),
+        ev(
+            "crs804",
+            "/interface/bridge/port print",
+            "qsfp56-dd-2-5 in bridge2",
+            "same bridge as qsfp56-dd-2-1",
+            Status.FAIL,
+        ),
+        ev(
+            "crs804",
+            "/system/resource print",
+            "cpu-load=98% during ib_write_bw",
+            "~0 %",
+            Status.FAIL,
+        ),
     ),
     check="switch_offload",
 )
@@ -81,8 +96,13 @@ PFC_STALL = Verdict(
     summary="lossless QoS on the fabric ports while the hosts run PFC off: RDMA stalls",
     targets=("crs804",),
     evidence=(
-        ev("crs804", "/interface/ethernet/switch/qos/port print", "trust-l3=keep pfc=pfc-tc3",
-           "trust-l3=ignore pfc=disabled", Status.FAIL),
+        ev(
+            "crs804",
+            "/interface/ethernet/switch/qos/port print",
+            "trust-l3=keep pfc=pfc-tc3",
+            "trust-l3=ignore pfc=disabled",
+            Status.FAIL,
+        ),
     ),
 )
 DUP_IP = Verdict(
@@ -122,7 +142,9 @@ OFFLOAD_PLAN = FixPlan(
         SwitchChange(
             switch="crs804",
             commands=(
-                ApiCommand("/interface/bridge/port", "remove", select=("interface", "qsfp56-dd-2-5")),
+                ApiCommand(
+                    "/interface/bridge/port", "remove", select=("interface", "qsfp56-dd-2-5")
+                ),
             ),
             rollback=(),
         ),
@@ -189,7 +211,7 @@ class ThreeBugEngine:
     async def probe(self, step: str, target: str, command: str, stdout: str) -> None:
         self.emit(ProbeSent, step=step, target=target, command=command)
         res = ProbeResult(target=target, kind="ssh", command=command, stdout=stdout, exit_status=0)
-        self.emit(ProbeAnswered, step=step, probe=command.split()[0], result=res)
+        self.emit(ProbeAnswered, step=step, probe=command.split(maxsplit=1)[0], result=res)
 
     async def traffic(self, step: str, gbps: float, *, nodes: tuple[str, ...] = NODES) -> None:
         self.emit(StepChanged, step=step, phase="measuring", reason="measure")
@@ -204,22 +226,41 @@ class ThreeBugEngine:
             for r in RAILS[:2]:
                 self.emit_(RailSampled(node=n, netdev=r, gbps=0.0, at=self.t))
         for a, b in (("spark1", "spark2"), ("spark3", "spark4")):
-            m = Measurement("rail", f"{a}/{RAILS[0]}->{b}/{RAILS[0]}", gbps, "Gb/s",
-                            extra={"command": "ib_write_bw -d rocep1s0f0 -x 3 -q 1"})
+            m = Measurement(
+                "rail",
+                f"{a}/{RAILS[0]}->{b}/{RAILS[0]}",
+                gbps,
+                "Gb/s",
+                extra={"command": "ib_write_bw -d rocep1s0f0 -x 3 -q 1"},
+            )
             self.emit(MeasurementTaken, step=step, measurement=m)
 
     async def fix(self, step: str, verdict: Verdict, plan: FixPlan, n: int) -> bool:
         fix_id = f"{step}:{plan.fault}:{plan.target}"
         self.emit(StepChanged, step=step, phase="fix_offered", reason="offer_fix")
-        self.emit(FixPreviewed, step=step, fix_id=fix_id, fault=plan.fault, target=plan.target,
-                  summary=plan.summary, preview=plan.preview, bounces_links=plan.bounces_links)
+        self.emit(
+            FixPreviewed,
+            step=step,
+            fix_id=fix_id,
+            fault=plan.fault,
+            target=plan.target,
+            summary=plan.summary,
+            preview=plan.preview,
+            bounces_links=plan.bounces_links,
+        )
         export = None
         if plan.switch_changes:
             self.emit(StepChanged, step=step, phase="exporting", reason="export")
             export = export_of(step, n, verified=self.first_export_verified or n > 1)
             if export.verified:
-                self.emit(ExportTaken, step=step, switch="crs804", file=export.file,
-                          contents=export.contents, sha256=export.sha256)
+                self.emit(
+                    ExportTaken,
+                    step=step,
+                    switch="crs804",
+                    file=export.file,
+                    contents=export.contents,
+                    sha256=export.sha256,
+                )
         ok = await self.operator.confirm_fix(plan, export)
         self.answers.append((f"confirm:{plan.fault}", ok))
         if not ok:
@@ -227,14 +268,34 @@ class ThreeBugEngine:
             return False
         self.emit(StepChanged, step=step, phase="applying", reason="apply")
         name = f"fabwiz-rb-s1-{n}"
-        self.emit(RollbackArmed, step=step, fix_id=fix_id, target=plan.target, name=name,
-                  window_s=self.rollback_window_s, script="/interface bridge port add ...")
-        self.emit(FixApplied, step=step, fix_id=fix_id, fault=plan.fault, target=plan.target,
-                  export=export.file if export else None, rollback_armed=name)
+        self.emit(
+            RollbackArmed,
+            step=step,
+            fix_id=fix_id,
+            target=plan.target,
+            name=name,
+            window_s=self.rollback_window_s,
+            script="/interface bridge port add ...",
+        )
+        self.emit(
+            FixApplied,
+            step=step,
+            fix_id=fix_id,
+            fault=plan.fault,
+            target=plan.target,
+            export=export.file if export else None,
+            rollback_armed=name,
+        )
         self.emit(StepChanged, step=step, phase="verifying", reason="verify")
         self.emit(VerdictReached, step=step, verdict=passed(verdict, f"{plan.fault} cleared"))
-        self.emit(FixVerified, step=step, fix_id=fix_id, fault=plan.fault, ok=True,
-                  detail=f"{plan.fault}: check passes after the change")
+        self.emit(
+            FixVerified,
+            step=step,
+            fix_id=fix_id,
+            fault=plan.fault,
+            ok=True,
+            detail=f"{plan.fault}: check passes after the change",
+        )
         self.emit(RollbackDisarmed, step=step, fix_id=fix_id, target=plan.target, name=name)
         self.emit(StepChanged, step=step, phase="verdict", reason="verified")
         return True
@@ -249,8 +310,13 @@ class ThreeBugEngine:
             ),
         )
         self.emit(StepChanged, step=step, phase="waiting_physical", reason="need_physical")
-        self.emit(PhysicalActionRequested, step=step, kind="ac_drain", nodes=nodes,
-                  instructions=action.instructions)
+        self.emit(
+            PhysicalActionRequested,
+            step=step,
+            kind="ac_drain",
+            nodes=nodes,
+            instructions=action.instructions,
+        )
         answer = await self.operator.physical_action(action, True)
         self.answers.append((f"physical:{step}", answer))
         if answer == "skip":
@@ -259,9 +325,14 @@ class ThreeBugEngine:
             self.emit(Note, level="info", text=f"waiting for {n} to come back", step=step)
             await asyncio.sleep(0.02)
             self.emit(NodeDrained, node=n, boot_id=f"boot-{n}-2")
-        self.emit(PhysicalActionDone, step=step, kind="ac_drain", nodes=nodes,
-                  performed_by="lab" if answer == "perform" else "operator",
-                  observed="; ".join(f"{n} back with a new boot_id" for n in nodes))
+        self.emit(
+            PhysicalActionDone,
+            step=step,
+            kind="ac_drain",
+            nodes=nodes,
+            performed_by="lab" if answer == "perform" else "operator",
+            observed="; ".join(f"{n} back with a new boot_id" for n in nodes),
+        )
         return answer
 
     async def gate(self) -> None:
@@ -269,53 +340,110 @@ class ThreeBugEngine:
             await self.step_gate.wait()
 
     async def run(self) -> str:
-        self.emit(SessionStarted, session_id="s1", fabwiz_version="0.1.0", log_version=1,
-                  command="demo", scenario="crs804-three-bugs", nodes=NODES, switches=("crs804",))
+        self.emit(
+            SessionStarted,
+            session_id="s1",
+            fabwiz_version="0.1.0",
+            log_version=1,
+            command="demo",
+            scenario="crs804-three-bugs",
+            nodes=NODES,
+            switches=("crs804",),
+        )
         # 1 preflight
         self.emit(StepChanged, step="preflight", phase="probing", reason="probe")
         for n in NODES:
-            await self.probe("preflight", n, "ibdev2netdev",
-                             "rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)\n")
-        self.emit(VerdictReached, step="preflight", verdict=Verdict(
-            fault="switch.breakout-autoneg", status=Status.PASS,
-            summary="every leg at 200G, fec91",
-            evidence=(ev("crs804", "/interface/ethernet/monitor", "rate=200Gbps fec=fec91 x8",
-                         "200Gbps fec91", Status.PASS),)))
-        self.emit(VerdictReached, step="preflight", verdict=Verdict(
-            fault="benign.pcie-27w", status=Status.BENIGN,
-            summary="lspci reports 27W slot power: harmless on GB10"))
+            await self.probe(
+                "preflight", n, "ibdev2netdev", "rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)\n"
+            )
+        self.emit(
+            VerdictReached,
+            step="preflight",
+            verdict=Verdict(
+                fault="switch.breakout-autoneg",
+                status=Status.PASS,
+                summary="every leg at 200G, fec91",
+                evidence=(
+                    ev(
+                        "crs804",
+                        "/interface/ethernet/monitor",
+                        "rate=200Gbps fec=fec91 x8",
+                        "200Gbps fec91",
+                        Status.PASS,
+                    ),
+                ),
+            ),
+        )
+        self.emit(
+            VerdictReached,
+            step="preflight",
+            verdict=Verdict(
+                fault="benign.pcie-27w",
+                status=Status.BENIGN,
+                summary="lspci reports 27W slot power: harmless on GB10",
+            ),
+        )
         await self.gate()
         await self.step_done("preflight", "Preflight")
         # 2 direct connect: slow through the switch, fine on a direct cable
         await self.traffic("direct_connect", 9.4)
-        self.emit(Note, level="warn", step="direct_connect",
-                  text="9.4 Gb/s through the switch: bisecting with a direct cable")
-        self.emit(VerdictReached, step="direct_connect", verdict=Verdict(
-            fault="host.cx7-degraded", status=Status.PASS,
-            summary="111.9 Gb/s on a direct cable: NICs and host stack are clear",
-            evidence=(ev("spark1->spark2", "ib_write_bw -d rocep1s0f0 -q 1", "111.90 Gb/s",
-                         ">= 100 Gb/s", Status.PASS),)))
+        self.emit(
+            Note,
+            level="warn",
+            step="direct_connect",
+            text="9.4 Gb/s through the switch: bisecting with a direct cable",
+        )
+        self.emit(
+            VerdictReached,
+            step="direct_connect",
+            verdict=Verdict(
+                fault="host.cx7-degraded",
+                status=Status.PASS,
+                summary="111.9 Gb/s on a direct cable: NICs and host stack are clear",
+                evidence=(
+                    ev(
+                        "spark1->spark2",
+                        "ib_write_bw -d rocep1s0f0 -q 1",
+                        "111.90 Gb/s",
+                        ">= 100 Gb/s",
+                        Status.PASS,
+                    ),
+                ),
+            ),
+        )
         await self.step_done("direct_connect", "Direct-connect test")
         # 3 drain: the re-cabling bounced spark1/spark2
         self.emit(StepChanged, step="drain", phase="probing", reason="probe")
         self.emit(LinkTransitionSeen, node="spark1", cause="recable (prompted)")
         self.emit(LinkTransitionSeen, node="spark2", cause="recable (prompted)")
         await self.drain("drain", ("spark1", "spark2"))
-        self.emit(VerdictReached, step="drain", verdict=Verdict(
-            fault="process.undrained-measurement", status=Status.PASS,
-            summary="every node with a link transition has been AC-drained",
-            targets=("spark1", "spark2")))
+        self.emit(
+            VerdictReached,
+            step="drain",
+            verdict=Verdict(
+                fault="process.undrained-measurement",
+                status=Status.PASS,
+                summary="every node with a link transition has been AC-drained",
+                targets=("spark1", "spark2"),
+            ),
+        )
         await self.step_done("drain", "Drain")
         # 4 offload
         self.emit(StepChanged, step="offload", phase="probing", reason="probe")
-        await self.probe("offload", "crs804", "/interface/bridge/port print",
-                         "interface=qsfp56-dd-2-5 bridge=bridge2 hw=yes hw-offload=false")
+        await self.probe(
+            "offload",
+            "crs804",
+            "/interface/bridge/port print",
+            "interface=qsfp56-dd-2-5 bridge=bridge2 hw=yes hw-offload=false",
+        )
         self.emit(VerdictReached, step="offload", verdict=SPLIT_CAGE)
         self.emit(StepChanged, step="offload", phase="verdict", reason="judged")
         await self.gate()
         await self.fix("offload", SPLIT_CAGE, OFFLOAD_PLAN, 1)
         for n in NODES:
-            self.emit(LinkTransitionSeen, node=n, cause="fix switch.offload-split-cage bounced links")
+            self.emit(
+                LinkTransitionSeen, node=n, cause="fix switch.offload-split-cage bounced links"
+            )
         await self.drain("offload", NODES)
         await self.traffic("offload", 12.0)  # still stalled by QoS? no: rail fine, PFC next
         await self.step_done("offload", "Switch offload")
@@ -333,15 +461,28 @@ class ThreeBugEngine:
         # 7 halves
         self.emit(StepChanged, step="halves", phase="probing", reason="probe")
         await self.traffic("halves", 98.0)
-        self.emit(VerdictReached, step="halves", verdict=Verdict(
-            fault="nccl.hca-filter", status=Status.PASS,
-            summary="NCCL uses all 4 RDMA devices; busbw 23.31 GB/s"))
+        self.emit(
+            VerdictReached,
+            step="halves",
+            verdict=Verdict(
+                fault="nccl.hca-filter",
+                status=Status.PASS,
+                summary="NCCL uses all 4 RDMA devices; busbw 23.31 GB/s",
+            ),
+        )
         await self.step_done("halves", "Both PCIe halves and NCCL")
         # 8 persist
         self.emit(StepChanged, step="persist", phase="probing", reason="probe")
         golden = export_of("persist", 9)
-        self.emit(ExportTaken, step="persist", switch="crs804", file="fabwiz-s1-golden.rsc",
-                  contents=golden.contents, sha256=golden.sha256, purpose="golden")
+        self.emit(
+            ExportTaken,
+            step="persist",
+            switch="crs804",
+            file="fabwiz-s1-golden.rsc",
+            contents=golden.contents,
+            sha256=golden.sha256,
+            purpose="golden",
+        )
         await self.step_done("persist", "Persist and prove")
         self.emit(SessionEnded, healthy=True)
         return "healthy"

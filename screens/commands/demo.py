@@ -1,0 +1,52 @@
+"""`fabwiz demo`: the wizard (TUI) on the built-in lab, started in-process.
+
+The first screen paints before anything slow happens: the lab (SSH and RouterOS API servers on
+127.0.0.1) and the engine start inside the app's one async worker, after the first refresh. The
+lab's hands are offered for physical actions ("Perform in lab"). Exit 0 when the session ends
+healthy, 1 otherwise, 2 when it could not start.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command(name="demo")
+@click.option(
+    "--scenario",
+    "scenario",
+    default="crs804-three-bugs",
+    show_default=True,
+    metavar="NAME|FILE",
+    help="A built-in lab scenario (`fabwiz lab scenarios`) or a scenario YAML file.",
+)
+@click.option(
+    "--time-scale",
+    type=float,
+    default=None,
+    help="Simulated seconds per wall second (default: the demo's, fast but watchable).",
+)
+@click.option(
+    "--session-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Where to write the session log (default: under your user state directory).",
+)
+def demo(scenario: str, time_scale: float | None, session_dir: Path | None) -> None:
+    """Open the wizard on the simulated GB10 + MikroTik lab.
+
+    \b
+    Examples:
+      fabwiz demo                                  # the CRS804 three-bug build
+      fabwiz demo --scenario crs812-six-node
+      fabwiz demo --scenario my-faults.yaml
+    """
+    from screens.app import FabwizApp
+    from screens.commands.run import wizard_factory
+
+    factory = wizard_factory(lab=scenario, time_scale=time_scale, session_dir=session_dir)
+    app = FabwizApp(factory, sub_title=f"demo · {scenario}")
+    code = app.run()
+    raise SystemExit(2 if code is None else code)

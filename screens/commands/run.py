@@ -1,0 +1,117 @@
+"""`fabwiz run -i INVENTORY`: the wizard (TUI) on a real cluster.
+
+The inventory is validated and typed passwords (`password: {prompt: true}`) are asked on the
+terminal before the TUI takes the screen; the transports and the engine start in the app's one
+async worker after the first paint (`screens.compose.open_wizard`, the same wiring as `fabwiz
+fix`). Exit 0 when the session ends healthy, 1 otherwise, 2 when it could not start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from screens.app import EngineFactory, TuiPorts
+
+
+def wizard_factory(
+    *,
+    inventory: Path | None = None,
+    lab: str | None = None,
+    time_scale: float | None = None,
+    session_dir: Path | None = None,
+    accept_new_host_keys: bool = False,
+    prompt: Callable[[str], str] | None = None,
+) -> EngineFactory:
+    """An engine factory for `FabwizApp`: opens the wizard (and the lab) inside the worker."""
+
+    async def make(ports: TuiPorts, stack: AsyncExitStack) -> Any:
+        from screens.compose import DEMO_TIME_SCALE, open_wizard
+
+        wiring = await open_wizard(
+            operator=ports,
+            sinks=[ports.emit],
+            inventory=inventory,
+            lab=lab,
+            session_dir=session_dir,
+            accept_new_host_keys=accept_new_host_keys,
+            time_scale=time_scale or (DEMO_TIME_SCALE if lab else None),
+            command="demo" if lab else "run",
+            prompt=prompt,
+        )
+        stack.push_async_callback(wiring.close)
+        ports.app.rails_source = lambda: wiring.fabric.rails
+        ports.app.session_folder = str(wiring.log.folder)
+        return wiring.engine
+
+    return make
+
+
+def _typed_passwords(inventory: Path) -> Callable[[str], str] | None:
+    """Ask typed switch passwords now, while the terminal is still a terminal."""
+    from wizard.inventory import load_inventory, resolve_password
+
+    inv = load_inventory(inventory)
+    answers: dict[str, str] = {}
+
+    def ask(text: str) -> str:
+        answers[text] = str(click.prompt(text, hide_input=True, err=True))
+        return answers[text]
+
+    for spec in inv.switches:
+        resolve_password(spec, prompt=ask)
+    if not answers:
+        return None
+    return lambda text: answers[text]
+
+
+@click.command(name="run")
+@click.option(
+    "-i",
+    "--inventory",
+    "inventory",
+    required=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The cluster's inventory YAML (nodes, switches, where passwords come from).",
+)
+@click.option(
+    "--accept-new-host-keys",
+    is_flag=True,
+    help="Accept and record SSH host keys not yet in known_hosts (never a changed one).",
+)
+@click.option(
+    "--session-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Where to write the session log (default: under your user state directory).",
+)
+def run(inventory: Path, accept_new_host_keys: bool, session_dir: Path | None) -> None:
+    """Open the wizard on a real cluster described by an inventory.
+
+    \b
+    Example:
+      fabwiz run -i fabric.yaml
+    """
+    from wizard.errors import FabwizError
+
+    try:
+        prompt = _typed_passwords(inventory)
+    except FabwizError as exc:
+        click.echo(f"fabwiz run: {exc}", err=True)
+        raise SystemExit(2) from None
+    from screens.app import FabwizApp
+
+    factory = wizard_factory(
+        inventory=inventory,
+        session_dir=session_dir,
+        accept_new_host_keys=accept_new_host_keys,
+        prompt=prompt,
+    )
+    app = FabwizApp(factory, sub_title=str(inventory))
+    code = app.run()
+    raise SystemExit(2 if code is None else code)

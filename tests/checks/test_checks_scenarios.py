@@ -1,0 +1,140 @@
+"""`fabwiz check --lab` on every built-in scenario reports exactly the injected fault ids.
+
+None missed, none extra (benign red herrings are allowed: they are not faults); healthy
+scenarios exit 0, the others 1. Scenarios whose fault needs traffic run with --perf.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from screens.commands.check import check
+from wizard.lab import scenarios
+
+TRAFFIC_FAULTS = {"host.cx7-degraded", "process.undrained-measurement"}
+
+# Where the lab, not the check, disagrees with FAULTS.md (see the checks helper's report).
+LAB_ISSUES = {
+    "fault-switch-offload-second-bridge": (
+        "on a CRS804 the lab's second-bridge injection leaves the unused sub-ports of the same "
+        "QSFP56-DD cages in the defconf bridge: exactly the split-cage configuration, which the "
+        "switch model itself refuses as a split cage"
+    ),
+    "fault-process-undrained-measurement": (
+        "the lab does not serve /sys/class/net/*/carrier_down_count yet, so the bounce it injects "
+        "is invisible to a sweep"
+    ),
+}
+
+
+def _run(name: str, *extra: str) -> tuple[int, dict[str, object]]:
+    result = CliRunner().invoke(
+        check, ["--lab", name, "--json", "--time-scale", "1000", *extra], catch_exceptions=False
+    )
+    return result.exit_code, json.loads(result.stdout)
+
+
+def _case(name: str) -> object:
+    marks = [pytest.mark.xfail(reason=LAB_ISSUES[name], strict=False)] if name in LAB_ISSUES else []
+    return pytest.param(name, marks=marks, id=name)
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("name", [_case(n) for n in scenarios.builtin_names()])
+def test_check_lab_reports_exactly_the_injected_faults(name: str) -> None:
+    injected = {f.id for f in scenarios.load(name).faults}
+    extra = ("--perf",) if injected & TRAFFIC_FAULTS else ()
+    code, report = _run(name, *extra)
+    findings = report["findings"]
+    assert isinstance(findings, list)
+    got = {f["fault"] for f in findings if f["status"] != "benign"}
+    assert got == injected
+    assert code == (0 if not injected else 1)
+    assert report["healthy"] is (not injected)
+    for f in findings:
+        assert set(f) == {"fault", "status", "targets", "summary", "evidence"}
+        assert f["status"] in ("fail", "warn", "unknown", "benign")
+        assert f["evidence"] and f["targets"]
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("name", ["healthy-4node-crs804", "crs804-three-bugs"])
+def test_perf_adds_no_extra_fault(name: str) -> None:
+    injected = {f.id for f in scenarios.load(name).faults}
+    code, report = _run(name, "--perf")
+    got = {f["fault"] for f in report["findings"] if f["status"] != "benign"}  # type: ignore[union-attr]
+    assert got == injected
+    rails = [m for m in report["measurements"] if m["kind"] == "rail"]  # type: ignore[union-attr]
+    nccl = [m for m in report["measurements"] if m["kind"] == "nccl"]  # type: ignore[union-attr]
+    assert len(rails) == 8 and len(nccl) == 1
+    if not injected:
+        assert code == 0
+        assert all(105 < m["value"] < 112 for m in rails)
+        assert 21.875 <= nccl[0]["value"] < 27
+    else:
+        assert code == 1
+        assert all(m["value"] < 11 for m in rails)  # software forwarding / stall
+
+
+@pytest.mark.lab
+def test_nodes_and_switches_in_json() -> None:
+    code, report = _run("healthy-2node-direct")
+    assert code == 0
+    nodes = report["nodes"]
+    assert isinstance(nodes, list) and [n["name"] for n in nodes] == ["spark1", "spark2"]
+    rails = nodes[0]["rails"]
+    assert [(r["netdev"], r["port"], r["half"]) for r in rails] == [
+        ("enp1s0f0np0", 0, "A"),
+        ("enP2p1s0f0np0", 0, "B"),
+        ("enp1s0f1np1", 1, "A"),
+        ("enP2p1s0f1np1", 1, "B"),
+    ]
+    assert rails[0]["addresses"] == ["10.9.1.1/24"] and rails[0]["mtu"] == 9000
+    assert report["switches"] == []
+
+
+def test_bad_inventory_exits_2(tmp_path: object) -> None:
+    from pathlib import Path
+
+    p = Path(str(tmp_path)) / "fab.yaml"
+    p.write_text("nodes:\n  - name: a\n    prot: 22\n")
+    result = CliRunner().invoke(check, ["-i", str(p)])
+    assert result.exit_code == 2
+    assert "fab.yaml:3: nodes.0.prot: unknown key 'prot'" in result.output
+
+
+def test_every_target_unreachable_exits_2(tmp_path: object) -> None:
+    import socket
+    from pathlib import Path
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nobody listens there now
+    p = Path(str(tmp_path)) / "fab.yaml"
+    p.write_text(f"nodes:\n  - {{name: spark1, host: 127.0.0.1, port: {port}, known_hosts: kh}}\n")
+    result = CliRunner().invoke(check, ["-i", str(p), "--json"])
+    assert result.exit_code == 2
+    report = json.loads(result.stdout)
+    assert report["healthy"] is False
+    (finding,) = report["findings"]
+    assert finding["fault"] == "preflight.unreachable"
+    assert finding["targets"] == ["spark1"]
+    assert finding["evidence"][0]["observed"].startswith(f"spark1: cannot reach 127.0.0.1:{port}")
+
+
+@pytest.mark.lab
+def test_readable_output_groups_findings_by_step() -> None:
+    result = CliRunner().invoke(check, ["--lab", "crs804-three-bugs", "--time-scale", "1000"])
+    assert result.exit_code == 1
+    out = result.output
+    assert out.splitlines()[0].startswith("3 finding(s), 3 failing  4/4 nodes, 1/1 switches")
+    offload, qos, addressing = (out.index(t) for t in ("Switch offload", "QoS", "Addressing"))
+    assert offload < qos < addressing
+    assert "FAIL    switch.qos-pfc-stall" in out
+    assert "trust-l3=keep" in out and "pfc=pfc-tc3" in out  # wrapped in 80 columns
+    assert out.index("seen, harmless") > addressing
+    assert "benign.pcie-27w" in out

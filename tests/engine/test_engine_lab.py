@@ -1,0 +1,98 @@
+"""The wizard engine on the lab (issue 5's proofs): the walk, the fixes, their safety."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from screens.compose import open_wizard
+from screens.terminal import TerminalOperator
+from wizard.engine import RunResult
+from wizard.events import (
+    Event,
+    ExportTaken,
+    FixApplied,
+    FixRefusedEvent,
+    FixRolledBack,
+    MeasurementTaken,
+    RollbackArmed,
+    VerdictReached,
+)
+
+pytestmark = pytest.mark.lab
+
+THREE_BUGS = ("switch.offload-split-cage", "switch.qos-pfc-stall", "host.duplicate-ip")
+
+
+async def walk(
+    scenario: str, tmp_path: Path, *, time_scale: float = 100.0, lab: Any = None
+) -> tuple[RunResult, list[Event]]:
+    events: list[Event] = []
+    operator = TerminalOperator(Console(file=io.StringIO()), yes=True, interactive=False)
+    wiring = await open_wizard(
+        operator=operator,
+        sinks=[events.append],
+        lab=None if lab is not None else scenario,
+        lab_object=lab,
+        session_dir=tmp_path / "session",
+        time_scale=time_scale,
+    )
+    try:
+        result = await wiring.engine.run()
+    finally:
+        await wiring.close()
+    return result, events
+
+
+async def test_three_bugs_walk_ends_at_line_rate(tmp_path: Path) -> None:
+    result, events = await walk("crs804-three-bugs", tmp_path)
+    found = {e.verdict.fault for e in events if isinstance(e, VerdictReached) and e.verdict.is_finding}
+    assert set(THREE_BUGS) <= found
+    fixed = {f.fault: f for f in result.fixes if f.verified}
+    assert set(THREE_BUGS) <= set(fixed), result.fixes
+    # Each finding was fixed in its own step of the bisection order.
+    steps = {e.fault: e.step for e in events if isinstance(e, FixApplied)}
+    assert steps["switch.offload-split-cage"] == "offload"
+    assert steps["switch.qos-pfc-stall"] == "qos"
+    assert steps["host.duplicate-ip"] == "addressing"
+    # Every switch change was preceded by its verified export, and a dead-man rollback.
+    for e in events:
+        if isinstance(e, FixApplied) and e.fault.startswith("switch."):
+            i = events.index(e)
+            before = events[:i]
+            assert any(isinstance(x, ExportTaken) and x.file == e.export for x in before)
+            assert any(isinstance(x, RollbackArmed) and x.fix_id == e.fix_id for x in before)
+            assert fixed[e.fault].export == e.export
+    # Measured by the lab's physics after the fixes.
+    assert result.healthy_after is True
+    assert result.healthy_before is False
+    assert result.rails_gbps and min(result.rails_gbps.values()) >= 100.0
+    assert result.halves_gbps and min(result.halves_gbps.values()) >= 180.0
+    assert result.nccl_busbw is not None and result.nccl_busbw >= 21.875
+    # The session log holds the same story.
+    log = (tmp_path / "session" / "events.jsonl").read_text().splitlines()
+    types = [json.loads(line)["type"] for line in log]
+    assert types[0] == "session_started" and types[-1] == "session_ended"
+    assert types.count("export_taken") >= 3  # two pre-fix and the golden one
+
+
+async def test_undrained_measurement_is_not_evidence(tmp_path: Path) -> None:
+    result, events = await walk("fault-process-undrained-measurement", tmp_path)
+    invalid = [
+        e.measurement for e in events if isinstance(e, MeasurementTaken) and not e.measurement.valid
+    ]
+    assert invalid, "a measurement after a link transition without a drain must be refused"
+    assert all("not evidence" in m.reason for m in invalid if "drain" in m.reason)
+    refused = [
+        e.verdict
+        for e in events
+        if isinstance(e, VerdictReached) and e.verdict.fault == "process.undrained-measurement"
+    ]
+    assert refused and refused[0].status.value == "fail"
+    assert "spark1" in refused[0].targets
+    assert result.healthy_after is True

@@ -1,0 +1,409 @@
+"""Pilot tests of the TUI against a scripted engine: state, not pixels.
+
+The scripted engine (tui_fakes.ThreeBugEngine) emits real events and awaits the real Operator
+calls, so these tests cover the bridge (one worker, one message type, coalesced gauges), the
+step list, the evidence table, the modals and quitting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import AsyncExitStack
+from typing import Any
+
+import pytest
+from textual.widgets import Button, Log
+from tui_fakes import (
+    DUP_PLAN,
+    NODES,
+    OFFLOAD_PLAN,
+    RAILS,
+    SPLIT_CAGE,
+    T0,
+    ThreeBugEngine,
+    export_of,
+    factory_for,
+)
+
+from screens.app import FabwizApp, match_intents
+from screens.modals import (
+    ChoiceModal,
+    ErrorModal,
+    FixConfirmModal,
+    PhysicalActionModal,
+    QuitModal,
+    RawOutputModal,
+    checklist_items,
+)
+from screens.session_screen import SessionScreen
+from screens.widgets.detail import ActionBar, EvidenceTable
+from screens.widgets.gauges import HISTORY, RailGauges, rail_tag, sparkline
+from screens.widgets.steps import StepItem, StepList
+from wizard.events import (
+    FixPreviewed,
+    MeasurementTaken,
+    ProbeAnswered,
+    RailSampled,
+    StepChanged,
+    VerdictReached,
+)
+from wizard.model import Measurement, PhysicalAction, ProbeResult
+
+SIZE = (120, 40)
+
+
+async def until(pilot: Any, predicate: Any, timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < end, "timed out waiting"
+        await pilot.pause(0.02)
+
+
+def text_of(widget: Any) -> str:
+    """The plain text a Static shows."""
+    content = widget.content
+    return content.plain if hasattr(content, "plain") else str(content)
+
+
+def statuses(app: FabwizApp) -> dict[str, str]:
+    return {c.step_id: c.status for c in app.session.query(StepItem)}
+
+
+async def test_first_screen_shows_the_flow_before_any_engine() -> None:
+    app = FabwizApp(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, SessionScreen)
+        assert list(statuses(app)) == [
+            "preflight", "direct_connect", "drain", "offload", "qos", "addressing", "halves",
+            "persist",
+        ]
+        assert set(statuses(app).values()) == {"pending"}
+        explain = text_of(app.screen.query_one("#explain-text"))
+        assert "What:" in explain and "ibdev2netdev" in explain
+        # Without an engine, only nothing is actionable.
+        bar = app.screen.query_one(ActionBar)
+        assert all(bar.button(i).disabled for i in ("run", "apply", "skip", "back", "next"))
+        # 80x24: one bottom panel at a time, the log first.
+        assert app.screen.has_class("-narrow") and app.screen.has_class("-short")
+        assert app.screen.query_one("#log").display and not app.screen.query_one("#gauges").display
+        await pilot.press("g")
+        assert app.screen.query_one("#gauges").display and not app.screen.query_one("#log").display
+
+
+async def test_scripted_walk_updates_steps_evidence_gauges_and_answers() -> None:
+    holder: dict[str, Any] = {}
+    app = FabwizApp(factory_for(holder))
+    app.ports.flush_s = 0.005  # the scripted test traffic lasts ~60 ms
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.pending_choice is not None)
+        engine: ThreeBugEngine = holder["engine"]
+        assert app.pending_choice.step == "preflight"
+        assert statuses(app)["preflight"] == "pass"
+        bar = app.screen.query_one(ActionBar)
+        assert bar.button("next").has_class("-offered") and bar.button("run").has_class("-offered")
+        assert not bar.button("apply").has_class("-offered")
+        await pilot.press("n")  # preflight -> direct connect
+        await until(pilot, lambda: app.pending_choice and app.pending_choice.step == "direct_connect")
+        # Gauges: 4 nodes x 2 rails sampled; 0 Gb/s after the test, measured rails coloured.
+        gauges = app.session.gauges
+        assert len(gauges.gauges) == 8
+        g = gauges.gauge("spark1", "enp1s0f0np0")
+        assert g is not None and g.half == "A" and g.port == 0
+        assert g.measured is not None and g.measured.value == pytest.approx(9.4)
+        assert g.verdict == "fail" and g.has_class("-fail")
+        assert 0 < max(g.history) <= 9.4 and g.value == 0.0 and len(g.history) >= 2
+        await pilot.press("n")
+        # The drain: the modal offers the lab's hands; answering "perform" reaches the engine.
+        await until(pilot, lambda: isinstance(app.screen, PhysicalActionModal))
+        modal = app.screen
+        assert modal.action.kind == "ac_drain" and modal.action.nodes == ("spark1", "spark2")
+        assert modal.query_one("#perform", Button)
+        assert checklist_items(modal.action.instructions)[:2] == ["Shut down", "Unplug the power cord"]
+        await pilot.press("p")
+        await until(pilot, lambda: app.pending_choice and app.pending_choice.step == "drain")
+        assert ("physical:drain", "perform") in engine.answers
+        assert not isinstance(app.screen, PhysicalActionModal)
+        await pilot.press("n")
+        # Offload: the fix modal with the verified export, then Apply.
+        await until(pilot, lambda: isinstance(app.screen, FixConfirmModal))
+        fix = app.screen
+        assert fix.plan.fault == "switch.offload-split-cage"
+        assert fix.export is not None and fix.export.file == "fabwiz-s1-offload-1.rsc"
+        assert not fix.query_one("#apply", Button).disabled
+        assert "300 s" in text_of(fix.query_one("#rollback"))
+        # Under the modal, the evidence table shows the failing rows first.
+        table = app.session.query_one(EvidenceTable)
+        assert [e.observed for _, e in table.rows_shown][:1] == [SPLIT_CAGE.evidence[0].observed]
+        assert table.row_count == 3
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, PhysicalActionModal))
+        assert app.screen.action.nodes == NODES
+        await pilot.press("d")  # done by hand this time
+        await until(pilot, lambda: app.pending_choice and app.pending_choice.step == "offload")
+        assert ("confirm:switch.offload-split-cage", True) in engine.answers
+        assert ("physical:offload", "done") in engine.answers
+        assert statuses(app)["offload"] == "fixed"
+        assert app.view.steps["offload"].fixes["offload:switch.offload-split-cage:crs804"].state == (
+            "verified"
+        )
+        # Back is an answer too: the engine hears "back".
+        await pilot.press("b")
+        assert engine.answers[-1] == ("choose:offload", "back")
+
+
+async def test_walk_to_the_end_leaves_nothing_unapplied_and_quits_healthy() -> None:
+    holder: dict[str, Any] = {}
+    app = FabwizApp(factory_for(holder))
+    async with app.run_test(size=SIZE) as pilot:
+        while app.view.ended is None:
+            await pilot.pause(0.02)
+            top = app.screen
+            if isinstance(top, FixConfirmModal):
+                await pilot.press("a")
+            elif isinstance(top, PhysicalActionModal) and top.state == "ask":
+                await pilot.press("p")
+            elif app.pending_choice and not app.pending_choice.future.done():
+                await pilot.press("n")
+        assert app.view.ended.healthy
+        assert set(statuses(app).values()) <= {"pass", "fixed"}
+        assert [s for s, v in statuses(app).items() if v == "fixed"] == ["offload", "qos", "addressing"]
+        assert app.view.unapplied_work() == []
+        log = app.session.query_one("#log", Log)
+        assert any("session ended: healthy" in line for line in log.lines)
+        await pilot.press("q")
+        await pilot.pause(0.2)
+    assert app.return_value == 0
+    assert holder.get("closed") is True  # the factory's exit stack ran
+
+
+async def test_quit_asks_when_a_fix_is_offered_but_not_applied() -> None:
+    app = FabwizApp(None)
+    async with app.run_test(size=SIZE) as pilot:
+        app.ports.emit(StepChanged(step="offload", phase="verdict", at=T0))
+        app.ports.emit(VerdictReached(step="offload", verdict=SPLIT_CAGE, at=T0))
+        app.ports.emit(FixPreviewed(step="offload", fix_id="f1", fault=OFFLOAD_PLAN.fault,
+                                    target="crs804", summary=OFFLOAD_PLAN.summary,
+                                    preview=OFFLOAD_PLAN.preview, at=T0))
+        await pilot.pause()
+        assert statuses(app)["offload"] == "fail"
+        await pilot.press("q")
+        await until(pilot, lambda: isinstance(app.screen, QuitModal))
+        assert "fix offered, not applied" in app.screen.unapplied[0]
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, SessionScreen)
+        await pilot.press("q")
+        await until(pilot, lambda: isinstance(app.screen, QuitModal))
+        await pilot.press("y")
+        await pilot.pause(0.2)
+    assert app.return_value == 1
+
+
+async def test_fix_modal_keeps_apply_disabled_until_the_export_is_verified() -> None:
+    app = FabwizApp(None)
+    results: list[bool | None] = []
+    async with app.run_test(size=SIZE) as pilot:
+        unverified = export_of("offload", 1, verified=False)
+        app.push_screen(FixConfirmModal(OFFLOAD_PLAN, unverified), callback=results.append)
+        await pilot.pause()
+        modal = app.screen
+        assert isinstance(modal, FixConfirmModal)
+        assert modal.query_one("#apply", Button).disabled
+        assert modal.query_one("#export").has_class("-fail")
+        assert "export not on the switch yet" in text_of(modal.query_one("#export"))
+        await pilot.press("a")
+        await pilot.pause()
+        assert app.screen is modal and results == []  # "a" does nothing while unverified
+        await pilot.press("escape")
+        await pilot.pause()
+        assert results == [False]
+        # No export at all for a switch change: disabled too.
+        app.push_screen(FixConfirmModal(OFFLOAD_PLAN, None), callback=results.append)
+        await pilot.pause()
+        assert app.screen.query_one("#apply", Button).disabled
+        await pilot.press("escape")
+        await pilot.pause()
+        # Verified: enabled, and "a" applies.
+        app.push_screen(FixConfirmModal(OFFLOAD_PLAN, export_of("offload", 1)), callback=results.append)
+        await pilot.pause()
+        assert not app.screen.query_one("#apply", Button).disabled
+        await pilot.press("a")
+        await pilot.pause()
+        # A host-only fix needs no export.
+        app.push_screen(FixConfirmModal(DUP_PLAN, None), callback=results.append)
+        await pilot.pause()
+        assert not app.screen.query_one("#apply", Button).disabled
+        assert "no export needed" in text_of(app.screen.query_one("#export"))
+        await pilot.click("#apply")
+        await pilot.pause()
+    assert results == [False, False, True, True]
+
+
+async def test_rail_samples_are_coalesced_bounded_and_coloured() -> None:
+    app = FabwizApp(None)
+    async with app.run_test(size=SIZE) as pilot:
+        ports = app.ports
+        nodes = [f"spark{i}" for i in range(1, 33)]
+        posted: list[Any] = []
+        original = app.post_message
+
+        def spy(message: Any) -> bool:
+            posted.append(message)
+            return original(message)
+
+        app.post_message = spy  # type: ignore[method-assign]
+        for tick in range(HISTORY + 8):
+            for n in nodes:
+                for r in RAILS:
+                    gbps = 109.0 if n != "spark7" else 12.5
+                    ports.emit(RailSampled(node=n, netdev=r, gbps=gbps + tick * 0.01, at=T0 + tick))
+            ports.flush_gauges()
+            await pilot.pause()
+        gauges = app.session.gauges
+        assert len(gauges.gauges) == 32 * 4
+        fast = gauges.gauge("spark3", "enP2p1s0f1np1")
+        slow = gauges.gauge("spark7", "enp1s0f0np0")
+        assert fast is not None and slow is not None
+        assert (fast.half, fast.port) == ("B", 1)
+        assert fast.value == pytest.approx(109.0 + (HISTORY + 7) * 0.01)
+        assert len(fast.history) == HISTORY  # bounded deque
+        assert fast.has_class("-pass") and slow.has_class("-fail")
+        assert "1 fail" not in text_of(gauges.query_one("#gauge-summary"))
+        assert "4 fail" in text_of(gauges.query_one("#gauge-summary"))
+        # One snapshot message per flush, not one per sample.
+        snapshots = [m for m in posted if type(m).__name__ == "RailsSampled"]
+        assert len(snapshots) == HISTORY + 8
+        # Rows are in node order (spark2 before spark10) and the panel scrolls.
+        names = [g.node for g in gauges.query("RailGauge").results()]
+        assert names.index("spark2") < names.index("spark10")
+        rows = gauges.query_one("#gauge-rows")
+        assert rows.max_scroll_y > 0
+
+
+async def test_measurement_colours_both_ends_and_an_unknown_rail_appears() -> None:
+    app = FabwizApp(None)
+    async with app.run_test(size=SIZE) as pilot:
+        m = Measurement("rail", "spark1/enp1s0f0np0->spark2/enp1s0f0np0", 109.1, "Gb/s")
+        app.ports.emit(MeasurementTaken(step="offload", measurement=m, at=T0))
+        await pilot.pause()
+        gauges: RailGauges = app.session.gauges
+        for node in ("spark1", "spark2"):
+            g = gauges.gauge(node, "enp1s0f0np0")
+            assert g is not None and g.verdict == "pass" and g.has_class("-pass")
+        stale = Measurement("rail", "spark3/enp1s0f0np0->spark4/enp1s0f0np0", 9.5, "Gb/s",
+                            valid=False, reason="not evidence: spark3 undrained")
+        app.ports.emit(MeasurementTaken(step="offload", measurement=stale, at=T0))
+        await pilot.pause()
+        assert gauges.gauge("spark3", "enp1s0f0np0").verdict == "warn"
+
+
+async def test_raw_output_shows_the_probe_behind_the_selected_row() -> None:
+    app = FabwizApp(None)
+    async with app.run_test(size=SIZE) as pilot:
+        res = ProbeResult(target="crs804", kind="api", command="/interface/bridge/port print",
+                          rows=({"interface": "qsfp56-dd-2-5", "bridge": "bridge2"},))
+        app.ports.emit(StepChanged(step="offload", phase="verdict", at=T0))
+        app.ports.emit(ProbeAnswered(step="offload", probe="bridge_ports", result=res, at=T0))
+        app.ports.emit(VerdictReached(step="offload", verdict=SPLIT_CAGE, at=T0))
+        await pilot.pause()
+        await pilot.press("x")
+        await until(pilot, lambda: isinstance(app.screen, RawOutputModal))
+        assert "interface=qsfp56-dd-2-5 bridge=bridge2" in app.screen.text
+        assert "switch.offload-split-cage" in app.screen.title_text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, SessionScreen)
+
+
+class _AskingEngine:
+    """Asks a free question, reports an error, then crashes: the other Operator paths."""
+
+    def __init__(self, ports: Any) -> None:
+        self.ports = ports
+        self.got: list[str] = []
+
+    async def run(self) -> None:
+        self.got.append(await self.ports.choose("qos", "Which profile?", ["lossy", "lossless"]))
+        await self.ports.error("Switch unreachable", "crs804: timeout", "check the cable")
+        self.got.append("after-error")
+        raise RuntimeError("boom")
+
+
+async def test_free_choice_error_modal_and_engine_crash() -> None:
+    holder: dict[str, Any] = {}
+
+    async def make(ports: Any, stack: AsyncExitStack) -> _AskingEngine:
+        holder["engine"] = _AskingEngine(ports)
+        return holder["engine"]
+
+    assert match_intents(["lossy", "lossless"]) is None
+    assert match_intents(["next", "rerun", "back"]) == {"next": "next", "run": "rerun", "back": "back"}
+    app = FabwizApp(make)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, ChoiceModal))
+        await pilot.press("2")
+        await until(pilot, lambda: isinstance(app.screen, ErrorModal))
+        assert app.screen.hint == "check the cable"
+        assert holder["engine"].got == ["lossless"]
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, ErrorModal)
+                    and app.screen.title_text == "The engine stopped")
+        assert "RuntimeError: boom" in app.screen.message
+        assert holder["engine"].got == ["lossless", "after-error"]
+
+
+async def test_physical_modal_waits_for_the_engine_and_hides_perform_without_hands() -> None:
+    app = FabwizApp(None)
+    async with app.run_test(size=SIZE) as pilot:
+        action = PhysicalAction("reboot", ("spark3",), "Reboot spark3 from its power button.")
+
+        async def ask() -> str:
+            return await app.ports.physical_action(action, False)
+
+        task = asyncio.ensure_future(ask())
+        await until(pilot, lambda: isinstance(app.screen, PhysicalActionModal))
+        modal = app.screen
+        assert not modal.query("#perform")
+        await pilot.press("p")  # not offered: ignored
+        assert modal.state == "ask"
+        await pilot.press("d")
+        assert await asyncio.wait_for(task, 2) == "done"
+        assert modal.state == "waiting" and app.screen is modal
+        assert "Waiting for spark3 to come back" in text_of(modal.query_one("#waiting"))
+        from wizard.events import NodeDrained, PhysicalActionDone
+
+        app.ports.emit(NodeDrained(node="spark3", boot_id="b2", at=T0))
+        await pilot.pause()
+        assert modal.back == {"spark3"}
+        app.ports.emit(PhysicalActionDone(step="halves", kind="reboot", nodes=("spark3",),
+                                          performed_by="operator", at=T0))
+        await until(pilot, lambda: isinstance(app.screen, SessionScreen))
+        assert app.physical_modal is None
+
+
+async def test_command_palette_offers_the_step_actions() -> None:
+    app = FabwizApp(None)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for t in ("Run step", "Show raw output", "Apply fix", "Skip step", "Back", "Next step",
+                  "Show gauges", "Show log"):
+            assert t in titles
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "CommandPalette"
+
+
+def test_rail_tags_and_sparkline() -> None:
+    assert rail_tag("enp1s0f0np0") == ("A", 0)
+    assert rail_tag("enP2p1s0f1np1") == ("B", 1)
+    assert sparkline([0, 54.6, 109.2], 109.2, 3) == " ▄█"
+    assert len(sparkline(range(50), 100, 12)) == 12
+
+
+def test_step_list_numbering_follows_the_flow() -> None:
+    app = FabwizApp(None)
+    assert [s for s in app.view.steps][0] == "preflight"
+    assert isinstance(StepList, type)
