@@ -112,13 +112,13 @@ class FixConfirmModal(ModalScreen[bool]):
             yield Static(self._rollback_text(), id="rollback")
             with Horizontal(classes="buttons"):
                 yield Button(
-                    "Apply [a]",
+                    "Apply (a)",
                     id="apply",
                     variant="warning",
                     disabled=not self.can_apply,
                     compact=True,
                 )
-                yield Button("Cancel [esc]", id="cancel", compact=True)
+                yield Button("Cancel (esc)", id="cancel", compact=True)
 
     def _export_class(self) -> str:
         if not self.needs_export:
@@ -224,14 +224,14 @@ class PhysicalActionModal(ModalScreen[str]):
                 )
             yield Static("", id="waiting")
             with Horizontal(classes="buttons"):
-                yield Button("Done [d]", id="done", variant="primary", compact=True)
+                yield Button("Done (d)", id="done", variant="primary", compact=True)
                 if self.can_perform_in_lab:
                     yield Button(
-                        "Perform in lab [p]", id="perform", variant="success", compact=True
+                        "Perform in lab (p)", id="perform", variant="success", compact=True
                     )
                 if self.is_drain:
-                    yield Button("Start 60 s timer [t]", id="timer", compact=True)
-                yield Button("Skip [s]", id="skip", compact=True)
+                    yield Button("Start 60 s timer (t)", id="timer", compact=True)
+                yield Button("Skip (s)", id="skip", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#waiting").display = False
@@ -353,7 +353,7 @@ class ChoiceModal(ModalScreen[str]):
             with Horizontal(classes="buttons"):
                 for i, opt in enumerate(self.options, start=1):
                     yield Button(
-                        f"{opt} [{i}]",
+                        f"{opt} ({i})",
                         id=f"opt-{i}",
                         variant="primary" if i == 1 else "default",
                         compact=True,
@@ -388,7 +388,7 @@ class ErrorModal(ModalScreen[None]):
             hint = self.hint or "Check the log pane for details, then re-run the step [r]."
             yield Static(Text.assemble(("What to do: ", "bold"), hint), id="hint")
             with Horizontal(classes="buttons"):
-                yield Button("OK [enter]", id="ok", variant="primary", compact=True)
+                yield Button("OK (enter)", id="ok", variant="primary", compact=True)
 
     @on(Button.Pressed, "#ok")
     def action_close(self) -> None:
@@ -414,8 +414,8 @@ class QuitModal(ModalScreen[bool]):
                 classes="dim",
             )
             with Horizontal(classes="buttons"):
-                yield Button("Quit [y]", id="quit", variant="error", compact=True)
-                yield Button("Stay [n]", id="stay", variant="primary", compact=True)
+                yield Button("Quit (y)", id="quit", variant="error", compact=True)
+                yield Button("Stay (n)", id="stay", variant="primary", compact=True)
 
     @on(Button.Pressed, "#quit")
     def action_quit(self) -> None:
@@ -439,7 +439,7 @@ class RawOutputModal(ModalScreen[None]):
             yield Static(Text(self.title_text, style="bold"), id="dialog-title")
             yield TextArea(self.text, read_only=True, soft_wrap=False, id="raw-text")
             with Horizontal(classes="buttons"):
-                yield Button("Close [esc]", id="close", compact=True)
+                yield Button("Close (esc)", id="close", compact=True)
 
     @on(Button.Pressed, "#close")
     def action_close(self) -> None:

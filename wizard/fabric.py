@@ -10,13 +10,15 @@ hands, so the engine only ever prompts a technician.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
 from wizard.errors import TransportError
-from wizard.events import Event, MeasurementTaken
+from wizard.events import Event, MeasurementTaken, RailSampled
 from wizard.inventory import Inventory
 from wizard.model import Measurement, PhysicalAction, ProbeResult, Rail
 from wizard.probes import Observations, Probe
@@ -81,6 +83,7 @@ class InventoryFabric:
         self.transports = dict(switches)
         self._hands = HandsPort(hands) if hands is not None else None
         self.perf_duration_s = perf_duration_s
+        self.sample_interval_s = 0.25
         # ib_write_bw's server must listen before its client connects: 0.3 s on real nodes.
         self.server_start_delay_s = server_start_delay_s
         # The engine emits MeasurementTaken itself (after the drain guard): the sweeper's
@@ -125,6 +128,47 @@ class InventoryFabric:
         if not any(self.sweeper.rails.values()):
             # Traffic needs the rails (and their addresses): discover them first.
             await self.sweeper.sweep([])
+        sampler = asyncio.ensure_future(self._sample_rails())
+        try:
+            return await self._measure(kind)
+        finally:
+            sampler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sampler
+
+    async def _sample_rails(self) -> None:
+        """Live gauges: every `sample_interval_s`, read each node's RDMA byte counters and its
+        uptime in one command, and emit `RailSampled` Gb/s from the deltas (node time, so a lab
+        running faster than life still shows true rates). Never blocks the measurement."""
+        if self._sink is None:
+            return
+        last: dict[str, tuple[float, dict[str, int]]] = {}
+        while True:
+            results = await asyncio.gather(
+                *(self.ssh.run(n, _COUNTERS, timeout=5.0) for n in self.nodes),
+                return_exceptions=True,
+            )
+            for node, res in zip(self.nodes, results, strict=True):
+                if not isinstance(res, ProbeResult) or not res.ok:
+                    continue
+                sample = _parse_counters(res.stdout)
+                if sample is None:
+                    continue
+                prev = last.get(node)
+                last[node] = sample
+                if prev is None or sample[0] <= prev[0]:
+                    continue
+                dt = sample[0] - prev[0]
+                by_rdma = {r.rdma: r.netdev for r in self.sweeper.rails.get(node, ())}
+                for rdma, words in sample[1].items():
+                    before = prev[1].get(rdma)
+                    if before is None or rdma not in by_rdma or words < before:
+                        continue
+                    gbps = (words - before) * 4 * 8 / dt / 1e9  # port_xmit_data counts 4-byte words
+                    self._sink(RailSampled(node=node, netdev=by_rdma[rdma], gbps=round(gbps, 2)))
+            await asyncio.sleep(self.sample_interval_s)
+
+    async def _measure(self, kind: str) -> list[Measurement]:
         if kind == "rails":
             ms = await self.sweeper.rail_tests(
                 duration_s=self.perf_duration_s, server_start_delay_s=self.server_start_delay_s
@@ -140,7 +184,7 @@ class InventoryFabric:
         raise ValueError(f"unknown measurement kind {kind!r}")
 
     async def _pair(self, a: Rail, b: Rail, port: int) -> Measurement:
-        m = await self.sweeper._one_rail_test(  # noqa: SLF001 - the sweep's own runner
+        m = await self.sweeper._one_rail_test(
             a,
             b,
             port=port,
@@ -278,6 +322,24 @@ class InventoryFabric:
         await asyncio.gather(
             self.ssh.close(), *(t.close() for t in self.transports.values()), return_exceptions=True
         )
+
+
+_COUNTERS = "cat /proc/uptime; grep -H . /sys/class/infiniband/*/ports/1/counters/port_xmit_data"
+_XMIT = re.compile(
+    r"^/sys/class/infiniband/([^/]+)/ports/1/counters/port_xmit_data:(\d+)\s*$", re.M
+)
+
+
+def _parse_counters(text: str) -> tuple[float, dict[str, int]] | None:
+    """`cat /proc/uptime` then `grep -H .` of the counters -> (uptime s, rdma -> words)."""
+    lines = text.strip().splitlines()
+    if not lines:
+        return None
+    try:
+        uptime = float(lines[0].split()[0])
+    except (ValueError, IndexError):
+        return None
+    return uptime, {m.group(1): int(m.group(2)) for m in _XMIT.finditer(text)}
 
 
 def _with_nodes(m: Measurement) -> Measurement:

@@ -32,7 +32,7 @@ from wizard.model import Evidence, Status, Verdict
 _ACTIONS: tuple[tuple[str, str, str, type[StepRequested]], ...] = (
     # intent, label, key shown, message
     ("run", "Run", "r", RunStepRequested),
-    ("raw", "Raw output", "x", ShowRawRequested),
+    ("raw", "Raw", "x", ShowRawRequested),
     ("apply", "Apply fix", "a", ApplyFixRequested),
     ("skip", "Skip", "s", SkipStepRequested),
     ("back", "Back", "b", BackRequested),
@@ -96,7 +96,7 @@ class ActionBar(Horizontal):
 
     DEFAULT_CSS = """
     ActionBar { height: 1; }
-    ActionBar > Button { margin-right: 1; min-width: 6; }
+    ActionBar > Button { margin-right: 1; min-width: 4; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -105,7 +105,7 @@ class ActionBar(Horizontal):
 
     def compose(self) -> ComposeResult:
         for intent, label, key, _cls in _ACTIONS:
-            yield Button(f"{label} [{key}]", id=f"act-{intent}", compact=True)
+            yield Button(f"{key} {label}", id=f"act-{intent}", compact=True)
 
     def button(self, intent: str) -> Button:
         return self.query_one(f"#act-{intent}", Button)
