@@ -27,7 +27,6 @@ from flows.expectations import Expectations
 from screens.modals import (
     ChoiceModal,
     ErrorModal,
-    ExportStatusLike,
     FixConfirmModal,
     PhysicalActionModal,
     QuitModal,
@@ -49,6 +48,7 @@ from screens.widgets.messages import (
 from screens.widgets.view_model import SessionView, StepInfo, load_steps
 from wizard.errors import FabwizError
 from wizard.events import Event, MeasurementTaken, RailSampled, SessionEnded, StepChanged
+from wizard.fixes import ExportStatus
 from wizard.model import FixPlan, PhysicalAction, Rail
 
 GAUGE_FLUSH_S = 0.25  # at most four gauge repaints a second, whatever the sample rate
@@ -136,10 +136,11 @@ class TuiPorts:
 
     # --- Operator ------------------------------------------------------------------------------
 
-    async def confirm_fix(self, plan: FixPlan, export: ExportStatusLike | None) -> bool:
+    async def confirm_fix(self, plan: FixPlan, export: ExportStatus | None) -> bool:
         window = getattr(self.app.engine, "rollback_window_s", None)
         modal = FixConfirmModal(plan, export, rollback_window_s=window)
-        return bool(await self.app.push_screen_wait(modal))
+        applied: bool = await self.app.push_screen(modal, wait_for_dismiss=True)
+        return applied
 
     async def physical_action(self, action: PhysicalAction, can_perform_in_lab: bool) -> str:
         app = self.app
@@ -159,7 +160,10 @@ class TuiPorts:
     async def choose(self, step: str, question: str, options: list[str]) -> str:
         answers = match_intents(options)
         if answers is None:
-            return str(await self.app.push_screen_wait(ChoiceModal(step, question, options)))
+            picked: str = await self.app.push_screen(
+                ChoiceModal(step, question, options), wait_for_dismiss=True
+            )
+            return picked
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         # Through the app's queue, so the question shows after the events emitted before it.
         self.app.call_later(

@@ -15,7 +15,7 @@ import asyncio
 import re
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, TypeVar
 
 from rich.text import Text
 from textual import on
@@ -23,9 +23,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, ProgressBar, SelectionList, Static, TextArea
+from textual.widgets import Button, Footer, ProgressBar, SelectionList, Static, TextArea
 
 from wizard.events import Event, NodeDrained, Note, PhysicalActionDone
+from wizard.fixes import ExportStatus
 from wizard.model import FixPlan, PhysicalAction
 
 DRAIN_SECONDS = 60  # AC off long enough to clear the CX7 degraded state (FAULTS.md)
@@ -42,17 +43,6 @@ _COMES_BACK = ("ac_drain", "reboot", "power_cycle", "firmware_update")
 _ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
 _STEP_SPLIT = re.compile(r";\s+|,\s+(?![^()]*\))")  # commas outside parentheses
 _NOTES = ("Reason", "The wizard", "Why")  # explanations in the text, not things to do
-
-
-class ExportStatusLike(Protocol):
-    """The engine's `ExportStatus` (wizard/engine.py), duck-typed."""
-
-    switch: str
-    file: str
-    verified: bool
-    size: int
-    sha256: str
-    error: str | None
 
 
 def checklist_items(instructions: str) -> list[str]:
@@ -75,7 +65,20 @@ def checklist_items(instructions: str) -> list[str]:
     return [i[:1].upper() + i[1:] for i in items]
 
 
-class FixConfirmModal(ModalScreen[bool]):
+ResultT = TypeVar("ResultT")
+
+
+class Dialog(ModalScreen[ResultT]):
+    """A centred box with its own footer; shrinks on short terminals (`-short`)."""
+
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]  # noqa: RUF012 - Textual's name
+
+    def on_mount(self) -> None:
+        # The session screen's footer would show keys that do nothing here.
+        self.mount(Footer())
+
+
+class FixConfirmModal(Dialog[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "apply", "Apply"),
         Binding("escape,c", "cancel", "Cancel"),
@@ -84,7 +87,7 @@ class FixConfirmModal(ModalScreen[bool]):
     def __init__(
         self,
         plan: FixPlan,
-        export: ExportStatusLike | None,
+        export: ExportStatus | None,
         *,
         rollback_window_s: float | None = None,
     ) -> None:
@@ -170,7 +173,7 @@ class FixConfirmModal(ModalScreen[bool]):
         self.dismiss(False)
 
 
-class PhysicalActionModal(ModalScreen[str]):
+class PhysicalActionModal(Dialog[str]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "answer('done')", "Done"),
         Binding("p", "answer('perform')", "Perform in lab"),
@@ -230,7 +233,7 @@ class PhysicalActionModal(ModalScreen[str]):
                         "Perform in lab (p)", id="perform", variant="success", compact=True
                     )
                 if self.is_drain:
-                    yield Button("Start 60 s timer (t)", id="timer", compact=True)
+                    yield Button(f"{self.drain_s} s timer (t)", id="timer", compact=True)
                 yield Button("Skip (s)", id="skip", compact=True)
 
     def on_mount(self) -> None:
@@ -338,7 +341,7 @@ class PhysicalActionModal(ModalScreen[str]):
             self.close()
 
 
-class ChoiceModal(ModalScreen[str]):
+class ChoiceModal(Dialog[str]):
     """A question with free options (anything the action bar cannot express)."""
 
     def __init__(self, step: str, question: str, options: Sequence[str]) -> None:
@@ -371,7 +374,7 @@ class ChoiceModal(ModalScreen[str]):
         self.dismiss(self.options[index])
 
 
-class ErrorModal(ModalScreen[None]):
+class ErrorModal(Dialog[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter", "close", "Close")]
 
     def __init__(self, title: str, message: str, hint: str | None) -> None:
@@ -395,7 +398,7 @@ class ErrorModal(ModalScreen[None]):
         self.dismiss(None)
 
 
-class QuitModal(ModalScreen[bool]):
+class QuitModal(Dialog[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "quit", "Quit anyway"),
         Binding("escape,n", "stay", "Stay"),
@@ -426,7 +429,7 @@ class QuitModal(ModalScreen[bool]):
         self.dismiss(False)
 
 
-class RawOutputModal(ModalScreen[None]):
+class RawOutputModal(Dialog[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,x", "close", "Close")]
 
     def __init__(self, title: str, text: str) -> None:

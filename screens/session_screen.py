@@ -48,11 +48,11 @@ class Prompt:
 
 
 class SessionScreen(Screen[None]):
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+    HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012 - Textual's name
         (0, "-narrow"),
         (110, "-wide"),
     ]
-    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (34, "-tall")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]  # noqa: RUF012 - Textual's name
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "intent('run')", "Run"),
         Binding("x", "intent('raw')", "Raw"),
@@ -94,7 +94,8 @@ class SessionScreen(Screen[None]):
         self.query_one("#log").border_title = "Log"
         self.add_class("-show-log")
         self.query_one(StepList).focus()
-        # Nested widgets finish composing after this handler: render once they have.
+        self._first_show()
+        # Nested widgets may finish composing after this handler: render again once they have.
         self.call_after_refresh(self._first_show)
 
     def _first_show(self) -> None:

@@ -75,8 +75,10 @@ class EvidenceTable(DataTable[Text | str]):
         for i, (_verdict, ev) in enumerate(rows):
             status = str(ev.status)
             style = self.get_component_rich_style(f"evidence--{status}", partial=True)
+            target = Text(f"{GLYPHS.get(status, '·')} ", style=style)  # visible at 80 columns
+            target.append_text(_cell(ev.target, 28))
             self.add_row(
-                _cell(ev.target, 28),
+                target,
                 _cell(ev.command, 34),
                 _cell(ev.observed, 40),
                 _cell(ev.expected, 30),

@@ -33,17 +33,27 @@ class StepItem(ListItem):
         self.step_id = step_id
         self.number = number
         self.status = "pending"
+        self._shown: tuple[StepView, bool] | None = None
 
-    def show(self, view: StepView, *, current: bool) -> None:
+    def on_resize(self) -> None:
+        if self._shown is not None:
+            self.show(*self._shown)
+
+    def show(self, view: StepView, current: bool = False) -> None:
+        self._shown = (view, current)
         self.status = view.status
         for cls in STATUS_CLASSES:
             self.set_class(cls == f"-{self.status}", cls)
         self.set_class(current, "-current")
         glyph = GLYPHS.get(view.status, "·")
         label = Text(f"{glyph} {self.number} {view.info.title}", no_wrap=True, overflow="ellipsis")
+        room = (self.size.width or 30) - 2  # padding
         if view.status == "running":
+            # the phase matters more than the end of the title
+            if label.cell_len + len(view.phase) + 2 > room:
+                label.truncate(max(8, room - len(view.phase) - 2), overflow="ellipsis")
             label.append(f"  {view.phase.replace('_', ' ')}", style="italic")
-        elif view.status not in ("pending", "pass"):
+        elif view.status not in ("pending", "pass") and len(label) + len(view.status) + 2 <= room:
             label.append(f"  {view.status}", style="dim")
         self._label.update(label)
 
@@ -54,6 +64,8 @@ class StepList(ListView):
     def __init__(self, view: SessionView, *, id: str | None = None) -> None:
         self._session = view
         items = [StepItem(s, i) for i, s in enumerate(view.steps, start=1)]
+        for item in items:  # labelled before the first paint
+            item.show(view.steps[item.step_id])
         super().__init__(*items, id=id)
 
     def item(self, step_id: str) -> StepItem | None:
@@ -69,9 +81,7 @@ class StepList(ListView):
                 self.append(StepItem(step_id, len(known) + 1))
                 known.add(step_id)
         for child in self.query(StepItem):
-            child.show(
-                self._session.steps[child.step_id], current=child.step_id == self._session.current
-            )
+            child.show(self._session.steps[child.step_id], child.step_id == self._session.current)
 
     def on_list_view_highlighted(self, message: ListView.Highlighted) -> None:
         if isinstance(message.item, StepItem):

@@ -76,7 +76,13 @@ async def test_first_screen_shows_the_flow_before_any_engine() -> None:
         await pilot.pause()
         assert isinstance(app.screen, SessionScreen)
         assert list(statuses(app)) == [
-            "preflight", "direct_connect", "drain", "offload", "qos", "addressing", "halves",
+            "preflight",
+            "direct_connect",
+            "drain",
+            "offload",
+            "qos",
+            "addressing",
+            "halves",
             "persist",
         ]
         assert set(statuses(app).values()) == {"pending"}
@@ -105,7 +111,9 @@ async def test_scripted_walk_updates_steps_evidence_gauges_and_answers() -> None
         assert bar.button("next").has_class("-offered") and bar.button("run").has_class("-offered")
         assert not bar.button("apply").has_class("-offered")
         await pilot.press("n")  # preflight -> direct connect
-        await until(pilot, lambda: app.pending_choice and app.pending_choice.step == "direct_connect")
+        await until(
+            pilot, lambda: app.pending_choice and app.pending_choice.step == "direct_connect"
+        )
         # Gauges: 4 nodes x 2 rails sampled; 0 Gb/s after the test, measured rails coloured.
         gauges = app.session.gauges
         assert len(gauges.gauges) == 8
@@ -120,7 +128,10 @@ async def test_scripted_walk_updates_steps_evidence_gauges_and_answers() -> None
         modal = app.screen
         assert modal.action.kind == "ac_drain" and modal.action.nodes == ("spark1", "spark2")
         assert modal.query_one("#perform", Button)
-        assert checklist_items(modal.action.instructions)[:2] == ["Shut down", "Unplug the power cord"]
+        assert checklist_items(modal.action.instructions)[:2] == [
+            "Shut down",
+            "Unplug the power cord",
+        ]
         await pilot.press("p")
         await until(pilot, lambda: app.pending_choice and app.pending_choice.step == "drain")
         assert ("physical:drain", "perform") in engine.answers
@@ -145,9 +156,9 @@ async def test_scripted_walk_updates_steps_evidence_gauges_and_answers() -> None
         assert ("confirm:switch.offload-split-cage", True) in engine.answers
         assert ("physical:offload", "done") in engine.answers
         assert statuses(app)["offload"] == "fixed"
-        assert app.view.steps["offload"].fixes["offload:switch.offload-split-cage:crs804"].state == (
-            "verified"
-        )
+        assert app.view.steps["offload"].fixes[
+            "offload:switch.offload-split-cage:crs804"
+        ].state == ("verified")
         # Back is an answer too: the engine hears "back".
         await pilot.press("b")
         assert engine.answers[-1] == ("choose:offload", "back")
@@ -168,7 +179,11 @@ async def test_walk_to_the_end_leaves_nothing_unapplied_and_quits_healthy() -> N
                 await pilot.press("n")
         assert app.view.ended.healthy
         assert set(statuses(app).values()) <= {"pass", "fixed"}
-        assert [s for s, v in statuses(app).items() if v == "fixed"] == ["offload", "qos", "addressing"]
+        assert [s for s, v in statuses(app).items() if v == "fixed"] == [
+            "offload",
+            "qos",
+            "addressing",
+        ]
         assert app.view.unapplied_work() == []
         log = app.session.query_one("#log", Log)
         assert any("session ended: healthy" in line for line in log.lines)
@@ -183,9 +198,17 @@ async def test_quit_asks_when_a_fix_is_offered_but_not_applied() -> None:
     async with app.run_test(size=SIZE) as pilot:
         app.ports.emit(StepChanged(step="offload", phase="verdict", at=T0))
         app.ports.emit(VerdictReached(step="offload", verdict=SPLIT_CAGE, at=T0))
-        app.ports.emit(FixPreviewed(step="offload", fix_id="f1", fault=OFFLOAD_PLAN.fault,
-                                    target="crs804", summary=OFFLOAD_PLAN.summary,
-                                    preview=OFFLOAD_PLAN.preview, at=T0))
+        app.ports.emit(
+            FixPreviewed(
+                step="offload",
+                fix_id="f1",
+                fault=OFFLOAD_PLAN.fault,
+                target="crs804",
+                summary=OFFLOAD_PLAN.summary,
+                preview=OFFLOAD_PLAN.preview,
+                at=T0,
+            )
+        )
         await pilot.pause()
         assert statuses(app)["offload"] == "fail"
         await pilot.press("q")
@@ -226,7 +249,9 @@ async def test_fix_modal_keeps_apply_disabled_until_the_export_is_verified() -> 
         await pilot.press("escape")
         await pilot.pause()
         # Verified: enabled, and "a" applies.
-        app.push_screen(FixConfirmModal(OFFLOAD_PLAN, export_of("offload", 1)), callback=results.append)
+        app.push_screen(
+            FixConfirmModal(OFFLOAD_PLAN, export_of("offload", 1)), callback=results.append
+        )
         await pilot.pause()
         assert not app.screen.query_one("#apply", Button).disabled
         await pilot.press("a")
@@ -292,8 +317,14 @@ async def test_measurement_colours_both_ends_and_an_unknown_rail_appears() -> No
         for node in ("spark1", "spark2"):
             g = gauges.gauge(node, "enp1s0f0np0")
             assert g is not None and g.verdict == "pass" and g.has_class("-pass")
-        stale = Measurement("rail", "spark3/enp1s0f0np0->spark4/enp1s0f0np0", 9.5, "Gb/s",
-                            valid=False, reason="not evidence: spark3 undrained")
+        stale = Measurement(
+            "rail",
+            "spark3/enp1s0f0np0->spark4/enp1s0f0np0",
+            9.5,
+            "Gb/s",
+            valid=False,
+            reason="not evidence: spark3 undrained",
+        )
         app.ports.emit(MeasurementTaken(step="offload", measurement=stale, at=T0))
         await pilot.pause()
         assert gauges.gauge("spark3", "enp1s0f0np0").verdict == "warn"
@@ -302,8 +333,12 @@ async def test_measurement_colours_both_ends_and_an_unknown_rail_appears() -> No
 async def test_raw_output_shows_the_probe_behind_the_selected_row() -> None:
     app = FabwizApp(None)
     async with app.run_test(size=SIZE) as pilot:
-        res = ProbeResult(target="crs804", kind="api", command="/interface/bridge/port print",
-                          rows=({"interface": "qsfp56-dd-2-5", "bridge": "bridge2"},))
+        res = ProbeResult(
+            target="crs804",
+            kind="api",
+            command="/interface/bridge/port print",
+            rows=({"interface": "qsfp56-dd-2-5", "bridge": "bridge2"},),
+        )
         app.ports.emit(StepChanged(step="offload", phase="verdict", at=T0))
         app.ports.emit(ProbeAnswered(step="offload", probe="bridge_ports", result=res, at=T0))
         app.ports.emit(VerdictReached(step="offload", verdict=SPLIT_CAGE, at=T0))
@@ -339,7 +374,11 @@ async def test_free_choice_error_modal_and_engine_crash() -> None:
         return holder["engine"]
 
     assert match_intents(["lossy", "lossless"]) is None
-    assert match_intents(["next", "rerun", "back"]) == {"next": "next", "run": "rerun", "back": "back"}
+    assert match_intents(["next", "rerun", "back"]) == {
+        "next": "next",
+        "run": "rerun",
+        "back": "back",
+    }
     app = FabwizApp(make)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: isinstance(app.screen, ChoiceModal))
@@ -348,8 +387,12 @@ async def test_free_choice_error_modal_and_engine_crash() -> None:
         assert app.screen.hint == "check the cable"
         assert holder["engine"].got == ["lossless"]
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, ErrorModal)
-                    and app.screen.title_text == "The engine stopped")
+        await until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, ErrorModal) and app.screen.title_text == "The engine stopped"
+            ),
+        )
         assert "RuntimeError: boom" in app.screen.message
         assert holder["engine"].got == ["lossless", "after-error"]
 
@@ -377,8 +420,11 @@ async def test_physical_modal_waits_for_the_engine_and_hides_perform_without_han
         app.ports.emit(NodeDrained(node="spark3", boot_id="b2", at=T0))
         await pilot.pause()
         assert modal.back == {"spark3"}
-        app.ports.emit(PhysicalActionDone(step="halves", kind="reboot", nodes=("spark3",),
-                                          performed_by="operator", at=T0))
+        app.ports.emit(
+            PhysicalActionDone(
+                step="halves", kind="reboot", nodes=("spark3",), performed_by="operator", at=T0
+            )
+        )
         await until(pilot, lambda: isinstance(app.screen, SessionScreen))
         assert app.physical_modal is None
 
@@ -388,8 +434,16 @@ async def test_command_palette_offers_the_step_actions() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         titles = [c.title for c in app.get_system_commands(app.screen)]
-        for t in ("Run step", "Show raw output", "Apply fix", "Skip step", "Back", "Next step",
-                  "Show gauges", "Show log"):
+        for t in (
+            "Run step",
+            "Show raw output",
+            "Apply fix",
+            "Skip step",
+            "Back",
+            "Next step",
+            "Show gauges",
+            "Show log",
+        ):
             assert t in titles
         await pilot.press("ctrl+p")
         await pilot.pause()
@@ -405,5 +459,30 @@ def test_rail_tags_and_sparkline() -> None:
 
 def test_step_list_numbering_follows_the_flow() -> None:
     app = FabwizApp(None)
-    assert [s for s in app.view.steps][0] == "preflight"
+    assert next(iter(app.view.steps)) == "preflight"
     assert isinstance(StepList, type)
+
+
+async def test_first_screen_paints_before_a_slow_start() -> None:
+    """The factory (the lab, the transports) runs in the worker after the first paint."""
+    import time
+
+    entered = asyncio.Event()
+
+    async def slow(ports: Any, stack: AsyncExitStack) -> Any:
+        entered.set()
+        await asyncio.sleep(30)  # a lab that takes forever to start
+        raise AssertionError("never reached")
+
+    app = FabwizApp(slow)
+    t0 = time.monotonic()
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert time.monotonic() - t0 < 2.0
+        await pilot.pause()
+        labels = [text_of(item._label) for item in app.session.query(StepItem)]
+        assert len(labels) == 8 and all(label.strip() for label in labels)
+        await until(pilot, entered.is_set)
+        assert app.engine_worker is not None and app.engine_worker.name == "engine"
+        assert app.sub_title == "starting…"
+        assert len(app.workers) == 1 and not app.engine_worker._thread_worker  # async
+        assert not app.engine_worker.is_finished

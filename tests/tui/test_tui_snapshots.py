@@ -36,30 +36,62 @@ from wizard.model import Evidence, Measurement, PhysicalAction, Status, Verdict
 def _events() -> list[Event]:
     t = T0
     out: list[Event] = [
-        SessionStarted(session_id="s1", fabwiz_version="0.1.0", log_version=1, command="demo",
-                       scenario="crs804-three-bugs", nodes=NODES, switches=("crs804",), at=t),
+        SessionStarted(
+            session_id="s1",
+            fabwiz_version="0.1.0",
+            log_version=1,
+            command="demo",
+            scenario="crs804-three-bugs",
+            nodes=NODES,
+            switches=("crs804",),
+            at=t,
+        ),
         StepChanged(step="preflight", phase="probing", at=t + 1),
-        VerdictReached(step="preflight", at=t + 2, verdict=Verdict(
-            "switch.breakout-autoneg", Status.PASS, "every leg at 200G, fec91",
-            evidence=(Evidence("crs804", "/interface/ethernet/monitor", "200Gbps fec91 x8",
-                               "200Gbps fec91"),))),
+        VerdictReached(
+            step="preflight",
+            at=t + 2,
+            verdict=Verdict(
+                "switch.breakout-autoneg",
+                Status.PASS,
+                "every leg at 200G, fec91",
+                evidence=(
+                    Evidence(
+                        "crs804", "/interface/ethernet/monitor", "200Gbps fec91 x8", "200Gbps fec91"
+                    ),
+                ),
+            ),
+        ),
         StepChanged(step="preflight", phase="done", at=t + 3),
         StepChanged(step="direct_connect", phase="done", at=t + 4),
-        VerdictReached(step="direct_connect", at=t + 5, verdict=Verdict(
-            "host.cx7-degraded", Status.PASS, "111.9 Gb/s on a direct cable")),
+        VerdictReached(
+            step="direct_connect",
+            at=t + 5,
+            verdict=Verdict("host.cx7-degraded", Status.PASS, "111.9 Gb/s on a direct cable"),
+        ),
         StepChanged(step="drain", phase="done", at=t + 6),
-        VerdictReached(step="drain", at=t + 7, verdict=Verdict(
-            "process.undrained-measurement", Status.PASS, "spark1, spark2 drained")),
+        VerdictReached(
+            step="drain",
+            at=t + 7,
+            verdict=Verdict("process.undrained-measurement", Status.PASS, "spark1, spark2 drained"),
+        ),
         StepChanged(step="offload", phase="probing", at=t + 8),
-        ProbeSent(step="offload", target="crs804", command="/interface/bridge/port print",
-                  at=t + 9),
+        ProbeSent(
+            step="offload", target="crs804", command="/interface/bridge/port print", at=t + 9
+        ),
         VerdictReached(step="offload", verdict=SPLIT_CAGE, at=t + 10),
-        Note(level="warn", step="offload", text="switch cpu-load 98% while spark1 sends",
-             at=t + 11),
+        Note(
+            level="warn", step="offload", text="switch cpu-load 98% while spark1 sends", at=t + 11
+        ),
         StepChanged(step="offload", phase="fix_offered", at=t + 12),
-        FixPreviewed(step="offload", fix_id="offload:switch.offload-split-cage:crs804",
-                     fault=OFFLOAD_PLAN.fault, target="crs804", summary=OFFLOAD_PLAN.summary,
-                     preview=OFFLOAD_PLAN.preview, at=t + 13),
+        FixPreviewed(
+            step="offload",
+            fix_id="offload:switch.offload-split-cage:crs804",
+            fault=OFFLOAD_PLAN.fault,
+            target="crs804",
+            summary=OFFLOAD_PLAN.summary,
+            preview=OFFLOAD_PLAN.preview,
+            at=t + 13,
+        ),
     ]
     return out
 
@@ -115,8 +147,9 @@ def test_gauges_during_a_test(snap_compare: Any) -> None:
 
 async def _fix_modal(pilot: Any) -> None:
     await _feed(pilot)
-    pilot.app.push_screen(FixConfirmModal(OFFLOAD_PLAN, export_of("offload", 1),
-                                          rollback_window_s=300))
+    pilot.app.push_screen(
+        FixConfirmModal(OFFLOAD_PLAN, export_of("offload", 1), rollback_window_s=300)
+    )
     await pilot.pause()
 
 
@@ -141,3 +174,11 @@ async def _drain_modal(pilot: Any) -> None:
 
 def test_drain_modal(snap_compare: Any) -> None:
     assert snap_compare(_app(), terminal_size=(100, 30), run_before=_drain_modal)
+
+
+def test_drain_modal_80x24(snap_compare: Any) -> None:
+    assert snap_compare(_app(), terminal_size=(80, 24), run_before=_drain_modal)
+
+
+def test_fix_modal_80x24(snap_compare: Any) -> None:
+    assert snap_compare(_app(), terminal_size=(80, 24), run_before=_fix_modal)
