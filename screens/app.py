@@ -45,7 +45,7 @@ from screens.widgets.messages import (
     SkipStepRequested,
     StepRequested,
 )
-from screens.widgets.view_model import SessionView, StepInfo, load_steps
+from screens.widgets.view_model import SessionView, StepInfo, load_steps, raw_for
 from wizard.errors import FabwizError
 from wizard.events import Event, MeasurementTaken, RailSampled, SessionEnded, StepChanged
 from wizard.fixes import ExportStatus
@@ -256,6 +256,7 @@ class FabwizApp(App[int]):
                 return
             self.sub_title = sub_title
             self.session.engine_ready = True
+            self.session.engine_takes_requests = callable(getattr(self.engine, "request", None))
             self.session.update_view({"detail"})
             await self.engine.run()
             self._engine_done = True
@@ -293,20 +294,26 @@ class FabwizApp(App[int]):
             screen.gauges.add_measurement(event.measurement)
         if isinstance(event, SessionEnded):
             self.sub_title = "healthy" if event.healthy else "findings left"
-            screen.prompt = Prompt(
-                step=self.view.current or "",
-                question=(
-                    "Session ended: the fabric is healthy."
-                    if event.healthy
-                    else "Session ended with findings."
-                )
-                + " q quits; `fabwiz report "
-                + (self.session_folder or "SESSION")
-                + "` writes the ticket report.",
-            )
+            screen.prompt = Prompt(step=self.view.current or "", question=self._ending(event))
         screen.update_view(changed)
         if self.physical_modal is not None:
             self.physical_modal.on_engine_event(event)
+
+    def _ending(self, event: SessionEnded) -> str:
+        fixes = [f for v in self.view.steps.values() for f in v.fixes.values()]
+        verified = sum(f.state == "verified" for f in fixes)
+        exports = sum(len(v.exports) for v in self.view.steps.values())
+        head = (
+            "Session ended: the fabric is healthy."
+            if event.healthy
+            else (
+                "Session ended with findings: " + (event.reason or "see the steps marked ✘") + "."
+            )
+        )
+        return (
+            f"{head} {verified} fix(es) verified, {exports} switch export(s) kept. "
+            f"q quits; `fabwiz report {self.session_folder or 'SESSION'}` writes the ticket report."
+        )
 
     def _discovered_rails(self) -> None:
         if self.rails_source is None:
@@ -329,7 +336,11 @@ class FabwizApp(App[int]):
                 screen.prompt = None
         else:
             screen.prompt = Prompt(
-                choice.step, choice.question, frozenset(choice.answers), choice.options
+                choice.step,
+                choice.question,
+                frozenset(choice.answers),
+                choice.options,
+                dict(choice.answers),
             )
             screen.follow(choice.step)
         screen.update_view({"prompt"})
@@ -387,23 +398,11 @@ class FabwizApp(App[int]):
         rows = self.session.evidence.rows_shown
         if message.row is not None and message.row < len(rows):
             verdict, ev = rows[message.row]
-            text = ev.raw
-            if text is None:
-                text = "\n\n".join(
-                    f"$ {p.command}\n{p.text}"
-                    for p in step.probes
-                    if p.target == ev.target and (ev.command in p.command or not ev.command)
-                )
             title = f"{ev.target}: {ev.command}  ({verdict.fault})"
+            text = raw_for(step, ev)
         else:
             title = f"{step.info.title}: raw output"
-            text = ""
-        if not text:
-            text = "\n\n".join(
-                f"# {p.target}  $ {p.command}  (exit {p.exit_status}"
-                f"{', ' + p.error if p.error else ''})\n{p.text}"
-                for p in step.probes
-            )
+            text = raw_for(step, None)
         self.push_screen(RawOutputModal(title, text or "(no raw output recorded for this step)"))
 
     # --- commands, quitting --------------------------------------------------------------------

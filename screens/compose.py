@@ -25,7 +25,19 @@ from flows.registry import CHECKS, make_context
 from wizard.drain import DrainGuard
 from wizard.engine import Engine, FixRecord, Operator, Resume, RunResult
 from wizard.errors import FabwizError
-from wizard.events import Event, FixApplied, FixRolledBack, PhysicalActionDone, SessionEnded
+from wizard.events import (
+    Event,
+    ExportTaken,
+    FixApplied,
+    FixRolledBack,
+    FixVerified,
+    NodeDrained,
+    PhysicalActionDone,
+    RollbackArmed,
+    RollbackDisarmed,
+    SessionEnded,
+    StepChanged,
+)
 from wizard.fabric import InventoryFabric
 from wizard.inventory import Inventory, load_inventory, resolve_password
 from wizard.probes import Observations
@@ -102,14 +114,15 @@ def context_factory(inv: Inventory) -> Callable[[Observations, DrainGuard], Any]
 
 
 async def _start_lab(scenario: str, time_scale: float, state: dict[str, Any] | None) -> Any:
+    """Start an in-process lab: from the scenario, or from a session's saved world (resume)."""
     from wizard.lab import Lab
 
-    lab = Lab(scenario, time_scale=time_scale)
+    world = None
     if state is not None:
         from wizard.lab import state as lab_state
 
-        lab.world = lab_state.world_from_state(state, time_scale=time_scale)
-        lab.hands.world = lab.world
+        world = lab_state.world_from_state(state, time_scale=time_scale)
+    lab = Lab(scenario, time_scale=time_scale, world=world)
     await lab.start()
     return lab
 
@@ -186,9 +199,7 @@ async def open_wizard(
     def emit(event: Event) -> None:
         for sink in fanout:
             sink(event)
-        if the_lab is not None and isinstance(
-            event, FixApplied | FixRolledBack | PhysicalActionDone | SessionEnded
-        ):
+        if the_lab is not None and isinstance(event, _LAB_CHANGES):
             _save_lab(log, the_lab)
 
     hands = the_lab.hands if the_lab is not None else None
@@ -241,6 +252,21 @@ async def open_wizard(
     return Wiring(engine, fabric, log, inv, the_lab, owns_lab, list(sinks))
 
 
+# Events after which an in-process lab's world is saved beside the log (resume restarts it so).
+_LAB_CHANGES = (
+    StepChanged,
+    ExportTaken,
+    RollbackArmed,
+    RollbackDisarmed,
+    FixApplied,
+    FixVerified,
+    FixRolledBack,
+    PhysicalActionDone,
+    NodeDrained,
+    SessionEnded,
+)
+
+
 def _save_lab(log: SessionLog, lab: Any) -> None:
     try:
         from wizard.lab import state as lab_state
@@ -271,8 +297,10 @@ def resume_from(loaded: LoadedSession) -> Resume:
         )
         for f in st.fixes.values()
     )
-    started = [e for e in loaded.events]
+    started = list(loaded.events)
+    scripts = {e.name: e.script for e in started if isinstance(e, RollbackArmed)}
     return Resume(
+        rollback_scripts=scripts,
         step=step,
         done_steps=done,
         verified_fixes=tuple(f.fix_id for f in st.fixes.values() if f.status == "verified"),

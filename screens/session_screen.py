@@ -45,6 +45,7 @@ class Prompt:
     question: str
     offered: frozenset[str] = field(default_factory=frozenset)  # intents the options map to
     options: tuple[str, ...] = ()
+    labels: dict[str, str] = field(default_factory=dict)  # intent -> the engine's word for it
 
 
 class SessionScreen(Screen[None]):
@@ -63,6 +64,7 @@ class SessionScreen(Screen[None]):
         Binding("g", "show_bottom('gauges')", "Gauges"),
         Binding("l", "show_bottom('log')", "Log"),
         Binding("e", "toggle_explain", "Explain", show=False),
+        Binding("question_mark", "toggle_explain", "Explain", show=False),
         Binding("q", "app.request_quit", "Quit"),
     ]
 
@@ -72,6 +74,7 @@ class SessionScreen(Screen[None]):
         self.viewed: str | None = next(iter(view.steps), None)
         self.prompt: Prompt | None = None
         self.engine_ready = False
+        self.engine_takes_requests = False  # an engine with `request(intent, step)`
         self._gauges = gauges or RailGauges(id="gauges")
         self._log_shown = 0
         self._bottom_chosen = False
@@ -140,9 +143,17 @@ class SessionScreen(Screen[None]):
         offered: frozenset[str] = frozenset()
         if prompt is not None:
             offered = prompt.offered
-            keys = " · ".join(f"{o} [{_KEYS.get(o, '?')}]" for o in sorted(offered))
+            keys = " · ".join(
+                f"{prompt.labels.get(o, o)} [{_KEYS.get(o, '?')}]" for o in _ORDER if o in offered
+            )
             where = "" if prompt.step == self.viewed else f"({prompt.step}) "
             question = f"{where}{prompt.question}" + (f"  — {keys}" if keys else "")
+        elif self.view.waiting is not None:
+            w = self.view.waiting
+            question = (
+                f"Hands needed: {w.kind.replace('_', ' ')} on {', '.join(w.nodes)}; "
+                "the wizard watches for the result"
+            )
         self.query_one(StepDetail).show(
             step,
             is_current=self.view.current == step.id,
@@ -158,11 +169,12 @@ class SessionScreen(Screen[None]):
             enabled.add("raw")
         if not self.engine_ready or self.view.ended is not None:
             return enabled
-        enabled |= {"run", "skip", "back", "next"}
         if self.prompt is not None:
-            enabled |= self.prompt.offered
-        if step is not None and step.open_fix is not None:
-            enabled.add("apply")
+            enabled |= self.prompt.offered  # the answers the engine waits for
+        if self.engine_takes_requests:
+            enabled |= {"run", "skip", "back", "next"}
+            if step is not None and step.open_fix is not None:
+                enabled.add("apply")
         return enabled
 
     def _append_log(self) -> None:
@@ -185,7 +197,13 @@ class SessionScreen(Screen[None]):
 
     def action_intent(self, intent: str) -> None:
         if intent not in self.enabled_intents():
-            self.notify(f"{intent}: not available now", severity="warning", timeout=2)
+            prompt = self.prompt
+            if prompt is not None and prompt.offered:
+                answers = ", ".join(f"{o} [{_KEYS.get(o, '?')}]" for o in sorted(prompt.offered))
+                hint = f"the engine asks “{prompt.question}”: {answers}"
+            else:
+                hint = "the engine is working; it asks when it needs you"
+            self.notify(f"{intent}: not now — {hint}", severity="warning", timeout=3)
             return
         step = self.viewed
         if intent == "raw":
@@ -206,7 +224,14 @@ class SessionScreen(Screen[None]):
         self.set_class(which == "gauges", "-show-gauges")
 
     def action_toggle_explain(self) -> None:
-        self.toggle_class("-no-explain")
+        """e: the explanation in full, then hidden, then back to its strip."""
+        if self.has_class("-explain-full"):
+            self.remove_class("-explain-full")
+            self.add_class("-no-explain")
+        elif self.has_class("-no-explain"):
+            self.remove_class("-no-explain")
+        else:
+            self.add_class("-explain-full")
 
     def on_step_view_requested(self, message: StepViewRequested) -> None:
         if message.step != self.viewed:
@@ -214,4 +239,5 @@ class SessionScreen(Screen[None]):
             self._show_detail()
 
 
+_ORDER = ("next", "run", "apply", "skip", "back", "raw")
 _KEYS = {"run": "r", "apply": "a", "skip": "s", "back": "b", "next": "n", "raw": "x"}

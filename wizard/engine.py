@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -203,7 +204,8 @@ class Resume:
     step: str
     done_steps: tuple[str, ...] = ()
     verified_fixes: tuple[str, ...] = ()  # fix ids applied and verified: never repeated
-    pending_rollbacks: tuple[tuple[str, str, str, bool], ...] = ()  # (fix_id, switch, name, ok)
+    pending_rollbacks: tuple[tuple[str, str, str, bool], ...] = ()  # (fix_id, target, name, ok)
+    rollback_scripts: dict[str, str] = field(default_factory=dict)  # name -> armed script
     guard: DrainGuard | None = None
     fixes: tuple[FixRecord, ...] = ()
     healthy_before: bool | None = None
@@ -877,31 +879,81 @@ class Engine:
         return ok
 
     async def _settle_pending_rollbacks(self) -> None:
-        """On resume: a fix verified before the crash but not disarmed would be undone by its
-        dead-man rollback; disarm it. One not verified is left to fire (or fired already)."""
+        """On resume, before anything is probed, make every armed rollback settle:
+
+        - a fix verified before the interruption but not yet disarmed would be undone by its
+          dead-man rollback: disarm it;
+        - a fix not verified is rolled back now (the switch's scheduler entry is made due at
+          once and awaited; a host's revert script runs), so the state is known again before the
+          step is re-probed and the fix, if still needed, offered anew.
+        """
         assert self._resume is not None
         for fix_id, target, name, verified in self._resume.pending_rollbacks:
-            if not verified:
-                self.note(
-                    f"{fix_id}: not verified before the interruption; its rollback on {target} runs as armed",
-                    "warn",
-                )
-                continue
             try:
-                if target in self.fabric.switches:
-                    gone = await fixes.disarm_switch_rollback(self.fabric.api(target), name)
-                else:
-                    await fixes.disarm_host_revert(_Runner(self.fabric), target, name)
-                    gone = True
+                if verified:
+                    await self._disarm(target, name)
+                    self.emit(
+                        RollbackDisarmed(step=self._step, fix_id=fix_id, target=target, name=name)
+                    )
+                    self.note(
+                        f"{fix_id}: verified before the interruption; rollback {name} on "
+                        f"{target} disarmed"
+                    )
+                    continue
+                ran = await self._run_rollback_now(target, name)
                 self.emit(
-                    RollbackDisarmed(step=self._step, fix_id=fix_id, target=target, name=name)
+                    FixRolledBack(
+                        step=self._step,
+                        fix_id=fix_id,
+                        fault=fix_id.split(":")[1] if ":" in fix_id else fix_id,
+                        reason=f"interrupted before verification: rollback {name} on {target} {ran}",
+                    )
                 )
                 self.note(
-                    f"{fix_id}: verified before the interruption; rollback {name} on {target} "
-                    f"{'disarmed' if gone else 'was already gone'}"
+                    f"{fix_id}: interrupted before verification; rollback {name} {ran}", "warn"
                 )
             except Exception as exc:  # the target may still be away: say so, go on
-                self.note(f"could not disarm {name} on {target}: {exc}", "error")
+                self.note(f"could not settle rollback {name} on {target}: {exc}", "error")
+
+    async def _disarm(self, target: str, name: str) -> None:
+        if target in self.fabric.switches:
+            await fixes.disarm_switch_rollback(self.fabric.api(target), name)
+        else:
+            await fixes.disarm_host_revert(_Runner(self.fabric), target, name)
+
+    async def _run_rollback_now(self, target: str, name: str) -> str:
+        assert self._resume is not None
+        if target not in self.fabric.switches:
+            script = self._resume.rollback_scripts.get(name, "")
+            if script:
+                await self.fabric.run(target, f"sudo -n sh -c {shlex.quote(script)}")
+            await fixes.disarm_host_revert(_Runner(self.fabric), target, name)
+            return "ran (host files restored)"
+        api = self.fabric.api(target)
+        rows = [r for r in await api.call("/system/scheduler", "print") if r.get("name") == name]
+        if not rows:
+            return "had already run"
+        when = await fixes.switch_now(api)
+        await api.call(
+            "/system/scheduler",
+            "set",
+            **{
+                ".id": rows[0][".id"],
+                "start-date": when.strftime("%Y-%m-%d"),
+                "start-time": when.strftime("%H:%M:%S"),
+            },
+        )
+        deadline = self.clock() + 30.0
+        while self.clock() < deadline:
+            left = [
+                r for r in await api.call("/system/scheduler", "print") if r.get("name") == name
+            ]
+            if not left or left[0].get("run-count", "0") not in ("0", ""):
+                if left:
+                    await fixes.disarm_switch_rollback(api, name)
+                return "ran now"
+            await self.sleep(self.poll_interval_s)
+        return "did not run within 30 s"
 
     # -- the steps -----------------------------------------------------------------------------
 

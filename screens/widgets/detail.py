@@ -160,9 +160,6 @@ class StepDetail(Vertical):
             if body:
                 explain.append(f"{head}: ", style="bold")
                 explain.append(body + "\n")
-        if view.reason:
-            explain.append("Now: ", style="bold")
-            explain.append(view.reason)
         explain.rstrip()
         self.query_one("#explain-text", Static).update(explain if explain.plain else Text("—"))
 

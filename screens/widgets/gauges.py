@@ -74,27 +74,32 @@ class RailGauge(Widget):
         self.label_width = label_width
         self.value = 0.0
         self.history: deque[float] = deque(maxlen=HISTORY)
-        self.measured: Measurement | None = None
+        self.measured: tuple[float, float, bool] | None = None  # value, expected, valid
         self._expectations = expectations
 
     @property
     def verdict(self) -> str:
-        """pass/warn/fail from the last measurement, else from the live value; idle at rest."""
+        """pass/warn/fail from the last measurement, else from the live value; idle at rest.
+
+        A live sample is judged against the lowest healthy rate (each half while both halves
+        run, ~98 Gb/s), so a healthy concurrent test never shows as a warning; a measurement is
+        judged against what its own kind expects."""
         if self.measured is not None:
-            if not self.measured.valid:
+            value, expected, valid = self.measured
+            if not valid:
                 return "warn"
-            return self._expectations.band(self.measured.value, self.ceiling)
+            return self._expectations.band(value, expected)
         if self.value < IDLE_GBPS:
             return "idle"
-        return self._expectations.band(self.value, self.ceiling)
+        return self._expectations.band(self.value, self._expectations.halves_concurrent_gbps)
 
     def sample(self, gbps: float) -> None:
         self.value = gbps
         self.history.append(gbps)
         self._restyle()
 
-    def measure(self, measurement: Measurement) -> None:
-        self.measured = measurement
+    def measure(self, value: float, expected: float, *, valid: bool = True) -> None:
+        self.measured = (value, expected, valid)
         self._restyle()
 
     def clear_measurement(self) -> None:
@@ -181,18 +186,27 @@ class RailGauges(Vertical):
         self._summarise()
 
     def add_measurement(self, measurement: Measurement) -> None:
-        """A rail or pair result colours the rails at both ends of its target."""
-        if measurement.kind == "nccl":
-            return
-        for end in measurement.target.split("->"):
-            node, _, netdev = end.strip().partition("/")
-            gauge = self.gauges.get((node, netdev))
-            if gauge is None and netdev:
-                self._add([(node, netdev, *rail_tag(netdev))])
-                gauge = self.gauges[(node, netdev)]
-            if gauge is not None:
-                gauge.measure(measurement)
+        """A rail result colours the rails at both ends of its target; a both-halves result
+        ("pair", target = the node) colours each half against the concurrent rate."""
+        m = measurement
+        if m.kind == "rail":
+            for end in m.target.split("->"):
+                node, _, netdev = end.strip().partition("/")
+                if netdev:
+                    self._gauge(node, netdev).measure(m.value, self.ceiling, valid=m.valid)
+        elif m.kind == "pair":
+            halves = m.extra.get("halves")
+            if isinstance(halves, dict):
+                expected = self.expectations.halves_concurrent_gbps
+                for netdev, value in halves.items():
+                    gauge = self._gauge(m.target, str(netdev))
+                    gauge.measure(float(value), expected, valid=m.valid)
         self._summarise()
+
+    def _gauge(self, node: str, netdev: str) -> RailGauge:
+        if (node, netdev) not in self.gauges:
+            self._add([(node, netdev, *rail_tag(netdev))])
+        return self.gauges[(node, netdev)]
 
     def clear_measurements(self) -> None:
         for gauge in self.gauges.values():

@@ -47,7 +47,7 @@ class StepItem(ListItem):
         self.set_class(current, "-current")
         glyph = GLYPHS.get(view.status, "·")
         label = Text(f"{glyph} {self.number} {view.info.title}", no_wrap=True, overflow="ellipsis")
-        room = (self.size.width or 30) - 2  # padding
+        room = self.size.width or 28  # the content width, padding excluded
         if view.status == "running":
             # the phase matters more than the end of the title
             if label.cell_len + len(view.phase) + 2 > room:

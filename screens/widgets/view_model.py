@@ -37,7 +37,7 @@ from wizard.events import (
     StepChanged,
     VerdictReached,
 )
-from wizard.model import Measurement, ProbeResult, Status, Verdict
+from wizard.model import Evidence, Measurement, ProbeResult, Status, Verdict
 
 
 class StepText(Protocol):
@@ -426,3 +426,35 @@ class SessionView:
         if fix_id not in fixes:
             fixes[fix_id] = FixView(fix_id, fault, target, fault, "")
         return fixes[fix_id]
+
+
+def _probe_text(p: ProbeResult) -> str:
+    head = f"# {p.target}  $ {p.command}  (exit {p.exit_status}"
+    head += f", {p.error})" if p.error else ")"
+    return f"{head}\n{p.text}"
+
+
+def raw_for(step: StepView, ev: Evidence | None) -> str:
+    """The recorded output behind one evidence row (or the whole step): the evidence's own raw
+    text, else the probes of its target running its command, else its measurement's tool output,
+    else every probe of its target, else every probe of the step."""
+    if ev is not None:
+        if ev.raw:
+            return ev.raw
+        node = ev.target.split("/")[0]
+        mine = [p for p in step.probes if p.target in (ev.target, node)]
+        same = [
+            p for p in mine if ev.command and (ev.command in p.command or p.command in ev.command)
+        ]
+        if same:
+            return "\n\n".join(_probe_text(p) for p in same)
+        for m in step.measurements:
+            if m.target == ev.target and m.extra.get("raw"):
+                parts = [f"# client $ {m.extra.get('command', '')}", str(m.extra["raw"])]
+                if m.extra.get("server_raw"):
+                    parts += ["# server", str(m.extra["server_raw"])]
+                return "\n".join(parts)
+        if mine:
+            return "\n\n".join(_probe_text(p) for p in mine)
+    text = "\n\n".join(_probe_text(p) for p in step.probes)
+    return text or "(no raw output recorded for this step)"

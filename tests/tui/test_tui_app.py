@@ -47,7 +47,7 @@ from wizard.events import (
     StepChanged,
     VerdictReached,
 )
-from wizard.model import Measurement, PhysicalAction, ProbeResult
+from wizard.model import Measurement, PhysicalAction, ProbeResult, Status
 
 SIZE = (120, 40)
 
@@ -119,7 +119,7 @@ async def test_scripted_walk_updates_steps_evidence_gauges_and_answers() -> None
         assert len(gauges.gauges) == 8
         g = gauges.gauge("spark1", "enp1s0f0np0")
         assert g is not None and g.half == "A" and g.port == 0
-        assert g.measured is not None and g.measured.value == pytest.approx(9.4)
+        assert g.measured is not None and g.measured[0] == pytest.approx(9.4)
         assert g.verdict == "fail" and g.has_class("-fail")
         assert 0 < max(g.history) <= 9.4 and g.value == 0.0 and len(g.history) >= 2
         await pilot.press("n")
@@ -185,6 +185,8 @@ async def test_walk_to_the_end_leaves_nothing_unapplied_and_quits_healthy() -> N
             "addressing",
         ]
         assert app.view.unapplied_work() == []
+        ending = app.session.prompt.question
+        assert "healthy" in ending and "3 fix(es) verified, 3 switch export(s) kept" in ending
         log = app.session.query_one("#log", Log)
         assert any("session ended: healthy" in line for line in log.lines)
         await pilot.press("q")
@@ -486,3 +488,76 @@ async def test_first_screen_paints_before_a_slow_start() -> None:
         assert app.sub_title == "starting…"
         assert len(app.workers) == 1 and not app.engine_worker._thread_worker  # async
         assert not app.engine_worker.is_finished
+
+
+def test_raw_output_lookup_prefers_the_evidence_probe_then_the_measurement() -> None:
+    from screens.widgets.view_model import StepInfo, StepView, raw_for
+    from wizard.model import Evidence
+
+    view = StepView(StepInfo("qos", "QoS", "", "", ""))
+    view.probes.append(
+        ProbeResult(
+            target="spark1",
+            kind="ssh",
+            command="sudo -n mlnx_qos -i enp1s0f0np0",
+            stdout="PFC configuration:\n\tenabled 0 0 0 1 0 0 0 0",
+            exit_status=0,
+        )
+    )
+    view.probes.append(
+        ProbeResult(
+            target="spark2", kind="ssh", command="ip -j addr show", stdout="[]", exit_status=0
+        )
+    )
+    m = Measurement(
+        "rail",
+        "spark1/enp1s0f0np0->spark2/enp1s0f0np0",
+        0.0,
+        "Gb/s",
+        reason="transport retry counter exceeded",
+        extra={
+            "command": "ib_write_bw -d rocep1s0f0 -x 3 -q 1 10.9.1.2",
+            "raw": "Completion with error at client\n Failed status 12: wr_id 0 syndrom 0x81",
+            "server_raw": "waiting for client",
+        },
+    )
+    view.measurements.append(m)
+    pfc = Evidence(
+        "spark1/enp1s0f0np0", "mlnx_qos -i enp1s0f0np0", "pfc 0,0,0,1,0,0,0,0", "all 0", Status.FAIL
+    )
+    assert "enabled 0 0 0 1" in raw_for(view, pfc)
+    assert "spark2" not in raw_for(view, pfc)
+    bw = Evidence(m.target, "ib_write_bw", "0.00 Gb/s", ">= 100 Gb/s", Status.FAIL)
+    text = raw_for(view, bw)
+    assert "Failed status 12" in text and "waiting for client" in text
+    own = Evidence("crs804", "/log print", "x", "y", Status.UNKNOWN, raw="unparsed text")
+    assert raw_for(view, own) == "unparsed text"
+    assert raw_for(view, None).count("# spark") == 2
+
+
+async def test_both_halves_result_colours_each_half_against_the_concurrent_rate() -> None:
+    app = FabwizApp(None)
+    async with app.run_test(size=SIZE) as pilot:
+        m = Measurement(
+            "pair",
+            "spark2",
+            196.1,
+            "Gb/s",
+            extra={
+                "nodes": ("spark2", "spark3"),
+                "halves": {"enp1s0f0np0": 98.05, "enP2p1s0f0np0": 61.0},
+            },
+        )
+        app.ports.emit(MeasurementTaken(step="halves", measurement=m, at=T0))
+        await pilot.pause()
+        gauges = app.session.gauges
+        a = gauges.gauge("spark2", "enp1s0f0np0")
+        b = gauges.gauge("spark2", "enP2p1s0f0np0")
+        assert a is not None and b is not None
+        assert a.measured == (98.05, pytest.approx(98.04), True) and a.verdict == "pass"
+        assert b.verdict == "fail" and b.has_class("-fail")  # 61 / 98 < 75 %
+        # A live 97 Gb/s sample during a concurrent test is healthy, not a warning.
+        app.ports.emit(RailSampled(node="spark4", netdev="enp1s0f0np0", gbps=97.0, at=T0))
+        app.ports.flush_gauges()
+        await pilot.pause()
+        assert gauges.gauge("spark4", "enp1s0f0np0").verdict == "pass"

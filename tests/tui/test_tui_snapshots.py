@@ -6,6 +6,7 @@ Update with `pytest tests/tui --snapshot-update` after a deliberate change, and 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from tui_fakes import (
@@ -17,13 +18,14 @@ from tui_fakes import (
     export_of,
 )
 
-from screens.app import FabwizApp
+from screens.app import FabwizApp, PendingChoice
 from screens.modals import FixConfirmModal, PhysicalActionModal
 from wizard.events import (
     Event,
     FixPreviewed,
     MeasurementTaken,
     Note,
+    OperatorAnswered,
     ProbeSent,
     RailSampled,
     SessionStarted,
@@ -92,6 +94,13 @@ def _events() -> list[Event]:
             preview=OFFLOAD_PLAN.preview,
             at=t + 13,
         ),
+        OperatorAnswered(
+            step="offload",
+            question="apply fix offload:switch.offload-split-cage:crs804",
+            answer="no",
+            at=t + 14,
+        ),
+        StepChanged(step="offload", phase="done", reason="finish", at=t + 15),
     ]
     return out
 
@@ -108,6 +117,13 @@ async def _feed(pilot: Any) -> None:
     for e in _events():
         app.ports.emit(e)
     app.session.engine_ready = True
+    future = asyncio.get_running_loop().create_future()
+    answers = {"next": "next", "run": "rerun", "back": "back"}
+    app.offer_choice(
+        PendingChoice(
+            "offload", "Switch offload: done.", ("next", "rerun", "back"), answers, future
+        )
+    )
     await pilot.pause()
     app.session.update_view({"detail"})
     await pilot.pause()

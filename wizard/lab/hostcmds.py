@@ -503,6 +503,23 @@ async def _sleep(ctx: Ctx, args: list[str]) -> int:
     return 0
 
 
+@command("timeout")
+async def _timeout(ctx: Ctx, args: list[str]) -> int:
+    while args and args[0].startswith("-"):
+        opt = args.pop(0)
+        if opt in ("-s", "-k", "--signal", "--kill-after") and args:
+            args.pop(0)
+    if len(args) < 2:
+        ctx.err("timeout: missing operand\n")
+        return 125
+    seconds = float(args[0].rstrip("s"))
+    run = ctx.host.exec(args[1:], ctx.out, ctx.err, ctx.stdin, login=ctx.login, root=ctx.root)
+    try:
+        return await asyncio.wait_for(run, ctx.world.wall_seconds(seconds))
+    except TimeoutError:
+        return 124
+
+
 @command("hostname")
 async def _hostname(ctx: Ctx, args: list[str]) -> int:
     ctx.out(ctx.node.name + "\n")

@@ -78,10 +78,10 @@ class Lab:
             self._tmp = tempfile.TemporaryDirectory(prefix="fabwiz-lab-")
             directory = self._tmp.name
         self.directory = Path(directory)
-        self.world = world or scenario_mod.build_world(self.scenario, time_scale=time_scale)
-        self.hands = Hands(self.world)
+        self._world = world or scenario_mod.build_world(self.scenario, time_scale=time_scale)
+        self.hands = Hands(self._world)
         self.hands.power_listeners.append(self._power_changed)
-        self.dispatch = Dispatcher(self.world, self.hands)
+        self.dispatch = Dispatcher(self._world, self.hands)
         self.control: ControlServer | None = ControlServer(self.dispatch) if control else None
         self.perf = Registry()
         self.hosts: dict[str, Host] = {}
@@ -99,6 +99,19 @@ class Lab:
         self._tasks: set[asyncio.Task[None]] = set()
         self._ticker: asyncio.Task[None] | None = None
         self.started = False
+
+    @property
+    def world(self) -> World:
+        return self._world
+
+    @world.setter
+    def world(self, world: World) -> None:
+        """Swap the world before `start()` (a resumed session's saved lab state)."""
+        if self.started:
+            raise RuntimeError("cannot swap the world of a running lab")
+        self._world = world
+        self.hands.world = world
+        self.dispatch.world = world
 
     # --- life cycle ----------------------------------------------------------------------------
 

@@ -104,10 +104,23 @@ class NodeServer:
             if any(c in script for c in STDIN_COMMANDS):
                 with contextlib.suppress(asyncio.TimeoutError, asyncssh.Error):
                     stdin = await asyncio.wait_for(process.stdin.read(), STDIN_WAIT_S)
-            status = await self.host.run(
-                script, process.stdout.write, process.stderr.write, stdin=stdin
+            # a command whose session goes away dies with it (SIGHUP), e.g. a perftest server
+            # whose client never came and whose caller gave up
+            run = asyncio.ensure_future(
+                self.host.run(script, process.stdout.write, process.stderr.write, stdin=stdin)
             )
-            process.exit(status)
+            closed = asyncio.ensure_future(process.channel.wait_closed())
+            try:
+                await asyncio.wait({run, closed}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                closed.cancel()
+                if not run.done():
+                    run.cancel()
+            if run.cancelled() or not run.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await run
+                return
+            process.exit(run.result())
         except (asyncssh.Error, BrokenPipeError, ConnectionError):
             process.close()
 

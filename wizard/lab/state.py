@@ -29,6 +29,16 @@ def snapshot(world: World, scenario: dict[str, Any] | None = None) -> dict[str, 
     return data
 
 
+def world_to_state(world: World) -> dict[str, Any]:
+    """The JSON-able state of a world (what a session log keeps for an in-process lab)."""
+    return snapshot(world)
+
+
+def world_from_state(data: dict[str, Any], *, time_scale: float | None = None) -> World:
+    """A world rebuilt from `world_to_state` output."""
+    return restore(data, time_scale=time_scale)
+
+
 def save(world: World, path: Path, scenario: dict[str, Any] | None = None) -> None:
     text = json.dumps(snapshot(world, scenario), indent=1, sort_keys=False)
     path.parent.mkdir(parents=True, exist_ok=True)

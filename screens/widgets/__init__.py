@@ -1,0 +1,1 @@
+"""The session screen's widgets (steps, detail, gauges), its messages and its view model."""
