@@ -215,6 +215,7 @@ class FabwizApp(App[int]):
         self._start_engine = start_engine
         self._quit_event = asyncio.Event()
         self._engine_done = False
+        self._failed = False
         self._pending_request: asyncio.Future[Any] | None = None
         if sub_title:
             self.sub_title = sub_title
@@ -252,6 +253,8 @@ class FabwizApp(App[int]):
             try:
                 self.engine = await self.engine_factory(self.ports, stack)
             except FabwizError as exc:
+                self._failed = True
+                self.sub_title = "not started"
                 await self.ports.error("Could not start the session", exc.message, exc.hint)
                 return
             self.sub_title = sub_title
@@ -267,6 +270,7 @@ class FabwizApp(App[int]):
         if event.worker is not self.engine_worker:
             return
         if event.state == WorkerState.ERROR:
+            self._failed = True
             error = event.worker.error
             self.session.engine_ready = False
             self.session.update_view({"detail"})
@@ -451,7 +455,9 @@ class FabwizApp(App[int]):
     def exit_session(self) -> None:
         self._quit_event.set()
         ended = self.view.ended
-        code = 0 if ended is not None and ended.healthy else 1  # not proven healthy
+        healthy = ended is not None and ended.healthy
+        # 2: could not start, or the engine stopped; 1: not proven healthy
+        code = 2 if self._failed else (0 if healthy else 1)
         self.call_later(self._exit_after_cleanup, code)
 
     async def _exit_after_cleanup(self, code: int) -> None:

@@ -20,7 +20,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Log
 
-from screens.widgets.detail import EvidenceTable, StepDetail
+from screens.widgets.detail import ActionBar, EvidenceTable, StepDetail
 from screens.widgets.gauges import RailGauges
 from screens.widgets.messages import (
     ApplyFixRequested,
@@ -232,6 +232,10 @@ class SessionScreen(Screen[None]):
             self.remove_class("-no-explain")
         else:
             self.add_class("-explain-full")
+
+    def on_action_bar_pressed(self, message: ActionBar.Pressed) -> None:
+        message.stop()
+        self.action_intent(message.intent)
 
     def on_step_view_requested(self, message: StepViewRequested) -> None:
         if message.step != self.viewed:

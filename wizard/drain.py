@@ -70,7 +70,8 @@ class DrainGuard:
         for node in nodes:
             pending = self._undrained(node)
             if pending:
-                out[node] = pending[-1][1]
+                causes = list(dict.fromkeys(cause for _at, cause in pending))
+                out[node] = ", then ".join(causes)
         return out
 
     def reason(self, pending: Mapping[str, str]) -> str:

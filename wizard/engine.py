@@ -168,6 +168,7 @@ class RunResult:
     rails_gbps: dict[str, float] = field(default_factory=dict)
     halves_gbps: dict[str, float] = field(default_factory=dict)
     nccl_busbw: float | None = None
+    unjudged: dict[str, str] = field(default_factory=dict)  # target -> why its number is no evidence
     aborted: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -193,6 +194,7 @@ class RunResult:
                 "halves_gbps": dict(sorted(self.halves_gbps.items())),
                 "nccl_busbw": self.nccl_busbw,
             },
+            "unjudged": dict(sorted(self.unjudged.items())),
             "aborted": self.aborted,
         }
 
@@ -424,7 +426,12 @@ class Engine:
                 m = replace(m, valid=False, reason=self.guard.reason(pending))
             out.append(m)
             self.emit(MeasurementTaken(step=self._step, measurement=m))
-            if m.valid:
+            if not m.valid:
+                self.result.unjudged[m.target] = m.reason
+                self.result.rails_gbps.pop(m.target, None)
+                self.result.halves_gbps.pop(m.target, None)
+            else:
+                self.result.unjudged.pop(m.target, None)
                 if kind in ("rails", "direct"):
                     self.result.rails_gbps[m.target] = m.value
                 elif kind == "halves":
@@ -1116,7 +1123,12 @@ class Engine:
         nccl_ok = self.result.nccl_busbw is None or self.result.nccl_busbw >= t.nccl_pass_gate
         findings = [v for v in verdicts if v.is_finding]
         self.result.healthy_after = (
-            not findings and rails_ok and halves_ok and nccl_ok and not obs.unreachable
+            not findings
+            and rails_ok
+            and halves_ok
+            and nccl_ok
+            and not obs.unreachable
+            and not self.result.unjudged
         )
         if findings:
             self.note("still open: " + ", ".join(sorted({v.fault for v in findings})), "warn")

@@ -1,8 +1,9 @@
 """The detail of one step: what it checks, why, what good looks like, the verdicts, the evidence
 table (target, command, observed, expected, verdict) and the action bar.
 
-The action bar only posts `...Requested` intents; when the engine is waiting for a decision the
-offered actions are highlighted (`-offered`) and the question is shown above the evidence.
+The action bar only says which button was pressed (`ActionBar.Pressed`); the screen turns it into
+a `...Requested` intent. When the engine waits for a decision, the offered actions are highlighted
+(`-offered`) and the question is shown above the evidence.
 """
 
 from __future__ import annotations
@@ -12,31 +13,22 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import Button, DataTable, Static
 
-from screens.widgets.messages import (
-    ApplyFixRequested,
-    BackRequested,
-    NextRequested,
-    RunStepRequested,
-    ShowRawRequested,
-    SkipStepRequested,
-    StepRequested,
-)
 from screens.widgets.steps import GLYPHS
 from screens.widgets.view_model import StepView
 from wizard.model import Evidence, Status, Verdict
 
-_ACTIONS: tuple[tuple[str, str, str, type[StepRequested]], ...] = (
-    # intent, label, key shown, message
-    ("run", "Run", "r", RunStepRequested),
-    ("raw", "Raw", "x", ShowRawRequested),
-    ("apply", "Apply fix", "a", ApplyFixRequested),
-    ("skip", "Skip", "s", SkipStepRequested),
-    ("back", "Back", "b", BackRequested),
-    ("next", "Next", "n", NextRequested),
+_ACTIONS: tuple[tuple[str, str, str], ...] = (
+    # intent, label, key (the screen's bindings)
+    ("run", "Run", "r"),
+    ("raw", "Raw", "x"),
+    ("apply", "Apply fix", "a"),
+    ("skip", "Skip", "s"),
+    ("back", "Back", "b"),
+    ("next", "Next", "n"),
 )
 
 
@@ -101,12 +93,8 @@ class ActionBar(Horizontal):
     ActionBar > Button { margin-right: 1; min-width: 4; }
     """
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.step: str | None = None
-
     def compose(self) -> ComposeResult:
-        for intent, label, key, _cls in _ACTIONS:
+        for intent, label, key in _ACTIONS:
             yield Button(f"{key} {label}", id=f"act-{intent}", compact=True)
 
     def button(self, intent: str) -> Button:
@@ -118,18 +106,21 @@ class ActionBar(Horizontal):
             btn.disabled = intent not in enabled
             btn.set_class(intent in offered, "-offered")
 
+    class Pressed(Message):
+        """A button of the bar, by intent: the screen turns it into its `...Requested`
+        (the same path as the key, so the raw output knows the selected evidence row)."""
+
+        def __init__(self, intent: str) -> None:
+            super().__init__()
+            self.intent = intent
+
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        intent = (event.button.id or "").removeprefix("act-")
-        for name, _label, _key, cls in _ACTIONS:
-            if name == intent:
-                self.post_message(cls(self.step))
+        self.post_message(self.Pressed((event.button.id or "").removeprefix("act-")))
 
 
 class StepDetail(Vertical):
     """Everything about the step being looked at."""
-
-    BINDINGS: ClassVar[list[BindingType]] = []
 
     def compose(self) -> ComposeResult:
         yield Static("", id="step-title")
@@ -174,9 +165,7 @@ class StepDetail(Vertical):
         prompt.update(Text(f"▶ {question}") if question else "")
 
         self.query_one(EvidenceTable).show(view)
-        bar = self.query_one(ActionBar)
-        bar.step = view.id
-        bar.show(enabled=enabled, offered=offered)
+        self.query_one(ActionBar).show(enabled=enabled, offered=offered)
 
 
 def _cell(text: str, width: int) -> Text:

@@ -19,7 +19,10 @@ from wizard.events import (
     FixApplied,
     FixRefusedEvent,
     FixRolledBack,
+    LinkTransitionSeen,
     MeasurementTaken,
+    NodeDrained,
+    PhysicalActionRequested,
     RollbackArmed,
     VerdictReached,
 )
@@ -30,10 +33,16 @@ THREE_BUGS = ("switch.offload-split-cage", "switch.qos-pfc-stall", "host.duplica
 
 
 async def walk(
-    scenario: str, tmp_path: Path, *, time_scale: float = 100.0, lab: Any = None
+    scenario: str,
+    tmp_path: Path,
+    *,
+    time_scale: float = 100.0,
+    lab: Any = None,
+    operator: TerminalOperator | None = None,
 ) -> tuple[RunResult, list[Event]]:
     events: list[Event] = []
-    operator = TerminalOperator(Console(file=io.StringIO()), yes=True, interactive=False)
+    if operator is None:
+        operator = TerminalOperator(Console(file=io.StringIO()), yes=True, interactive=False)
     wiring = await open_wizard(
         operator=operator,
         sinks=[events.append],
@@ -81,13 +90,29 @@ async def test_three_bugs_walk_ends_at_line_rate(tmp_path: Path) -> None:
     assert types.count("export_taken") >= 3  # two pre-fix and the golden one
 
 
-async def test_undrained_measurement_is_not_evidence(tmp_path: Path) -> None:
-    result, events = await walk("fault-process-undrained-measurement", tmp_path)
+class SkipDrains(TerminalOperator):
+    """A technician who will not AC-drain: answers every drain prompt with skip."""
+
+    async def physical_action(self, action: Any, can_perform_in_lab: bool) -> str:
+        if action.kind == "ac_drain":
+            return "skip"
+        return await super().physical_action(action, can_perform_in_lab)
+
+
+async def test_measurement_without_a_drain_is_not_evidence(tmp_path: Path) -> None:
+    result, events = await walk(
+        "fault-process-undrained-measurement",
+        tmp_path,
+        operator=SkipDrains(Console(file=io.StringIO()), yes=True, interactive=False),
+    )
+    seen = [e for e in events if isinstance(e, LinkTransitionSeen) and e.node == "spark1"]
+    assert seen and "carrier counters" in seen[0].cause
     invalid = [
         e.measurement for e in events if isinstance(e, MeasurementTaken) and not e.measurement.valid
     ]
     assert invalid, "a measurement after a link transition without a drain must be refused"
-    assert all("not evidence" in m.reason for m in invalid if "drain" in m.reason)
+    assert all(m.reason.startswith("not evidence") for m in invalid)
+    assert all("spark1" in m.extra["nodes"] for m in invalid)
     refused = [
         e.verdict
         for e in events
@@ -95,4 +120,16 @@ async def test_undrained_measurement_is_not_evidence(tmp_path: Path) -> None:
     ]
     assert refused and refused[0].status.value == "fail"
     assert "spark1" in refused[0].targets
+    # Numbers that are no evidence never make the cluster healthy.
+    assert result.healthy_after is False
+    assert any("spark1" in target for target in result.unjudged)
+
+
+async def test_drain_guard_asks_for_the_drain_then_judges(tmp_path: Path) -> None:
+    result, events = await walk("fault-process-undrained-measurement", tmp_path)
+    drains = [e for e in events if isinstance(e, PhysicalActionRequested) and e.kind == "ac_drain"]
+    assert drains and "spark1" in drains[0].nodes
+    assert "carrier counters" in drains[0].instructions
+    assert any(isinstance(e, NodeDrained) and e.node == "spark1" for e in events)
     assert result.healthy_after is True
+    assert not result.unjudged

@@ -561,3 +561,65 @@ async def test_both_halves_result_colours_each_half_against_the_concurrent_rate(
         app.ports.flush_gauges()
         await pilot.pause()
         assert gauges.gauge("spark4", "enp1s0f0np0").verdict == "pass"
+
+
+async def test_a_session_that_cannot_start_says_why_and_exits_2() -> None:
+    from screens.commands.run import wizard_factory
+
+    app = FabwizApp(wizard_factory(lab="no-such-scenario"))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, ErrorModal))
+        assert app.screen.title_text == "Could not start the session"
+        assert "no-such-scenario" in app.screen.message
+        assert app.screen.hint and "fabwiz lab scenarios" in app.screen.hint
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.sub_title == "not started"
+        await pilot.press("q")
+        await pilot.pause(0.2)
+    assert app.return_value == 2
+
+
+async def test_action_bar_buttons_go_through_the_same_intents_as_keys() -> None:
+    holder: dict[str, Any] = {}
+    app = FabwizApp(factory_for(holder))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.pending_choice is not None)
+        bar = app.screen.query_one(ActionBar)
+        assert bar.button("skip").disabled  # not an answer to "Preflight: done."
+        await pilot.click("#act-raw")
+        await until(pilot, lambda: isinstance(app.screen, RawOutputModal))
+        assert "crs804" in app.screen.title_text  # the selected evidence row's target
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.click("#act-next")
+        await until(pilot, lambda: holder["engine"].answers[:1] == [("choose:preflight", "next")])
+
+
+async def test_the_screen_says_when_the_engine_waits_for_hands() -> None:
+    from wizard.events import PhysicalActionDone, PhysicalActionRequested
+
+    app = FabwizApp(None)
+    async with app.run_test(size=SIZE) as pilot:
+        app.ports.emit(StepChanged(step="drain", phase="waiting_physical", at=T0))
+        app.ports.emit(
+            PhysicalActionRequested(
+                step="drain",
+                kind="ac_drain",
+                nodes=("spark3",),
+                instructions="AC-drain spark3.",
+                at=T0,
+            )
+        )
+        await pilot.pause()
+        prompt = app.session.query_one("#prompt")
+        assert prompt.display and "Hands needed: ac drain on spark3" in text_of(prompt)
+        assert statuses(app)["drain"] == "running"
+        assert any("physical action in progress" in u.lower() for u in app.view.unapplied_work())
+        app.ports.emit(
+            PhysicalActionDone(
+                step="drain", kind="ac_drain", nodes=("spark3",), performed_by="lab", at=T0
+            )
+        )
+        await pilot.pause()
+        assert not app.session.query_one("#prompt").display
