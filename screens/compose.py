@@ -33,6 +33,7 @@ from wizard.events import (
     FixVerified,
     NodeDrained,
     PhysicalActionDone,
+    PhysicalActionRequested,
     RollbackArmed,
     RollbackDisarmed,
     SessionEnded,
@@ -194,7 +195,7 @@ async def open_wizard(
         if owns_lab and the_lab is not None:
             await the_lab.stop()
         raise
-    fanout: list[Callable[[Event], None]] = [log.write, *sinks]
+    fanout: list[Callable[[Event], object]] = [log.write, *sinks]
 
     def emit(event: Event) -> None:
         for sink in fanout:
@@ -299,8 +300,24 @@ def resume_from(loaded: LoadedSession) -> Resume:
     )
     started = list(loaded.events)
     scripts = {e.name: e.script for e in started if isinstance(e, RollbackArmed)}
+    counter = sum(1 for e in started if isinstance(e, ExportTaken | RollbackArmed))
+    recables = sum(
+        1
+        for e in started
+        if isinstance(e, PhysicalActionDone) and e.step == "direct_connect" and e.kind == "recable"
+    )
     return Resume(
         rollback_scripts=scripts,
+        fix_counter=counter,
+        direct_cabled=recables % 2 == 1,
+        direct_undo=next(
+            (
+                tuple((str(a), str(b), str(c)) for a, b, c in e.undo)
+                for e in reversed(started)
+                if isinstance(e, PhysicalActionRequested) and e.step == "direct_connect" and e.undo
+            ),
+            (),
+        ),
         step=step,
         done_steps=done,
         verified_fixes=tuple(f.fix_id for f in st.fixes.values() if f.status == "verified"),

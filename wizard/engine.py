@@ -15,6 +15,7 @@ flow, the checks and the context factory are given to it.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import re
 import shlex
 import time
@@ -168,7 +169,9 @@ class RunResult:
     rails_gbps: dict[str, float] = field(default_factory=dict)
     halves_gbps: dict[str, float] = field(default_factory=dict)
     nccl_busbw: float | None = None
-    unjudged: dict[str, str] = field(default_factory=dict)  # target -> why its number is no evidence
+    unjudged: dict[str, str] = field(
+        default_factory=dict
+    )  # target -> why its number is no evidence
     aborted: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -208,6 +211,9 @@ class Resume:
     verified_fixes: tuple[str, ...] = ()  # fix ids applied and verified: never repeated
     pending_rollbacks: tuple[tuple[str, str, str, bool], ...] = ()  # (fix_id, target, name, ok)
     rollback_scripts: dict[str, str] = field(default_factory=dict)  # name -> armed script
+    fix_counter: int = 0  # exports and rollbacks already numbered: new names never collide
+    direct_cabled: bool = False  # cut off mid direct-connect test: two nodes still cabled together
+    direct_undo: tuple[tuple[str, str, str], ...] = ()  # the recorded moves that restore it
     guard: DrainGuard | None = None
     fixes: tuple[FixRecord, ...] = ()
     healthy_before: bool | None = None
@@ -295,7 +301,11 @@ class Engine:
             done = set(self._resume.done_steps)
             ids = [s.id for s in self.flow]
             index = ids.index(self._resume.step) if self._resume.step in ids else 0
+            self._step = self.flow[index].id
+            self._fix_counter = self._resume.fix_counter
             await self._settle_pending_rollbacks()
+            if self._resume.direct_cabled:
+                await self._restore_cabling()
         try:
             while index < len(self.flow):
                 spec = self.flow[index]
@@ -502,7 +512,7 @@ class Engine:
 
         return dict(await asyncio.gather(*(one(n) for n in nodes)))
 
-    async def _physical(self, action: PhysicalAction) -> bool:
+    async def _physical(self, action: PhysicalAction, undo: PhysicalAction | None = None) -> bool:
         self._fire("need_physical")
         self.emit(
             PhysicalActionRequested(
@@ -510,6 +520,8 @@ class Engine:
                 kind=action.kind,
                 nodes=action.nodes,
                 instructions=action.instructions,
+                cables=action.cables,
+                undo=undo.cables if undo is not None else (),
             )
         )
         before = await self._boot_ids(action.nodes)
@@ -922,6 +934,34 @@ class Engine:
             except Exception as exc:  # the target may still be away: say so, go on
                 self.note(f"could not settle rollback {name} on {target}: {exc}", "error")
 
+    async def _restore_cabling(self) -> None:
+        """The session stopped during the direct-connect test: put the cables back first, with
+        the moves recorded when the cables were taken off the switch."""
+        assert self._resume is not None
+        moves = self._resume.direct_undo
+        if not moves:
+            await self.operator.error(
+                "Cabling to restore",
+                "the session stopped during the direct-connect test: two nodes may still be "
+                "cabled port to port",
+                "put their port 0 cables back on the switch ports they came from, then go on",
+            )
+            return
+        nodes = tuple(dict.fromkeys(m[0] for m in moves))
+        where = "; ".join(f"{n} {p} -> {d}" for n, p, d in moves)
+        self.note("the session stopped mid direct-connect test: restoring the switch cabling")
+        await self._physical(
+            PhysicalAction(
+                kind="recable",
+                nodes=nodes,
+                cables=moves,
+                instructions=(
+                    "The session stopped during the direct-connect test. Put the cabling back "
+                    f"as it was: {where}. The wizard waits for carrier at 200000Mb/s."
+                ),
+            )
+        )
+
     async def _disarm(self, target: str, name: str) -> None:
         if target in self.fabric.switches:
             await fixes.disarm_switch_rollback(self.fabric.api(target), name)
@@ -940,7 +980,8 @@ class Engine:
         rows = [r for r in await api.call("/system/scheduler", "print") if r.get("name") == name]
         if not rows:
             return "had already run"
-        when = await fixes.switch_now(api)
+        # A one-shot entry whose start is past never runs: make it due in two seconds.
+        when = await fixes.switch_now(api) + dt.timedelta(seconds=2)
         await api.call(
             "/system/scheduler",
             "set",
@@ -1011,7 +1052,7 @@ class Engine:
             await self._host_branch(spec, verdicts, tuple(m for m in ms if m.valid))
             return False
         to_direct, back = actions
-        if not await self._physical(to_direct):
+        if not await self._physical(to_direct, undo=back):
             return True
         pending = self.guard.undrained(to_direct.nodes)
         if pending:

@@ -116,6 +116,9 @@ class PhysicalActionRequested(Event):
     kind: str
     nodes: tuple[str, ...]
     instructions: str
+    # for a recable: (node, port, destination) moves, and the moves that put it back
+    cables: tuple[tuple[str, str, str], ...] = ()
+    undo: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -69,7 +69,7 @@ def test_killed_fix_resumes_to_the_same_end(tmp_path: Path, event_type: str, nth
         [*CLI, "resume", str(session), "--yes", "--json"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-1500:]
     result = json.loads(done.stdout)
     assert result["healthy_after"] is True
     verified = {f["fault"] for f in result["fixes"] if f["verified"]}

@@ -100,6 +100,12 @@ def test_link_transition_rearms_degraded_and_counts_carrier_changes() -> None:
     assert node.degraded
     assert rail.counters["link_down_events_phy"] > downs
     assert any("Link down" in m for _t, m in node.dmesg)
+    from wizard.lab.hostcmds import Host, read_file
+    from wizard.lab.perftest import Registry
+
+    host = Host(w, node, Registry())
+    down = read_file(host, "/sys/class/net/enp1s0f0np0/carrier_down_count", False)
+    assert down is not None and int(down) == rail.counters["link_down_events_phy"] > 0
     assert any("Link up" in m for _t, m in node.dmesg)
     # a node not marked susceptible never degrades
     other = w.nodes["spark4"]

@@ -274,6 +274,11 @@ def _sysfs(host: Host) -> dict[str, Callable[[], str]]:
         out[f"{net}/operstate"] = _const("up\n" if up else "down\n")
         out[f"{net}/carrier"] = _const("1\n" if up else "0\n")
         out[f"{net}/speed"] = _const("200000\n" if up else "-1\n")
+        downs = rail.counters.get("link_down_events_phy", 0)
+        ups = downs if up else max(0, downs - 1)
+        out[f"{net}/carrier_down_count"] = _const(f"{downs}\n")
+        out[f"{net}/carrier_up_count"] = _const(f"{ups + 1}\n")
+        out[f"{net}/carrier_changes"] = _const(f"{downs + ups + 1}\n")
         # link-down events since boot: what the drain guard reads to see a link transition
         out[f"{net}/carrier_down_count"] = _counter(world, rail, "link_down_events_phy")
         for stat, src in (

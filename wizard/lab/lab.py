@@ -321,13 +321,7 @@ class Lab:
             }
             for name, api in self.api.items()
         ]
-        cabling: dict[str, str] = {}
-        for cable in self.world.cables:
-            for me, other in ((cable.a, cable.b), (cable.b, cable.a)):
-                if me.kind == "node" and other.kind == "switch":
-                    node = self.world.nodes[me.name]
-                    for rail in node.rails_of_port(int(me.port[-1])):
-                        cabling[f"{me.name}/{rail.netdev}"] = f"{other.name}/{other.port}"
+        cabling = self.world.planned_cabling or self.world.current_cabling()
         if cabling:
             inv["cabling"] = cabling
         inv["addressing"] = {"pattern": "10.9.{rail}.{host}/24"}

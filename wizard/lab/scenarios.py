@@ -241,6 +241,7 @@ def build_world(scenario: Scenario, *, time_scale: float = 1.0) -> World:
         for name, spec in zip(names, t.switches, strict=True):
             if spec.uplink:
                 world.connect(End("switch", name, "ether1"), End("campus", "campus", "lan"))
+    world.planned_cabling = world.current_cabling()
     for node in world.nodes.values():
         world.boot(node)
         node.boot_time -= 3600 + 600 * node.index  # the nodes have been up a while

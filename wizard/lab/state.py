@@ -102,6 +102,7 @@ def restore(data: dict[str, Any], *, time_scale: float | None = None) -> World:
         cable = Cable(End.parse(cd["a"]), End.parse(cd["b"]), bool(cd.get("seated", True)))
         world.cables.append(cable)
         world.sync_switch_side(cable)
+    world.planned_cabling = dict(data.get("planned_cabling") or world.current_cabling())
     world.learn_macs()
     world.compute_rstp()
     world.traffic.recompute()

@@ -249,6 +249,9 @@ class World:
         self._mono0 = time.monotonic()
         self._sim0 = time.time()
         self.on_change: list[Callable[[str], None]] = []
+        # the fabric as built ("node/netdev" -> "switch/port"): the inventory's cabling plan,
+        # which stays what it was while hands move cables around (direct-connect test)
+        self.planned_cabling: dict[str, str] = {}
         self.traffic: Any = None  # wizard.lab.traffic.Traffic, attached by it
 
     # --- clock --------------------------------------------------------------------------------
@@ -580,6 +583,11 @@ class World:
         node.boot_id = str(uuid.uuid4())  # never repeats, even across labs of one scenario
         node.boot_time = self.now()
         node.dmesg = []
+        # the driver loads afresh: every port and RDMA counter starts from zero again
+        for rail in node.rails:
+            for name in rail.counters:
+                if name != "lifespan":
+                    rail.counters[name] = 0
         if node.staged_firmware:
             node.firmware = node.staged_firmware
             node.staged_firmware = None
@@ -702,6 +710,15 @@ class World:
                 if rail is not None:
                     rail.pfc = parse_pfc(m.group(2))
 
+    def current_cabling(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for cable in self.cables:
+            for me, other in ((cable.a, cable.b), (cable.b, cable.a)):
+                if me.kind == "node" and other.kind == "switch":
+                    for rail in self.nodes[me.name].rails_of_port(int(me.port[-1])):
+                        out[f"{me.name}/{rail.netdev}"] = f"{other.name}/{other.port}"
+        return out
+
     def to_state(self) -> dict[str, Any]:
         """A JSON-able snapshot (for `fabwiz lab --state`)."""
         nodes = []
@@ -747,6 +764,7 @@ class World:
                 {"name": k, "model": self.switch_models[k], "state": s.to_state()}
                 for k, s in self.switches.items()
             ],
+            "planned_cabling": dict(self.planned_cabling),
             "cables": [{"a": c.a.label, "b": c.b.label, "seated": c.seated} for c in self.cables],
         }
 
