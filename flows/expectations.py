@@ -25,6 +25,8 @@ class Expectations:
     rail_fix_target_gbps: float = 100.0  # "single-QP rail >= 100 Gb/s" verifications (FAULTS.md)
     node_both_halves_min_gbps: float = 180.0  # "both halves concurrently >= 180 Gb/s per node"
     isl_shared_flow_gbps: float = 81.9  # two flows sharing one ISL direction (003)
+    isl_shared_total_gbps: float = 163.82  # 81.92 + 81.90: what one 200G ISL direction carries
+    node_both_halves_gbps: float = 196.08  # 98.04 + 98.04 per node (003)
     # NCCL all_reduce_perf busbw (GB/s)
     nccl_busbw_2node: float = 26.58  # (000)
     nccl_busbw_4node: float = 23.33  # (000, 001: other builds 23.8, peak 24.63)
@@ -69,6 +71,16 @@ class Expectations:
     def nccl_expected(self, nodes: int) -> float:
         """Expected all_reduce busbw for a cluster of `nodes` GB10s (one GPU each)."""
         return self.nccl_busbw_2node if nodes <= 2 else self.nccl_busbw_4node
+
+    def nccl_gate(self, nodes: int, switches: int) -> float:
+        """The busbw a healthy cluster must reach: NVIDIA's gate on one switch; across switches
+        the ring crosses one 200G ISL carrying both halves' flows, which caps it at
+        163.82 / 196.08 of that (003's shared-ISL measurement)."""
+        if switches <= 1 or nodes <= 2:
+            return self.nccl_pass_gate
+        return self.nccl_pass_gate * min(
+            1.0, self.isl_shared_total_gbps / self.node_both_halves_gbps
+        )
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> Expectations:
         """A copy with the inventory's overrides applied; unknown keys raise KeyError."""

@@ -307,16 +307,11 @@ class FabwizApp(App[int]):
         fixes = [f for v in self.view.steps.values() for f in v.fixes.values()]
         verified = sum(f.state == "verified" for f in fixes)
         exports = sum(len(v.exports) for v in self.view.steps.values())
-        head = (
-            "Session ended: the fabric is healthy."
-            if event.healthy
-            else (
-                "Session ended with findings: " + (event.reason or "see the steps marked ✘") + "."
-            )
-        )
+        reason = event.reason or "see the steps marked ✘"
+        head = "Healthy." if event.healthy else f"Findings left: {reason}."
         return (
-            f"{head} {verified} fix(es) verified, {exports} switch export(s) kept. "
-            f"q quits; `fabwiz report {self.session_folder or 'SESSION'}` writes the ticket report."
+            f"Session ended. {head} {verified} fix(es) verified, {exports} switch export(s) "
+            f"kept. Ticket: fabwiz report {self.session_folder or 'SESSION'}"
         )
 
     def _discovered_rails(self) -> None:

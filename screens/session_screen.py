@@ -154,6 +154,7 @@ class SessionScreen(Screen[None]):
                 f"Hands needed: {w.kind.replace('_', ' ')} on {', '.join(w.nodes)}; "
                 "the wizard watches for the result"
             )
+        self.set_class(question is not None, "-prompting")
         self.query_one(StepDetail).show(
             step,
             is_current=self.view.current == step.id,

@@ -99,8 +99,7 @@ class Thresholds(Protocol):
     def rail_fix_target_gbps(self) -> float: ...
     @property
     def node_both_halves_min_gbps(self) -> float: ...
-    @property
-    def nccl_pass_gate(self) -> float: ...
+    def nccl_gate(self, nodes: int, switches: int) -> float: ...
 
 
 class Hands(Protocol):
@@ -735,21 +734,22 @@ class Engine:
                     )
                 )
         except Exception as exc:  # a lost session or a failed step mid-change
+            found = await self._found_after_loss(exports)  # reliability: state on reconnect
             changed = getattr(exc, "changed", True) or any(hasattr(c, "switch") for c, _ in armed)
             record.applied = changed
             record.rolled_back = changed and bool(armed)
             self.result.fixes.append(record)
-            if changed and armed:
+            if changed and (armed or getattr(exc, "changed", False)):  # host: revert armed first
                 reason = (
                     f"the change failed ({exc}); the dead-man rollback armed before it restores "
-                    f"the previous state within {self.rollback_window_s:.0f} s"
+                    f"the previous state within {self.rollback_window_s:.0f} s{found}"
                 )
                 hint = "re-run the step once the target answers again"
                 self.emit(
                     FixRolledBack(step=self._step, fix_id=fix_id, fault=plan.fault, reason=reason)
                 )
             else:
-                reason = f"nothing was changed: {exc}"
+                reason = f"nothing was changed: {exc}{found}"
                 hint = getattr(exc, "hint", None) or "fix the cause and re-run the step"
                 self.emit(
                     FixRefusedEvent(
@@ -810,6 +810,32 @@ class Engine:
             self._fire("rolled_back")
         self.result.fixes.append(record)
         return ok
+
+    async def _found_after_loss(self, exports: Sequence[ExportStatus]) -> str:
+        """A switch fix stopped mid-way (the API session broke): reconnect, let the rollback
+        armed under this fix's name run now if it is on the switch, and say what state the switch
+        is in compared with the pre-fix export (issue 8)."""
+        name = f"fabwiz-rb-{self.session_id}-{self._fix_counter}"
+        found: list[str] = []
+        for before in exports:
+            api = self.fabric.api(before.switch)
+            try:
+                ran = await self._run_rollback_now(before.switch, name)
+                after = await fixes.take_export(api, before.switch, f"{name}-after-loss")
+                same = after.verified and fixes.same_config(before.contents, after.contents)
+                found.append(
+                    f"on reconnect, rollback {name} {ran} and {before.switch}'s configuration "
+                    f"{'equals' if same else 'DIFFERS from'} the pre-fix export {before.file}"
+                )
+            except Exception as exc:  # still away: the armed entry runs on the switch itself
+                found.append(
+                    f"{before.switch} did not answer after the loss ({exc}); its armed rollback "
+                    f"{name}, if it reached the switch, runs there within "
+                    f"{self.rollback_window_s:.0f} s: compare with {before.file} when it is back"
+                )
+        for line in found:
+            self.note(line, "warn")
+        return "".join(f"; {line}" for line in found)
 
     def _refuse(self, plan: FixPlan, record: FixRecord, why: str) -> bool:
         record.refused = why
@@ -969,9 +995,8 @@ class Engine:
             await fixes.disarm_host_revert(_Runner(self.fabric), target, name)
 
     async def _run_rollback_now(self, target: str, name: str) -> str:
-        assert self._resume is not None
         if target not in self.fabric.switches:
-            script = self._resume.rollback_scripts.get(name, "")
+            script = self._resume.rollback_scripts.get(name, "") if self._resume else ""
             if script:
                 await self.fabric.run(target, f"sudo -n sh -c {shlex.quote(script)}")
             await fixes.disarm_host_revert(_Runner(self.fabric), target, name)
@@ -1161,7 +1186,8 @@ class Engine:
             v >= t.rail_fix_target_gbps for v in self.result.rails_gbps.values()
         )
         halves_ok = all(v >= t.node_both_halves_min_gbps for v in self.result.halves_gbps.values())
-        nccl_ok = self.result.nccl_busbw is None or self.result.nccl_busbw >= t.nccl_pass_gate
+        gate = t.nccl_gate(len(self.fabric.nodes), len(self.fabric.switches))
+        nccl_ok = self.result.nccl_busbw is None or self.result.nccl_busbw >= gate
         findings = [v for v in verdicts if v.is_finding]
         self.result.healthy_after = (
             not findings

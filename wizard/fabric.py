@@ -55,14 +55,16 @@ class ApiPort:
 
     async def call(self, path: str, verb: str, **args: str) -> list[dict[str, str]]:
         if verb == "export" and path in ("", "/"):
-            res = await self.transport.export(args["file"])
+            res = await self.transport.export(args["file"], show_sensitive="show-sensitive" in args)
         elif verb == "print" and not args:
             res = await self.transport.print(path)
         else:
             # attribute words only: no key is "timeout" in a RouterOS command
             res = await self.transport.call(path, verb, **args)  # type: ignore[arg-type]
         if res.error is not None:
-            raise TransportError(res.error, target=self.transport.name)
+            # the transport's text already starts with the switch name; TransportError adds it
+            message = res.error.removeprefix(f"{self.transport.name}: ")
+            raise TransportError(message, target=self.transport.name)
         return [dict(r) for r in res.rows]
 
 

@@ -80,6 +80,14 @@ def same_config(before: str, after: str) -> bool:
     return _strip_export_header(before) == _strip_export_header(after)
 
 
+# Attributes a `set` may change on a port carrying the API session without cutting it: STP
+# costs and priorities, comments. Anything else (disabled, bridge, hw, mtu, speed...) can drop
+# the link or move the port, and is refused there.
+SAFE_ON_MANAGEMENT = frozenset(
+    {"path-cost", "internal-path-cost", "priority", "comment", "edge", "point-to-point"}
+)
+
+
 def management_conflict(
     change: SwitchChange, management_ports: Sequence[str], bridge_of: Mapping[str, str]
 ) -> str | None:
@@ -95,13 +103,20 @@ def management_conflict(
         if cmd.select is not None:
             values.add(cmd.select[1])
         touched_ports = values & mgmt
-        if touched_ports and (cmd.verb in {"remove", "set", "disable", "move"}):
+        risky = cmd.verb in {"remove", "disable", "move"} or (
+            cmd.verb == "set" and any(k not in SAFE_ON_MANAGEMENT for k, _v in cmd.args)
+        )
+        if touched_ports and risky:
             port = sorted(touched_ports)[0]
             return (
                 f"`{to_cli(cmd)}` would {cmd.verb} {port}, which carries this wizard's own "
                 f"RouterOS API session on {change.switch}: the session would drop mid-change."
             )
-        if cmd.path.rstrip("/").endswith("/interface/bridge") and values & mgmt_bridges:
+        if (
+            cmd.path.rstrip("/").endswith("/interface/bridge")
+            and values & mgmt_bridges
+            and cmd.verb != "set"
+        ):
             bridge = sorted(values & mgmt_bridges)[0]
             return (
                 f"`{to_cli(cmd)}` would {cmd.verb} bridge {bridge}, which carries this wizard's "

@@ -210,6 +210,17 @@ class Sweeper:
             self._emit(ProbeSent(step=self.step, target=node, command=s.command))
         res = await self.ssh.run(node, script, timeout=timeout)
         if res.error is not None and res.exit_status is None:
+            # every probe sent gets its answer in the log, even when the answer is the failure
+            for s in sections:
+                failed = ProbeResult(
+                    target=node,
+                    kind="ssh",
+                    command=s.command,
+                    error=res.error,
+                    started_at=res.started_at,
+                    duration_s=res.duration_s,
+                )
+                self._emit(ProbeAnswered(step=self.step, probe=s.key, result=failed))
             return {}, res.error
         out = split_script_output(
             res.stdout,
@@ -400,14 +411,22 @@ class Sweeper:
             reason = parsed.error or ""
         except ParseError as exc:
             reason = f"unreadable ib_write_bw output: {exc}"
+        # A broken SSH session or a command that never answered says nothing about the rail:
+        # no number, and the measurement is not evidence (it is re-taken on the next test).
+        lost = next(
+            (r.error for r in (cli, srv_res) if r.error and r.exit_status is None and not value),
+            None,
+        )
         if cli.error:
             reason = cli.error
+        if lost is not None:
+            reason = f"no result: {lost}"
         return Measurement(
             kind="rail",
             target=target,
             value=value,
             unit="Gb/s",
-            valid=True,
+            valid=lost is None,
             reason=reason,
             extra={
                 "client": client.node,
@@ -452,8 +471,15 @@ class Sweeper:
             reason = reason or (parsed.error or "")
         except ParseError as exc:
             reason = reason or f"unreadable all_reduce_perf output: {exc}"
+        lost = res.error is not None and res.exit_status is None and not value
         m = Measurement(
-            kind="nccl", target="cluster", value=value, unit="GB/s", reason=reason, extra=extra
+            kind="nccl",
+            target="cluster",
+            value=value,
+            unit="GB/s",
+            valid=not lost,  # a broken session or a hung run is no busbw
+            reason=f"no result: {res.error}" if lost else reason,
+            extra=extra,
         )
         self._emit(MeasurementTaken(step=self.step, measurement=m))
         return m, res

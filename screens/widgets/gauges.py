@@ -166,6 +166,7 @@ class RailGauges(Vertical):
         self.expectations = expectations or Expectations()
         self.ceiling = ceiling if ceiling is not None else self.expectations.rail_switched_gbps
         self.gauges: dict[tuple[str, str], RailGauge] = {}
+        self.stale_s = STALE_S
         self._label_width = 8
 
     def compose(self) -> ComposeResult:
@@ -178,7 +179,7 @@ class RailGauges(Vertical):
     def expire(self, now: float | None = None) -> None:
         """Rails whose samples stopped (the test ended) drop back to 0 and rest."""
         now = time.monotonic() if now is None else now
-        stale = [g for g in self.gauges.values() if g.value and now - g.sampled_at > STALE_S]
+        stale = [g for g in self.gauges.values() if g.value and now - g.sampled_at > self.stale_s]
         for g in stale:
             g.sample(0.0)
         if stale:
@@ -276,9 +277,9 @@ class RailGauges(Vertical):
         total = sum(g.value for g in self.gauges.values())
         nodes = len({n for n, _ in self.gauges})
         self.query_one("#gauge-summary", Static).update(
-            f"{nodes} nodes · {len(self.gauges)} rails · measured {counts['pass']} pass "
-            f"{counts['warn']} warn {counts['fail']} fail · {live} carrying "
-            f"{total:.0f} Gb/s now (ceiling {self.ceiling:.0f}/rail)"
+            f"{nodes} nodes · {len(self.gauges)} rails · tested ✔{counts['pass']} "
+            f"▲{counts['warn']} ✘{counts['fail']} · {live} live, {total:.0f} Gb/s · "
+            f"ceiling {self.ceiling:.0f}/rail"
         )
 
 

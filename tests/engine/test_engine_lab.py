@@ -22,6 +22,7 @@ from wizard.events import (
     LinkTransitionSeen,
     MeasurementTaken,
     NodeDrained,
+    PhysicalActionDone,
     PhysicalActionRequested,
     RollbackArmed,
     VerdictReached,
@@ -133,3 +134,41 @@ async def test_drain_guard_asks_for_the_drain_then_judges(tmp_path: Path) -> Non
     assert any(isinstance(e, NodeDrained) and e.node == "spark1" for e in events)
     assert result.healthy_after is True
     assert not result.unjudged
+
+
+# Faults fixed by hands rather than by a config change: the physical action the wizard must have
+# had performed (and on which node) instead of a FixApplied of that id.
+PHYSICAL = {
+    "host.cx7-degraded": "ac_drain",
+    "process.undrained-measurement": "ac_drain",
+}
+
+
+def _scenarios() -> list[str]:
+    from wizard.lab import scenarios
+
+    return scenarios.builtin_names()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _scenarios())
+async def test_every_builtin_scenario_ends_healthy_with_the_right_fix(
+    name: str, tmp_path: Path
+) -> None:
+    from wizard.lab import scenarios
+
+    injected = [f.id for f in scenarios.load(name).faults if not f.id.startswith("benign.")]
+    result, events = await walk(name, tmp_path, time_scale=200.0)
+    applied = {e.fault for e in events if isinstance(e, FixApplied)}
+    hands = {e.kind for e in events if isinstance(e, PhysicalActionDone)}
+    for fault in injected:
+        if fault in PHYSICAL:
+            assert PHYSICAL[fault] in hands, (fault, hands)
+        else:
+            assert fault in applied, (fault, applied)
+    verified = {f.fault for f in result.fixes if f.verified}
+    assert applied <= verified | {f.fault for f in result.fixes if f.rolled_back} | set(PHYSICAL)
+    assert not [e for e in events if isinstance(e, FixRefusedEvent)]
+    assert result.healthy_after is True, (result.to_json()["measurements"], result.unjudged)
+    if not injected:
+        assert applied == set() and result.healthy_before is True

@@ -75,7 +75,7 @@ async def test_state_file_survives_a_kill_and_a_restart(tmp_path: Path) -> None:
             stdin="NCCL_IB_HCA==rocep1s0f0\n",
         )
         lab.hands.recable("spark4", 1, "unplugged")
-        lab.hands.recable("spark1", 0, "node:spark2:port0")  # the direct-connect test
+        lab.hands.recable("spark3", 0, "node:spark4:port0")  # a direct-connect test
         boot2 = lab.world.nodes["spark2"].boot_id
         ports = {n: lab.node_port(n) for n in lab.world.nodes}
         # as if killed now: the file already holds every change
@@ -94,8 +94,8 @@ async def test_state_file_survives_a_kill_and_a_restart(tmp_path: Path) -> None:
         assert {n: again.node_port(n) for n in w.nodes} == ports  # same ports when free
         # the inventory keeps the planned cabling while the direct-connect cable is in place
         inv = yaml.safe_load(again.inventory_path.read_text())
-        assert inv["cabling"]["spark1/enp1s0f0np0"] == "crs804/qsfp56-dd-1-1"
-        assert w.peer(End("node", "spark1", "port0")) == End("node", "spark2", "port0")
+        assert inv["cabling"]["spark3/enp1s0f0np0"] == "crs804/qsfp56-dd-3-1"
+        assert w.peer(End("node", "spark3", "port0")) == End("node", "spark4", "port0")
         out: list[str] = []
         await again.hosts["spark2"].run(
             "cat /proc/sys/kernel/random/boot_id", out.append, out.append

@@ -51,6 +51,10 @@ async def test_shell_subset() -> None:
     assert out == "2\n" and rc == 0
     out, err, rc = await s.run("dmesg")
     assert rc == 1 and "Operation not permitted" in err
+    assert await s.run("echo ~ ~/x '~'") == ("/home/fabwiz /home/fabwiz/x ~\n", "", 0)
+    assert (await s.run("cat ~/.nccl.conf"))[1] == (
+        "cat: /home/fabwiz/.nccl.conf: No such file or directory\n"
+    )
 
 
 async def test_sweep_style_batched_script() -> None:

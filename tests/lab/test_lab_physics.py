@@ -134,7 +134,7 @@ def test_software_forwarding_caps_near_9_5_whatever_the_qps(name: str) -> None:
     one = flow(w, FlowSpec("spark1", "rocep1s0f0", "spark2", "rocep1s0f0", qps=1))
     four = flow(w, FlowSpec("spark1", "rocep1s0f0", "spark2", "rocep1s0f0", qps=4))
     assert near(one.gbps, 9.5) and near(four.gbps, 9.5)
-    assert one.software == ("crs804",)
+    assert one.software == tuple(w.switches)  # the one switch of the scenario
     # shared by every software-forwarded flow of the switch
     a, b = solve(
         w,

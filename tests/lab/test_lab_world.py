@@ -38,11 +38,11 @@ def test_counters_advance_with_simulated_time() -> None:
     rx = w.nodes["spark2"].rail("rocep1s0f0")
     assert tx is not None and rx is not None
     before_tx, before_rx = tx.counters["port_xmit_data"], rx.counters["port_rcv_data"]
-    t0 = w.now()
     ids = w.traffic.start([FlowSpec("spark1", "rocep1s0f0", "spark2", "rocep1s0f0")])
+    t0 = w.traffic.last_settled  # the simulated instant the flow started
     time.sleep(0.01)  # 10 s of simulated time at scale 1000
     w.traffic.settle()
-    dt = w.now() - t0
+    dt = w.traffic.last_settled - t0
     words = tx.counters["port_xmit_data"] - before_tx
     gbps = words * 4 * 8 / dt / 1e9
     assert 100.0 < gbps < 125.0  # ~111.86 of payload plus RoCE headers on the wire

@@ -186,7 +186,7 @@ async def test_walk_to_the_end_leaves_nothing_unapplied_and_quits_healthy() -> N
         ]
         assert app.view.unapplied_work() == []
         ending = app.session.prompt.question
-        assert "healthy" in ending and "3 fix(es) verified, 3 switch export(s) kept" in ending
+        assert "Healthy." in ending and "3 fix(es) verified, 3 switch export(s) kept" in ending
         log = app.session.query_one("#log", Log)
         assert any("session ended: healthy" in line for line in log.lines)
         await pilot.press("q")
@@ -298,18 +298,18 @@ async def test_rail_samples_are_coalesced_bounded_and_coloured() -> None:
         assert len(fast.history) == HISTORY  # bounded deque
         # Live traffic is shown, not judged; a measurement judges.
         assert fast.has_class("-live") and slow.has_class("-live")
-        assert "128 carrying" in text_of(gauges.query_one("#gauge-summary"))
+        assert "128 live" in text_of(gauges.query_one("#gauge-summary"))
         m = Measurement("rail", "spark7/enp1s0f0np0->spark8/enp1s0f0np0", 12.5, "Gb/s")
         ports.emit(MeasurementTaken(step="offload", measurement=m, at=T0))
         await pilot.pause()
         assert slow.has_class("-fail") and gauges.gauge("spark8", "enp1s0f0np0").verdict == "fail"
-        assert "0 pass 0 warn 2 fail" in text_of(gauges.query_one("#gauge-summary"))
+        assert "tested ✔0 ▲0 ✘2" in text_of(gauges.query_one("#gauge-summary"))
         # When the samples stop, the rails drop back to rest (the measured colour stays).
         import time
 
         gauges.expire(now=time.monotonic() + 60)
         assert fast.value == 0.0 and fast.verdict == "idle" and slow.verdict == "fail"
-        assert "0 carrying" in text_of(gauges.query_one("#gauge-summary"))
+        assert "0 live" in text_of(gauges.query_one("#gauge-summary"))
         # One snapshot message per flush, not one per sample.
         snapshots = [m for m in posted if type(m).__name__ == "RailsSampled"]
         assert len(snapshots) == HISTORY + 8

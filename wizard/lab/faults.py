@@ -172,9 +172,11 @@ def _host_fault(world: World, node: NodeState, fault_id: str, params: dict[str, 
             world.unplug_effects(cable)
     elif fault_id == "host.pcie-width":
         node.pcie_width = int(params.get("width", 2))
+        world.boot_log(node)
     elif fault_id == "host.cx7-throttled":
         node.firmware = str(params.get("firmware", OLD_FIRMWARE))
         node.throttled = True
+        world.boot_log(node)
     elif fault_id == "host.cx7-degraded":
         node.susceptible = True
         node.degraded = True

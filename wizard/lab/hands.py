@@ -119,10 +119,8 @@ class Hands:
         n = self.world.nodes[self._node(node)]
         self._power(node, False)
         self.world.power_off(n)
-        # the ports bounce: a link transition for a susceptible CX7
-        for port in (0, 1):
-            if self.world.cable_at(End("node", node, f"port{port}")) is not None and n.susceptible:
-                n.degraded = True
+        # a warm reboot neither clears the degraded state nor arms it: the links come up with
+        # the cables attached, as at boot (FAULTS.md: survives reboots, only an AC drain clears)
         self.world.boot(n)
         self._power(node, True)
         return self._done(f"{node} rebooted (boot_id {n.boot_id})")

@@ -159,6 +159,8 @@ class Host:
         argv: list[str] = []
         for w in cmd.words:
             text = w.text.replace(STATUS, str(self.last_status))
+            if w.tilde and (text == "~" or text.startswith("~/")):
+                text = f"/home/{self.user}" + text[1:]
             if w.globbable:
                 matches = sorted(p for p in vfs_paths(self) if fnmatch.fnmatchcase(p, text))
                 argv.extend(matches or [text])
@@ -1384,6 +1386,38 @@ async def _systemctl(ctx: Ctx, args: list[str]) -> int:
         world.traffic.recompute()
     world.changed(f"systemd:{node.name}")
     return status
+
+
+@command("test", "[")
+async def _test(ctx: Ctx, args: list[str]) -> int:
+    """`test EXPR` / `[ EXPR ]`: -e/-f/-d/-s PATH, -n/-z STR, STR = STR, STR != STR, ! EXPR."""
+    words = list(args)
+    if words and words[-1] == "]":
+        words = words[:-1]
+    negate = False
+    while words and words[0] == "!":
+        negate = not negate
+        words = words[1:]
+    result = False
+    if len(words) == 2 and words[0] in ("-e", "-f", "-d", "-s", "-r"):
+        path = words[1]
+        content = read_file(ctx.host, path, True)
+        if words[0] == "-d":
+            result = _is_dir(ctx.host, path)
+        elif words[0] == "-s":
+            result = bool(content)
+        else:
+            result = content is not None or (words[0] == "-e" and _is_dir(ctx.host, path))
+    elif len(words) == 2 and words[0] in ("-n", "-z"):
+        result = bool(words[1]) if words[0] == "-n" else not words[1]
+    elif len(words) == 3 and words[1] in ("=", "==", "!="):
+        result = (words[0] == words[2]) == (words[1] != "!=")
+    elif len(words) == 1:
+        result = bool(words[0])
+    elif words:
+        ctx.err(f"bash: test: {words[0]}: unary operator expected\n")
+        return 2
+    return 0 if result != negate else 1
 
 
 @command("systemd-run")

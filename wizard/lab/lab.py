@@ -48,6 +48,15 @@ def _write_private(path: Path, data: bytes | str) -> None:
     path.chmod(0o600)
 
 
+def _read_secret(path: Path, default: str | None = None) -> str:
+    """A secret kept from a previous run of the lab in this folder, or a new one."""
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        text = ""
+    return text or default or secrets.token_urlsafe(12)
+
+
 class Lab:
     """A running lab. `async with Lab("crs804-three-bugs") as lab: ...`"""
 
@@ -130,6 +139,14 @@ class Lab:
     async def start(self) -> None:
         if self.started:
             return
+        try:
+            await self._start()
+        except BaseException:
+            self.started = True  # let stop() close whatever did start
+            await self.stop()
+            raise
+
+    async def _start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.directory.chmod(0o700)
         keys = self.directory / "hostkeys"
@@ -158,7 +175,7 @@ class Lab:
             from wizard.lab.routeros.server import RouterOsServer
 
             for name, sw in self.world.switches.items():
-                password = secrets.token_urlsafe(12)
+                password = _read_secret(self.directory / f"switch-{name}.password")
                 self.switch_passwords[name] = password
                 api = RouterOsServer(sw, users={self.user: password})  # type: ignore[arg-type]
                 await self._listen(api.start, previous.get(f"api:{name}", 0))
@@ -169,6 +186,7 @@ class Lab:
         for name, password in self.switch_passwords.items():
             _write_private(self.directory / f"switch-{name}.password", password + "\n")
         if self.control is not None:
+            self.control.token = _read_secret(self.directory / TOKEN_FILE, self.control.token)
             port = await self._listen(self.control.start_port, previous.get("control", 0))
             self.control_address = f"{LOCALHOST}:{port}"
             self.control_token_file = TOKEN_FILE
@@ -275,9 +293,6 @@ class Lab:
         if kind == "poweroff":
             return
         await asyncio.sleep(self.world.wall_seconds(REBOOT_SECONDS))
-        n = self.world.nodes[node]
-        if n.susceptible:
-            n.degraded = True
         self.hands.power_on(node)
 
     # --- what clients need ------------------------------------------------------------------------

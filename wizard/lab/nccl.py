@@ -84,12 +84,15 @@ def parse_mpirun(args: list[str]) -> MpiArgs:
 
 
 def job_env(node: NodeState, login_env: dict[str, str], mpi: MpiArgs) -> dict[str, str]:
+    """NCCL's view: /etc/nccl.conf, then ~/.nccl.conf, then the environment, then `-x`."""
     env: dict[str, str] = {}
-    for raw in node.files.get("/etc/nccl.conf", "").splitlines():
-        line = raw.strip()
-        if line and not line.startswith("#") and "=" in line:
-            k, _, v = line.partition("=")
-            env[k.strip()] = v.strip()
+    home = login_env.get("HOME", "/home/fabwiz")
+    for path in ("/etc/nccl.conf", f"{home}/.nccl.conf"):
+        for raw in node.files.get(path, "").splitlines():
+            line = raw.strip()
+            if line and not line.startswith("#") and "=" in line:
+                k, _, v = line.partition("=")
+                env[k.strip()] = v.strip()
     env.update({k: v for k, v in login_env.items() if k.startswith("NCCL_")})
     env.update(mpi.env)
     return env

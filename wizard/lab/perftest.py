@@ -132,14 +132,16 @@ def header(o: Options, device: str, mtu: int, bidir: bool) -> str:
 
 
 def addresses(world: World, qps: int, local_gid: str, remote_gid: str) -> str:
+    """All local QPs, then all remote ones (as perftest prints them), each with its GID line."""
     out = []
-    for _ in range(qps):
-        for which, gid in (("local address", local_gid), ("remote address", remote_gid)):
-            qpn = world.rng.randrange(0x100, 0xFFFF)
+    for which, gid in (("local address", local_gid), ("remote address", remote_gid)):
+        qpn = world.rng.randrange(0x100, 0xFF00)
+        for q in range(qps):
             psn = world.rng.randrange(0, 0xFFFFFF)
             va = world.rng.randrange(0xAA00000000, 0xFFFF000000) << 12
             out.append(
-                f" {which}: LID 0000 QPN {qpn:#06x} PSN {psn:#08x} RKey 0x184300 VAddr {va:#016x}"
+                f" {which}: LID 0000 QPN {qpn + q:#06x} PSN {psn:#08x} RKey 0x184300 "
+                f"VAddr {va:#016x}"
             )
             out.append(f" GID: {gid}")
     return "\n".join(out) + "\n" + RULE + "\n"

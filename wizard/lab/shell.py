@@ -18,6 +18,7 @@ STATUS = "\x00?\x00"  # `$?`, substituted when the command runs
 class Word:
     text: str
     globbable: bool = False  # contains an unquoted * or ?
+    tilde: bool = False  # starts with an unquoted ~ (home directory)
 
 
 @dataclass
@@ -50,12 +51,13 @@ def tokenize(script: str, variables: dict[str, str]) -> list[Word | str]:
     cur: list[str] = []
     have = False
     glob = False
+    tilde = False
 
     def flush() -> None:
-        nonlocal cur, have, glob
+        nonlocal cur, have, glob, tilde
         if have:
-            out.append(Word("".join(cur), glob))
-        cur, have, glob = [], False, False
+            out.append(Word("".join(cur), glob, tilde))
+        cur, have, glob, tilde = [], False, False, False
 
     def expand(j: int) -> tuple[str, int]:
         # script[j] == "$"
@@ -159,6 +161,8 @@ def tokenize(script: str, variables: dict[str, str]) -> list[Word | str]:
             continue
         if c in "*?":
             glob = True
+        if c == "~" and not have:
+            tilde = True
         cur.append(c)
         have = True
         i += 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 
 import asyncssh
 
@@ -16,6 +17,7 @@ from wizard.lab.hostcmds import Host
 
 STDIN_COMMANDS = ("tee", "netplan try", "cat -", "bash -s", "sh -s")
 STDIN_WAIT_S = 5.0
+FaultHook = Callable[["NodeServer", "asyncssh.SSHServerProcess[str]", str], Awaitable[bool]]
 
 
 class _NodeSSH(asyncssh.SSHServer):
@@ -65,6 +67,8 @@ class NodeServer:
         self.connections: set[asyncssh.SSHServerConnection] = set()
         self._acceptor: asyncssh.SSHAcceptor | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        # wizard.lab.faulthooks: called before each exec request; True when it handled it
+        self.fault_hook: FaultHook | None = None
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
         keys = asyncssh.import_authorized_keys(self.client_public_key)
@@ -104,6 +108,8 @@ class NodeServer:
             if any(c in script for c in STDIN_COMMANDS):
                 with contextlib.suppress(asyncio.TimeoutError, asyncssh.Error):
                     stdin = await asyncio.wait_for(process.stdin.read(), STDIN_WAIT_S)
+            if self.fault_hook is not None and await self.fault_hook(self, process, script):
+                return
             # a command whose session goes away dies with it (SIGHUP), e.g. a perftest server
             # whose client never came and whose caller gave up
             run = asyncio.ensure_future(
@@ -119,6 +125,13 @@ class NodeServer:
             if run.cancelled() or not run.done():
                 with contextlib.suppress(asyncio.CancelledError):
                     await run
+                return
+            failure = run.exception()
+            if failure is not None:
+                # a bug in an emulated command must not take the node's SSH server down: say
+                # so like a crashing tool would, and keep serving
+                process.stderr.write(f"fabwiz lab: internal error: {failure!r}\n")
+                process.exit(70)
                 return
             process.exit(run.result())
         except (asyncssh.Error, BrokenPipeError, ConnectionError):

@@ -38,6 +38,11 @@ class Traffic:
         self.flows: dict[int, _Active] = {}
         self._last = world.now()
 
+    @property
+    def last_settled(self) -> float:
+        """The simulated instant up to which the counters are accounted."""
+        return self._last
+
     def start(self, specs: list[FlowSpec]) -> list[int]:
         self.settle()
         ids = []

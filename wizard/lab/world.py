@@ -403,8 +403,53 @@ class World:
 
     # --- link transitions, the CX7 degraded state, dmesg --------------------------------------
 
-    def kmsg(self, node: NodeState, message: str) -> None:
-        node.dmesg.append((self.now() - node.boot_time, message))
+    def kmsg(self, node: NodeState, message: str, at: float | None = None) -> None:
+        node.dmesg.append((self.now() - node.boot_time if at is None else at, message))
+
+    def boot_log(self, node: NodeState) -> None:
+        """The kernel lines of a GB10 boot (timestamps as on a real unit), replacing old ones."""
+        node.dmesg = [(t, m) for t, m in node.dmesg if t >= 9.0]
+        lines: list[tuple[float, str]] = [
+            (0.0, "Booting Linux on physical CPU 0x0000000000 [0x411fd870]"),
+            (
+                0.103426,
+                "pci 000f:01:00.0: 0.000 Gb/s available PCIe bandwidth, limited by Unknown x0 "
+                "link at 000f:00:00.0 (capable of 32.000 Gb/s with 2.5 GT/s PCIe x16 link)",
+            ),
+        ]
+        t = 1.1
+        for rail in node.rails:
+            if not rail.pci.endswith(".0"):
+                continue
+            gbps = 126.028 * node.pcie_width / 4
+            lines += [
+                (t, f"mlx5_core {rail.pci}: firmware version: {node.firmware}"),
+                (
+                    t + 0.050104,
+                    f"mlx5_core {rail.pci}: {gbps:.3f} Gb/s available PCIe bandwidth "
+                    f"(32.0 GT/s PCIe x{node.pcie_width} link)",
+                ),
+                (
+                    t + 0.433198,
+                    f"mlx5_core {rail.pci}: mlx5_pcie_event:326:(pid 12): Detected insufficient "
+                    "power on the PCIe slot (27W).",
+                ),
+            ]
+            t += 0.61
+        lines += [
+            (
+                5.309621,
+                "cx7-pcie-hotplug MTKP0001:00: PCIe hotplug driver initialized successfully",
+            ),
+            (5.406738, "cx7-pcie-hotplug MTKP0001:00: Hotplug enabled"),
+        ]
+        t = 8.2
+        for port in (0, 1):
+            if self.port_link(node.name, port):
+                for rail in node.rails_of_port(port):
+                    lines.append((t, f"mlx5_core {rail.pci} {rail.netdev}: Link up"))
+                    t += 0.0131
+        node.dmesg = sorted(lines + node.dmesg, key=lambda x: x[0])
 
     def link_transition(self, node_name: str, port: int, *, up: bool) -> None:
         node = self.nodes[node_name]
@@ -593,33 +638,8 @@ class World:
             node.staged_firmware = None
             if node.firmware == GOOD_FIRMWARE:
                 node.throttled = False
-        self.kmsg(node, "Booting Linux on physical CPU 0x0000000000 [0x411fd870]")
-        self.kmsg(
-            node,
-            "pci 000f:01:00.0: 0.000 Gb/s available PCIe bandwidth, limited by Unknown x0 link "
-            "at 000f:00:00.0 (capable of 32.000 Gb/s with 2.5 GT/s PCIe x16 link)",
-        )
-        for rail in node.rails:
-            if rail.pci.endswith(".0"):
-                gbps = 126.028 * node.pcie_width / 4
-                self.kmsg(
-                    node,
-                    f"mlx5_core {rail.pci}: firmware version: {node.firmware}",
-                )
-                self.kmsg(
-                    node,
-                    f"mlx5_core {rail.pci}: {gbps:.3f} Gb/s available PCIe bandwidth "
-                    f"(32.0 GT/s PCIe x{node.pcie_width} link)",
-                )
-                self.kmsg(
-                    node,
-                    f"mlx5_core {rail.pci}: mlx5_pcie_event:326:(pid 12): Detected insufficient "
-                    "power on the PCIe slot (27W).",
-                )
-        self.kmsg(
-            node, "cx7-pcie-hotplug MTKP0001:00: PCIe hotplug driver initialized successfully"
-        )
-        self.kmsg(node, "cx7-pcie-hotplug MTKP0001:00: Hotplug enabled")
+                # the update package carries the BIOS fix too: the CX7 retrains at Gen5 x4
+                node.pcie_width = 4
         for rail in node.rails:
             rail.pfc = node.pfc_boot
         node.sysctls = dict(DEFAULT_SYSCTLS)
@@ -627,16 +647,13 @@ class World:
         self.apply_netplan(node)
         for unit in sorted(node.enabled_units):
             self.run_unit(node, unit)
-        for port in (0, 1):
-            if self.port_link(node.name, port):
-                for rail in node.rails_of_port(port):
-                    self.kmsg(node, f"mlx5_core {rail.pci} {rail.netdev}: Link up")
         for c in self.cables:
             if End("node", node.name, "port0") in (c.a, c.b) or End("node", node.name, "port1") in (
                 c.a,
                 c.b,
             ):
                 self.sync_switch_side(c)
+        self.boot_log(node)
         self.learn_macs()
 
     def power_off(self, node: NodeState) -> None:

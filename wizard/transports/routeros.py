@@ -35,6 +35,7 @@ from wizard.model import ApiCommand, ProbeResult
 __all__ = ["RouterOsTarget", "RouterOsTransport"]
 
 FILE_CHUNK = 32768
+_READ_ONLY = frozenset({"print", "getall", "monitor"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,9 +154,14 @@ class RouterOsTransport:
             return await self._on_selected(cmd.path, cmd.verb, cmd.select, words)
         return await self._command(cmd.path, cmd.verb, words)
 
-    async def export(self, file: str) -> ProbeResult:
-        """`/export file=NAME` (writes NAME.rsc on the switch; the API returns nothing)."""
-        return await self._command("", "export", [f"=file={file}"])
+    async def export(self, file: str, *, show_sensitive: bool = False) -> ProbeResult:
+        """`/export file=NAME` (writes NAME.rsc on the switch; the API returns nothing).
+
+        RouterOS 7 leaves sensitive values (passwords, keys, secrets) out of an export unless
+        `show-sensitive` is given: exports kept in the session are taken without them, and
+        `show_sensitive=True` is only for an operator who asked."""
+        words = [f"=file={file}"] + (["=show-sensitive="] if show_sensitive else [])
+        return await self._command("", "export", words)
 
     async def read_file(self, name: str) -> ProbeResult:
         """The contents of a switch file, in `stdout` (and a row name/size/contents).
@@ -241,7 +247,7 @@ class RouterOsTransport:
     ) -> ProbeResult:
         cmd = f"{path}/{verb}"
         shown = (f"{path} {verb}" if path else f"/{verb}") + "".join(
-            f" {w[1:]}" for w in words if not w.startswith("=password=")
+            f" {_brief(w[1:])}" for w in words if not w.startswith("=password=")
         )
         started = time.time()
         t0 = time.monotonic()
@@ -258,12 +264,28 @@ class RouterOsTransport:
             )
 
         async with self._lock:
+            reused = self._api is not None
             try:
                 api = await self._session()
             except _Failed as exc:
                 return result(error=exc.message)
             try:
-                rows = await asyncio.wait_for(self._exchange(api, cmd, words), limit)
+                try:
+                    rows = await asyncio.wait_for(self._exchange(api, cmd, words), limit)
+                except TimeoutError:
+                    raise  # no answer is not a closed session: never wait twice
+                except (ConnectionClosed, OSError):
+                    # A session that sat idle may have been closed by the switch (a reboot, a
+                    # management link flap): a read is safe to send again on a fresh session.
+                    # A write is never repeated: it may have reached the switch.
+                    if not (reused and verb in _READ_ONLY):
+                        raise
+                    await self._reset()
+                    try:
+                        api = await self._session()
+                    except _Failed as exc:
+                        return result(error=exc.message)
+                    rows = await asyncio.wait_for(self._exchange(api, cmd, words), limit)
             except (TrapError, MultiTrapError) as exc:
                 return result(
                     error=f"{self.name}: `{shown}` was refused by the switch: {exc}",
@@ -383,6 +405,12 @@ class RouterOsTransport:
         except (LibRouterosError, UnicodeError) as exc:
             raise _Failed(f"{t.name}: API login failed at {t.where}: {exc}") from None
         return self._api
+
+
+def _brief(word: str, limit: int = 80) -> str:
+    """One word as shown in a message: a scheduler script or a file body on one short line."""
+    flat = " ".join(word.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _attrs(items: Iterable[tuple[str, str]]) -> list[str]:

@@ -203,6 +203,17 @@ class SshTransport:
         status = proc.exit_status
         if status is None and proc.exit_signal is not None:
             status = 128
+        if status is None:
+            # the channel closed without an exit status: the connection went away mid-command
+            # (asyncssh returns what arrived so far instead of raising)
+            self._drop(name)
+            return result(
+                stdout=stdout,
+                stderr=stderr,
+                error=f"{name}: the SSH connection broke during `{_short(command)}` (it ended "
+                "without an exit status, the output may be cut short); fabwiz reconnects on the "
+                "next probe",
+            )
         error = sudo_error(name, command, stderr) if "sudo -n" in command else None
         return result(stdout=stdout, stderr=stderr, exit_status=status, error=error)
 

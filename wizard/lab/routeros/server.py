@@ -15,6 +15,7 @@ import hashlib
 import logging
 import secrets
 import ssl as ssl_module
+from collections.abc import Awaitable, Callable
 
 from wizard.lab.routeros import script
 from wizard.lab.routeros.codec import ProtocolViolation, encode_sentence, read_sentence
@@ -35,6 +36,7 @@ __all__ = ["RouterOsServer", "api_ssl_context"]
 LOG = logging.getLogger("wizard.lab.routeros")
 BAD_LOGIN = "invalid user name or password (6)"
 Sentence = list[str]
+FaultHook = Callable[[str, "_Session", str, dict[str, str]], Awaitable[bool]]
 
 
 class _Reply:
@@ -132,8 +134,15 @@ class _Session:
         self.server.switch.tick()
         if await self.maybe_stream(cmd, attrs, tag):
             return True
+        hook = self.server.fault_hook  # wizard.lab.faulthooks: True when it cut the session
+        if hook is not None and await hook("before", self, cmd, attrs):
+            return False
         reboot = self.server.dispatch(cmd, attrs, queries, reply)
+        if hook is not None and await hook("after", self, cmd, attrs):
+            return False
         await self.send(reply.sentences)
+        if hook is not None and await hook("replied", self, cmd, attrs):
+            return False
         if reboot:
             self.server.switch.reboot()
             await self.server.drop_sessions()
@@ -248,6 +257,7 @@ class RouterOsServer:
         self._ticker: asyncio.Task[None] | None = None
         self._sessions: set[_Session] = set()
         self._tasks: set[asyncio.Task[object]] = set()
+        self.fault_hook: FaultHook | None = None
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
         self._server = await asyncio.start_server(self._accept, host, port, ssl=self.ssl)
