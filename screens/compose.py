@@ -37,7 +37,6 @@ from wizard.events import (
     RollbackArmed,
     RollbackDisarmed,
     SessionEnded,
-    StepChanged,
 )
 from wizard.fabric import InventoryFabric
 from wizard.inventory import Inventory, load_inventory, resolve_password
@@ -157,13 +156,15 @@ async def open_wizard(
     resume: LoadedSession | None = None,
     prompt: Callable[[str], str] | None = None,
     lab_object: Any = None,
+    fsync: bool = True,
 ) -> Wiring:
     """Open everything a wizard session needs. Raises FabwizError (InventoryError, ...) with a
     message for the operator when something is wrong; nothing is left running then.
 
     `lab` is a built-in scenario name or a scenario file: the lab starts in-process. On resume,
     an in-process lab starts from the session's saved lab state. `lab_object` passes an already
-    running `wizard.lab.Lab` (tests, the TUI's demo), which the caller stops.
+    running `wizard.lab.Lab` (tests, the TUI's demo), which the caller stops. `fsync=False`
+    (tests only) skips the fsync of each log line.
     """
     the_lab = lab_object
     owns_lab = False
@@ -188,9 +189,9 @@ async def open_wizard(
         inv = load_inventory(inventory)
         ssh, switches, secrets = _transports(inv, accept_new_host_keys, prompt)
         if resume is not None:
-            log, _loaded = SessionLog.reopen(resume.path, secrets=secrets)
+            log, _loaded = SessionLog.reopen(resume.path, secrets=secrets, fsync=fsync)
         else:
-            log = SessionLog.create(session_dir, secrets=secrets)
+            log = SessionLog.create(session_dir, secrets=secrets, fsync=fsync)
     except BaseException:
         if owns_lab and the_lab is not None:
             await the_lab.stop()
@@ -255,7 +256,6 @@ async def open_wizard(
 
 # Events after which an in-process lab's world is saved beside the log (resume restarts it so).
 _LAB_CHANGES = (
-    StepChanged,
     ExportTaken,
     RollbackArmed,
     RollbackDisarmed,

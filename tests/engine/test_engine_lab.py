@@ -51,6 +51,7 @@ async def walk(
         lab_object=lab,
         session_dir=tmp_path / "session",
         time_scale=time_scale,
+        fsync=False,
     )
     try:
         result = await wiring.engine.run()

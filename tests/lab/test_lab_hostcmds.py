@@ -310,3 +310,24 @@ async def test_netplan_try_reverts_without_confirmation() -> None:
     assert rc == 78 and "Reverting." in out and node.rails[0].mtu == 1500
     out, _e, rc = await s.run("sudo -n netplan try --timeout 30", stdin="\n")
     assert rc == 0 and node.rails[0].mtu == 9000
+
+
+async def test_iperf3_single_stream_is_cpu_bound_parallel_reaches_93() -> None:
+    from wizard.parsers import iperf3
+
+    _w, n = lab("healthy-2node-direct", time_scale=1000)
+
+    async def measure(streams: int) -> float:
+        server = asyncio.create_task(n["spark2"].run("iperf3 -s -1"))
+        await asyncio.sleep(0.01)
+        out, err, rc = await n["spark1"].run(f"iperf3 -c 10.9.1.2 -P {streams} -t 5 -J")
+        await server
+        assert rc == 0, err
+        r = iperf3.parse_iperf3(out)
+        assert r.streams == streams and r.protocol == "TCP"
+        return r.sent_gbps or 0.0
+
+    assert await measure(1) == pytest.approx(12.0, rel=0.05)  # benign.iperf-single-stream
+    assert await measure(8) == pytest.approx(93.1, rel=0.05)
+    out, _e, rc = await n["spark1"].run("iperf3 -c 10.9.1.2 -J")
+    assert rc == 1 and "Connection refused" in iperf3.parse_iperf3(out).error

@@ -26,7 +26,9 @@ from hypothesis import strategies as st
 import wizard.parsers
 from flows.analyze import analyze_text
 from flows.registry import CHECKS, make_context
+from wizard.errors import ParseError
 from wizard.model import Measurement, ProbeResult, Status
+from wizard.parsers import routeros
 from wizard.probes import Observations
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,10 +49,34 @@ def test_every_parser_is_fuzzed() -> None:
             if name.startswith("parse_") and fn.__module__ == module.__name__:
                 public[f"{info.name}.{name}"] = fn
     assert len(public) >= 20
+    fuzzed |= {id(f) for f in ROW_PARSERS.values()}  # fuzzed below (they take rows, not text)
     missing = sorted(k for k, fn in public.items() if id(fn) not in fuzzed)
     assert not missing, f"parsers without a property test: {missing}"
 
 
+ROW_PARSERS = {"routeros.parse_api_rows": routeros.parse_api_rows}
+ROWS = st.lists(
+    st.dictionaries(
+        st.text(max_size=12),
+        st.one_of(st.text(max_size=30), st.integers(), st.booleans(), st.none(), st.floats()),
+        max_size=6,
+    ),
+    max_size=5,
+)
+
+
+@pytest.mark.parametrize("name", sorted(ROW_PARSERS))
+@settings(max_examples=EXAMPLES * 4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=ROWS)
+def test_row_parsers_only_raise_parse_error(name: str, rows: list[dict[str, Any]]) -> None:
+    try:
+        out = ROW_PARSERS[name](rows)
+    except ParseError:
+        return
+    assert len(out) == len(rows)
+
+
+# Non-blank nonsense: an empty output can be a true answer (`grep` found nothing, dmesg is quiet).
 GARBAGE = st.one_of(
     st.text(max_size=300),
     st.lists(
@@ -85,7 +111,7 @@ GARBAGE = st.one_of(
         ),
         max_size=60,
     ).map("".join),
-)
+).filter(lambda t: t.strip() != "")
 
 
 @settings(max_examples=EXAMPLES * 4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -136,9 +162,31 @@ def _garbled(obs: Observations, text: str, keep: set[str]) -> Observations:
 
 
 CONFIG_CHECKS = [c for c in CHECKS if not c.needs_traffic]
+# benign.*: "the harmless line was not seen" is true of nonsense; host.cx7-throttled judges the
+# firmware version from `ethtool -i`, which is kept intact (discovery) in this test.
+ALLOWED = ("benign.", "host.cx7-throttled")
 
 
-@pytest.mark.parametrize("check", CONFIG_CHECKS, ids=[c.id for c in CONFIG_CHECKS])
+# Found by this test, reported to the checks helper (flows/checks): a pass on nonsense.
+SILENT_PASS = {
+    "host.rail-down": "`every cabled rail has carrier` when ip link / ethtool outputs are nonsense",
+    "host.duplicate-ip": "`every fabric address is unique` when `ip -j addr` output is nonsense",
+}
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        pytest.param(
+            c,
+            id=c.id,
+            marks=[pytest.mark.xfail(strict=True, reason=SILENT_PASS[c.id])]
+            if c.id in SILENT_PASS
+            else [],
+        )
+        for c in CONFIG_CHECKS
+    ],
+)
 def test_a_check_fed_garbage_never_passes(check: Any) -> None:
     obs, s = _healthy()
     keep = {"ibdev2netdev", "ethtool_i", "ip_link", "ip_addr", "ethtool", "bridge_host"}
@@ -158,7 +206,7 @@ def test_a_check_fed_garbage_never_passes(check: Any) -> None:
     def run(text: str) -> None:
         bad = _garbled(obs, text, keep)
         for v in check.run(bad, ctx_for(bad)):
-            if v.status == Status.PASS:
+            if v.status == Status.PASS and not v.fault.startswith(ALLOWED):
                 pytest.fail(f"{check.id} passed {v.fault} on garbage {text!r}: {v.summary}")
 
     run()

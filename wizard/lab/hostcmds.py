@@ -1254,6 +1254,13 @@ async def _ib_write_bw(ctx: Ctx, args: list[str]) -> int:
     )
 
 
+@command("iperf3")
+async def _iperf3(ctx: Ctx, args: list[str]) -> int:
+    from wizard.lab import iperf
+
+    return await iperf.run(ctx.world, ctx.host.perf.iperf, ctx.node, args, out=ctx.out, err=ctx.err)
+
+
 @command("mpirun", "mpiexec")
 async def _mpirun(ctx: Ctx, args: list[str]) -> int:
     mpi = nccl_mod.parse_mpirun(args)

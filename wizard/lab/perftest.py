@@ -186,6 +186,7 @@ class Registry:
 
     def __init__(self) -> None:
         self.servers: dict[tuple[str, int], Session] = {}
+        self.iperf: dict[tuple[str, int], asyncio.Event] = {}  # iperf3 -s, per (node, port)
 
 
 async def run_server(
