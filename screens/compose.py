@@ -204,7 +204,21 @@ async def open_wizard(
         if the_lab is not None and isinstance(event, _LAB_CHANGES):
             _save_lab(log, the_lab)
 
-    hands = the_lab.hands if the_lab is not None else None
+    hands: Any = the_lab.hands if the_lab is not None else None
+    if hands is None and inv.lab is not None:
+        # An inventory written by a `fabwiz lab` running elsewhere: its hands answer on the
+        # lab's control channel. A real inventory has no `lab:` section, so never any hands.
+        from wizard.lab.control import RemoteHands
+
+        try:
+            token = inv.lab_token
+        except OSError as exc:
+            raise FabwizError(
+                f"{inv.path}: lab.token_file: cannot read the lab's control token: {exc}",
+                hint="is the `fabwiz lab` that wrote this inventory still running?",
+            ) from None
+        if token:
+            hands = RemoteHands(inv.lab.control, token)
     fabric = InventoryFabric(
         inv,
         ssh,

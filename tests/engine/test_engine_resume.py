@@ -91,3 +91,48 @@ def test_killed_fix_resumes_to_the_same_end(tmp_path: Path, event_type: str, nth
         if count > 1:
             assert fix_id in rolled, f"{fix_id} applied {count} times without a rollback between"
     assert verified_ids
+
+
+def test_killed_fix_against_a_running_lab_resumes_there(tmp_path: Path) -> None:
+    """Issue 9: the lab lives apart from fabwiz, as a real cluster does. `fabwiz fix -i` on the
+    inventory a running `fabwiz lab` wrote, killed mid-way, then `fabwiz resume` against the same
+    lab: the fabric kept the changes already made, and the session ends healthy without repeating
+    a verified fix."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    inventory = tmp_path / "lab" / "inventory.yaml"
+    lab = subprocess.Popen(
+        [*CLI, "lab", "--scenario", "crs804-three-bugs", "--time-scale", "100",
+         "--inventory-out", str(inventory), "--state", str(tmp_path / "lab" / "world.json")],
+        cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not inventory.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert inventory.exists(), "the lab wrote no inventory"
+        assert "control:" in inventory.read_text()
+        session = tmp_path / "session"
+        fix = subprocess.Popen(
+            [*CLI, "fix", "-i", str(inventory), "--yes", "--json", "--session-dir", str(session)],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        assert _kill_when(session, fix, "fix_verified", 1)
+        done = subprocess.run(
+            [*CLI, "resume", str(session), "--yes", "--json"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-1500:]
+        result = json.loads(done.stdout)
+        assert result["healthy_after"] is True
+        after = _events(session)
+        # The lab performed the physical actions (direct-connect recabling, drains) itself.
+        assert any(
+            e["type"] == "physical_action_done" and e["performed_by"] == "lab" for e in after
+        )
+        applied = Counter(str(e["fix_id"]) for e in after if e["type"] == "fix_applied")
+        first_verified = next(str(e["fix_id"]) for e in after if e["type"] == "fix_verified")
+        assert applied[first_verified] == 1, "a fix verified before the kill was applied again"
+    finally:
+        lab.terminate()
+        lab.wait(timeout=20)

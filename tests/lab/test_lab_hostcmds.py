@@ -331,3 +331,24 @@ async def test_iperf3_single_stream_is_cpu_bound_parallel_reaches_93() -> None:
     assert await measure(8) == pytest.approx(93.1, rel=0.05)
     out, _e, rc = await n["spark1"].run("iperf3 -c 10.9.1.2 -J")
     assert rc == 1 and "Connection refused" in iperf3.parse_iperf3(out).error
+
+
+async def test_show_gids_and_rdma_link_parse_and_ipv6_shifts_the_ipv4_gid() -> None:
+    from wizard.parsers import rdma
+
+    _w, n = lab("healthy-2node-direct")
+    g = rdma.parse_show_gids((await n["spark1"].run("show_gids rocep1s0f0"))[0])
+    assert [(x.index, x.ipv4, x.version) for x in g.gids] == [
+        (0, None, "v1"),
+        (1, None, "v2"),
+        (2, "10.9.1.1", "v1"),
+        (3, "10.9.1.1", "v2"),
+    ]
+    links = rdma.parse_rdma_link((await n["spark1"].run("rdma link"))[0]).links
+    assert {(x.device, x.state) for x in links} >= {
+        ("rocep1s0f0", "ACTIVE"),
+        ("rocep1s0f1", "DOWN"),
+    }
+    _w, n = lab("fault-host-ipv6-on-fabric")
+    g = rdma.parse_show_gids((await n["spark1"].run("show_gids rocep1s0f0"))[0])
+    assert [x.index for x in g.gids if x.ipv4 == "10.9.1.1"] == [4, 5]  # "index 3" is not IPv4

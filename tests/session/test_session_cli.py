@@ -148,29 +148,18 @@ def test_replay_without_checks_exits_2(session: Path, monkeypatch: pytest.Monkey
     assert issubclass(flows.replay.ReplayUnavailable, FabwizError)
 
 
-def test_resume_without_an_engine_entry_point_exits_2(
+def test_resume_hands_the_session_folder_to_the_composition_root(
     session: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import wizard.engine
-
-    monkeypatch.delattr(wizard.engine, "resume_session", raising=False)
-    res = CliRunner().invoke(cli, ["resume", str(session)])
-    assert res.exit_code == 2
-    assert "resuming is not available in this build yet" in res.stderr
-
-
-def test_resume_calls_the_engine_with_the_session_folder(
-    session: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import wizard.engine
+    import screens.compose
 
     seen: dict[str, Any] = {}
 
-    async def fake(folder: Path, **kw: Any) -> int:
+    def fake(folder: Path, **kw: Any) -> int:
         seen.update(folder=folder, **kw)
         return 1
 
-    monkeypatch.setattr(wizard.engine, "resume_session", fake, raising=False)
+    monkeypatch.setattr(screens.compose, "resume_fix", fake)
     res = CliRunner().invoke(cli, ["resume", str(session / "events.jsonl"), "--yes", "--json"])
     assert res.exit_code == 1
     assert seen == {"folder": session, "yes": True, "as_json": True}

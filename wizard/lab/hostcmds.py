@@ -1254,6 +1254,64 @@ async def _ib_write_bw(ctx: Ctx, args: list[str]) -> int:
     )
 
 
+def _gid_rows(rail: RailState) -> list[tuple[str, str]]:
+    """(GID in show_gids hex form, IPv4) per index: link-local v1/v2, IPv6, then IPv4."""
+    import ipaddress
+
+    def hexgid(addr: str) -> str:
+        packed = ipaddress.ip_address(addr).packed
+        if len(packed) == 4:
+            packed = bytes(10) + b"\xff\xff" + packed
+        return ":".join(packed[i : i + 2].hex() for i in range(0, 16, 2))
+
+    rows: list[tuple[str, str]] = []
+    lls = [a for a in rail.ipv6 if a.startswith("fe80")]
+    ll = lls[0].split("/")[0] if lls else perftest.link_local(rail.mac).split("/")[0]
+    rows += [(hexgid(ll), "")] * 2
+    for a in rail.ipv6:
+        if not a.startswith("fe80"):
+            rows += [(hexgid(a.split("/")[0]), "")] * 2
+    for ip in rail.ipv4:
+        rows += [(hexgid(ip), ip)] * 2
+    return rows
+
+
+@command("show_gids")
+async def _show_gids(ctx: Ctx, args: list[str]) -> int:
+    ctx.out("DEV\tPORT\tINDEX\tGID\t\t\t\t\tIPv4  \t\tVER\tDEV\n")
+    ctx.out("---\t----\t-----\t---\t\t\t\t\t------------  \t---\t---\n")
+    n = 0
+    for r in sorted(ctx.node.rails, key=lambda r: (r.half, r.port)):
+        if args and r.rdma not in args:
+            continue
+        for k, (gid, ip) in enumerate(_gid_rows(r)):
+            ver = "v1" if k % 2 == 0 else "v2"
+            ctx.out(f"{r.rdma}\t1\t{k}\t{gid}\t{ip:<14}\t{ver}\t{r.netdev}\n")
+            n += 1
+    ctx.out(f"n_gids_found={n}\n")
+    return 0
+
+
+@command("rdma")
+async def _rdma(ctx: Ctx, args: list[str]) -> int:
+    words = [a for a in args if not a.startswith("-")]
+    if not words or words[0] not in ("link", "dev"):
+        ctx.err(f'Object "{words[0] if words else ""}" is unknown, try "rdma help".\n')
+        return 1
+    for r in sorted(ctx.node.rails, key=lambda r: (r.half, r.port)):
+        up = ctx.world.rail_up(ctx.node.name, r)
+        if words[0] == "dev":
+            ctx.out(
+                f"{3 + ctx.node.rails.index(r)}: {r.rdma}: node_type ca fw {ctx.node.firmware} "
+                f"node_guid {r.mac.replace(':', '')[:4]}:0000:0000:0000 sys_image_guid "
+                "0000:0000:0000:0000\n"
+            )
+            continue
+        state = "ACTIVE physical_state LINK_UP" if up else "DOWN physical_state DISABLED"
+        ctx.out(f"link {r.rdma + '/1':<16} state {state} netdev {r.netdev}\n")
+    return 0
+
+
 @command("iperf3")
 async def _iperf3(ctx: Ctx, args: list[str]) -> int:
     from wizard.lab import iperf

@@ -82,7 +82,7 @@ def parse_args(args: list[str]) -> Options:
 def gid_table(rail: RailState) -> list[str]:
     """RoCE GIDs as perftest prints them (decimal bytes): link-local v1/v2, IPv6, IPv4."""
     gids: list[str] = []
-    lls = [a for a in rail.ipv6 if a.startswith("fe80")] or [_ll(rail.mac)]
+    lls = [a for a in rail.ipv6 if a.startswith("fe80")] or [link_local(rail.mac)]
     for a in lls[:1]:
         gids += [_v6_gid(a)] * 2
     for a in rail.ipv6:
@@ -96,7 +96,7 @@ def gid_table(rail: RailState) -> list[str]:
     return gids
 
 
-def _ll(mac: str) -> str:
+def link_local(mac: str) -> str:
     b = [int(x, 16) for x in mac.split(":")]
     b[0] ^= 2
     return f"fe80::{b[0]:02x}{b[1]:02x}:{b[2]:02x}ff:fe{b[3]:02x}:{b[4]:02x}{b[5]:02x}/64"
