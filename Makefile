@@ -20,8 +20,9 @@ lint: install
 types: install
 	$(BIN)/mypy
 
+# The lab-backed tests mostly wait on simulated time: four workers keep two cores busy.
 test: install
-	$(BIN)/pytest
+	$(BIN)/pytest -n 4
 
 check: lint types test
 

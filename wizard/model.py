@@ -16,7 +16,7 @@ from typing import Any, Literal
 class Status(StrEnum):
     """A verdict's status. Ordered by severity for `worst()`."""
 
-    PASS = "pass"
+    PASS = "pass"  # noqa: S105 - a verdict status, not a password
     BENIGN = "benign"
     UNKNOWN = "unknown"
     WARN = "warn"

@@ -18,7 +18,6 @@ from wizard.events import (
     ExportTaken,
     FixApplied,
     FixRefusedEvent,
-    FixRolledBack,
     LinkTransitionSeen,
     MeasurementTaken,
     NodeDrained,
@@ -62,7 +61,9 @@ async def walk(
 
 async def test_three_bugs_walk_ends_at_line_rate(tmp_path: Path) -> None:
     result, events = await walk("crs804-three-bugs", tmp_path)
-    found = {e.verdict.fault for e in events if isinstance(e, VerdictReached) and e.verdict.is_finding}
+    found = {
+        e.verdict.fault for e in events if isinstance(e, VerdictReached) and e.verdict.is_finding
+    }
     assert set(THREE_BUGS) <= found
     fixed = {f.fault: f for f in result.fixes if f.verified}
     assert set(THREE_BUGS) <= set(fixed), result.fixes

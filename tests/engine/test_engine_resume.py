@@ -58,16 +58,34 @@ def test_killed_fix_resumes_to_the_same_end(tmp_path: Path, event_type: str, nth
     session = tmp_path / "session"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [*CLI, "fix", "--lab", "crs804-three-bugs", "--yes", "--json", "--time-scale", "100",
-         "--session-dir", str(session)],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            *CLI,
+            "fix",
+            "--lab",
+            "crs804-three-bugs",
+            "--yes",
+            "--json",
+            "--time-scale",
+            "100",
+            "--session-dir",
+            str(session),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     killed = _kill_when(session, proc, event_type, nth)
     assert killed, f"the run ended before its {nth}th {event_type}"
     before = _events(session)
     done = subprocess.run(
         [*CLI, "resume", str(session), "--yes", "--json"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-1500:]
     result = json.loads(done.stdout)
@@ -101,9 +119,22 @@ def test_killed_fix_against_a_running_lab_resumes_there(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     inventory = tmp_path / "lab" / "inventory.yaml"
     lab = subprocess.Popen(
-        [*CLI, "lab", "--scenario", "crs804-three-bugs", "--time-scale", "100",
-         "--inventory-out", str(inventory), "--state", str(tmp_path / "lab" / "world.json")],
-        cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        [
+            *CLI,
+            "lab",
+            "--scenario",
+            "crs804-three-bugs",
+            "--time-scale",
+            "100",
+            "--inventory-out",
+            str(inventory),
+            "--state",
+            str(tmp_path / "lab" / "world.json"),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
@@ -115,12 +146,20 @@ def test_killed_fix_against_a_running_lab_resumes_there(tmp_path: Path) -> None:
         session = tmp_path / "session"
         fix = subprocess.Popen(
             [*CLI, "fix", "-i", str(inventory), "--yes", "--json", "--session-dir", str(session)],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         assert _kill_when(session, fix, "fix_verified", 1)
         done = subprocess.run(
             [*CLI, "resume", str(session), "--yes", "--json"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
         )
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-1500:]
         result = json.loads(done.stdout)

@@ -15,7 +15,16 @@ from wizard.model import ApiCommand, HostChange, HostFile, SwitchChange
 def test_lifecycle_records_each_move_and_refuses_illegal_ones() -> None:
     seen: list[tuple[str, str, str]] = []
     m = StepLifecycle(lambda a, b, t: seen.append((a.value, b.value, t)))
-    for trigger in ("probe", "judged", "offer_fix", "export", "apply", "verify", "verified", "finish"):
+    for trigger in (
+        "probe",
+        "judged",
+        "offer_fix",
+        "export",
+        "apply",
+        "verify",
+        "verified",
+        "finish",
+    ):
         m.fire(trigger)
     assert m.state is Phase.DONE
     assert seen[0] == ("idle", "probing", "probe")
@@ -95,9 +104,7 @@ SPLIT_CAGE = SwitchChange(
 
 
 def test_management_guard_refuses_cutting_the_api_session() -> None:
-    why = fixes.management_conflict(
-        SPLIT_CAGE, ["qsfp56-dd-2-5"], {"qsfp56-dd-2-5": "bridge-mgmt"}
-    )
+    why = fixes.management_conflict(SPLIT_CAGE, ["qsfp56-dd-2-5"], {"qsfp56-dd-2-5": "bridge-mgmt"})
     assert why is not None
     assert "qsfp56-dd-2-5" in why and "API session" in why
     assert fixes.management_conflict(SPLIT_CAGE, ["ether1"], {"ether1": "bridge-mgmt"}) is None
@@ -152,7 +159,9 @@ class FakeApi:
     async def call(self, path: str, verb: str, **args: str) -> list[dict[str, str]]:
         self.calls.append((path, verb, args))
         if verb == "export":
-            self.files[args["file"] + ".rsc"] = "" if self.export_empty else "# x by RouterOS 7\n/a\n"
+            self.files[args["file"] + ".rsc"] = (
+                "" if self.export_empty else "# x by RouterOS 7\n/a\n"
+            )
             return []
         if path == "/file" and verb == "print":
             return [{"name": k, "size": str(len(v)), "contents": v} for k, v in self.files.items()]
