@@ -287,10 +287,8 @@ class FabwizApp(App[int]):
     def on_engine_event(self, message: EngineEvent) -> None:
         event = message.event
         screen = self.session
-        before = self.view.current
         changed = self.view.apply(event)
-        if isinstance(event, StepChanged) and event.step != before:
-            screen.gauges.clear_measurements()
+        # Gauges keep each rail's last measurement across steps: it is the latest evidence.
         if isinstance(event, StepChanged):
             screen.follow(event.step)
             self._discovered_rails()

@@ -171,7 +171,11 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
             continue  # config-side checks own the pass verdicts of these ids
         out.append(
             f[k].verdict(
-                ok="every rail at line rate" if r.runs else "no rail measurement",
+                ok=(
+                    f"no rail in the {lo:g}-{hi:g} Gb/s band of a degraded or throttled CX7"
+                    if r.runs
+                    else "no rail measurement"
+                ),
                 bad=f"{summaries[k]}: {listing(f[k].targets, 4)}",
                 unknown="rail bandwidth outside every known signature: "
                 + listing(e.target for e in f[k].unknown),

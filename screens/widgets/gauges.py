@@ -133,10 +133,14 @@ class RailGauge(Widget):
     def render(self) -> Text:
         width = self.size.width or 72
         label = f"{self.node:<{self.label_width}} {self.netdev:<14} {self.half}{self.port}"
-        value = f"{self.value:6.1f}/{self.ceiling:<4.0f}"
+        # Live traffic shows as it flows; at rest the rail shows its last measurement.
+        shown = self.value
+        if self.measured is not None and self.value < IDLE_GBPS:
+            shown = self.measured[0]
+        value = f"{shown:6.1f}/{self.ceiling:<4.0f}"
         spark_w = min(HISTORY, 12) if width >= 64 else 0
         bar_w = max(4, width - len(label) - len(value) - spark_w - 4)
-        filled = round(min(self.value, self.ceiling) / self.ceiling * bar_w) if self.ceiling else 0
+        filled = round(min(shown, self.ceiling) / self.ceiling * bar_w) if self.ceiling else 0
         bar = "█" * filled + "░" * (bar_w - filled)
         spark = sparkline(self.history, self.ceiling, spark_w)
         line = f"{label} {bar} {value}"
