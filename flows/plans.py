@@ -155,7 +155,6 @@ def offload_plan(off: Offload, verdict: Verdict, ctx: Context) -> FixPlan | None
     changes: list[SwitchChange] = []
     for sw in off.switches:
         ports = classify(sw).get(verdict.fault, [])
-        mgmt = set(sw.management_ports)
         main = sw.fabric_bridge() or "bridge"
         if verdict.fault == "switch.offload-second-bridge" and ports:
             # every switch-chip port into the fabric bridge: the other bridge keeps only the
@@ -164,8 +163,9 @@ def offload_plan(off: Offload, verdict: Verdict, ctx: Context) -> FixPlan | None
         cmds: list[ApiCommand] = []
         back: list[ApiCommand] = []
         for p in ports:
-            if p.interface in mgmt:
-                continue  # never touch the port the API session arrives on
+            # A port carrying the API session stays in the plan: the engine's management-path
+            # guard refuses the whole change with the reason and the manual way, rather than a
+            # partial fix that cannot pass its verification.
             sel = ("interface", p.interface)
             if verdict.fault == "switch.offload-disabled":
                 cmds.append(api("/interface/bridge/port", "set", (("hw", "yes"),), sel))
@@ -183,6 +183,7 @@ def offload_plan(off: Offload, verdict: Verdict, ctx: Context) -> FixPlan | None
                             ("bridge", p.bridge),
                             ("interface", p.interface),
                             ("hw", "yes" if p.hw else "no"),
+                            *((("comment", p.comment),) if p.comment else ()),
                         ),
                     )
                 )
@@ -196,7 +197,7 @@ def offload_plan(off: Offload, verdict: Verdict, ctx: Context) -> FixPlan | None
         changes.append(SwitchChange(sw.switch, tuple(cmds), tuple(back)))
     summary = {
         "switch.offload-split-cage": "remove the unused QSFP56-DD sub-ports from the other bridge "
-        "so the fabric bridge is offloaded again (management ports untouched)",
+        "so the fabric bridge is offloaded again",
         "switch.offload-second-bridge": "move the fabric ports into the single offloaded bridge and "
         "delete the emptied bridge",
         "switch.offload-disabled": "set hw=yes on the fabric bridge ports",

@@ -76,8 +76,31 @@ def _strip_export_header(text: str) -> str:
 
 
 def same_config(before: str, after: str) -> bool:
-    """Whether two exports describe the same configuration (date header ignored)."""
-    return _strip_export_header(before) == _strip_export_header(after)
+    """Whether two exports describe the same configuration.
+
+    Compared item by item, ignoring the date header, comments, line wrapping and the order of
+    items within a menu: a bridge port removed then added back by a rollback is listed last in
+    RouterOS' export, and is the same configuration. Text that does not parse as an export is
+    compared as text."""
+    from wizard.errors import ParseError
+    from wizard.parsers.routeros import parse_export
+
+    try:
+        a, b = parse_export(before).export, parse_export(after).export
+    except ParseError:
+        return _strip_export_header(before) == _strip_export_header(after)
+
+    def canon(items: Sequence[object]) -> list[tuple[str, str, str, tuple[tuple[str, str], ...]]]:
+        out = []
+        for it in items:
+            menu = str(getattr(it, "menu", ""))
+            command = str(getattr(it, "command", "") or "")
+            target = str(getattr(it, "target", "") or "")
+            args = tuple(sorted(dict(getattr(it, "args", {})).items()))
+            out.append((menu, command, target, args))
+        return sorted(out)
+
+    return canon(a) == canon(b)
 
 
 # Attributes a `set` may change on a port carrying the API session without cutting it: STP

@@ -42,6 +42,7 @@ class BridgePort:
     hw: bool
     hw_offload: bool
     in_use: bool  # a node or ISL cable is plugged there
+    comment: str = ""  # kept so that a rollback re-adds the port exactly as it was
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +101,7 @@ def parse(obs: Observations, ctx: Context) -> Offload:
                 hw=is_true(r.get("hw", "true")),
                 hw_offload=is_true(r.get("hw-offload")),
                 in_use=r.get("interface", "") in used,
+                comment=r.get("comment", ""),
             )
             for r in bp
             if not is_true(r.get("disabled")) and not is_true(r.get("dynamic"))
