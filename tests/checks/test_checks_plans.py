@@ -45,7 +45,7 @@ def test_split_cage_removes_the_other_bridges_sub_ports_never_the_management_por
     assert first.cli == "/interface/bridge/port remove [find interface=qsfp56-dd-1-2]"
     assert (
         change.rollback[0].cli
-        == "/interface/bridge/port add bridge=bridge interface=qsfp56-dd-1-2 hw=yes"
+        == "/interface/bridge/port add bridge=bridge interface=qsfp56-dd-1-2 hw=yes comment=defconf"
     )
     assert all("ether1" not in c.cli for c in change.commands)
     assert "/interface/bridge/port remove [find interface=qsfp56-dd-4-8]" in plan.preview
