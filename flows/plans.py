@@ -10,6 +10,7 @@ commands that apply them. What only hands can do is a `PhysicalAction`. Nothing 
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -387,6 +388,16 @@ def sysctl_plan(verdict: Verdict, ctx: Context) -> FixPlan | None:
     return _host_plan(verdict, f"persist the ARP sysctls in {SYSCTL_PATH} and load them", changes)
 
 
+_IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
+
+
+def safe_netdevs(netdevs: Sequence[str]) -> list[str]:
+    """Interface names as the kernel allows them (no spaces, quotes or slashes, at most 15
+    characters): a name read from a node's output that is anything else never reaches a
+    command line or a unit file."""
+    return [n for n in netdevs if _IFNAME.match(n)]
+
+
 def pfc_unit_text(netdevs: Sequence[str]) -> str:
     execs = "\n".join(f"ExecStart=/usr/bin/mlnx_qos -i {n} --pfc {PFC_OFF}" for n in netdevs)
     return (
@@ -407,7 +418,7 @@ def pfc_unit_text(netdevs: Sequence[str]) -> str:
 def host_pfc_plan(verdict: Verdict, ctx: Context) -> FixPlan | None:
     changes = []
     for node in _nodes_of(verdict, ctx):
-        netdevs = [r.netdev for r in ctx.rails.get(node, ())]
+        netdevs = safe_netdevs([r.netdev for r in ctx.rails.get(node, ())])
         if not netdevs:
             continue
         changes.append(
@@ -415,7 +426,7 @@ def host_pfc_plan(verdict: Verdict, ctx: Context) -> FixPlan | None:
                 node=node,
                 files=(HostFile(node, PFC_UNIT_PATH, pfc_unit_text(netdevs)),),
                 commands=(
-                    *(f"sudo -n mlnx_qos -i {n} --pfc {PFC_OFF}" for n in netdevs),
+                    *(f"sudo -n mlnx_qos -i {shlex.quote(n)} --pfc {PFC_OFF}" for n in netdevs),
                     "sudo -n systemctl daemon-reload",
                     f"sudo -n systemctl enable --now {PFC_UNIT}",
                 ),

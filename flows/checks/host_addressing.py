@@ -23,8 +23,10 @@ from flows.checks._common import (
     configured,
     listing,
     rails_or_unknown,
+    read,
 )
 from wizard.model import Evidence, FixPlan, Rail, Verdict
+from wizard.parsers.iproute2 import parse_ip_json
 
 ADDR_CMD = IP_ADDR.command
 LINK_CMD = IP_LINK.command
@@ -44,8 +46,26 @@ def parse(obs: Observations, ctx: Context) -> Addressing:
         got = rails_or_unknown(obs, ctx, node)
         if isinstance(got, Unreadable):
             bad.append(got)
-        else:
-            rails.extend(got)
+            continue
+        # Rails come from ibdev2netdev; what this check judges comes from `ip addr`:
+        # when that output cannot be read, the node is unknown, never a silent pass.
+        value, why, res = read(obs, node, IP_ADDR, parse_ip_json)
+        if why is not None:
+            bad.append(why)
+            continue
+        listed = {i.name for i in value.interfaces} if value is not None else set()
+        missing = [r.netdev for r in got if r.netdev not in listed]
+        if value is not None and missing:
+            bad.append(
+                Unreadable(
+                    node,
+                    IP_ADDR.command,
+                    f"{IP_ADDR.command} does not list {', '.join(missing)}",
+                    res.text if res is not None else "",
+                )
+            )
+            continue
+        rails.extend(got)
     return Addressing(tuple(rails), tuple(bad))
 
 
