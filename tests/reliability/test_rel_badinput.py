@@ -181,7 +181,6 @@ BROKEN_SCENARIOS: list[tuple[str, str, str | None, list[str]]] = [
         ["1 or 2"],
     ),
 ]
-# Known gap (reported to the lab helper): two switches with the same name are merged silently.
 DUPLICATE = pytest.param(
     "duplicate switch names",
     "name: x\ntopology: {nodes: 2, switches: [{model: CRS804-4DDQ, name: a}, "
@@ -189,7 +188,6 @@ DUPLICATE = pytest.param(
     "topology.switches",
     ["duplicate", "'a'"],
     id="duplicate switch names",
-    marks=pytest.mark.xfail(strict=True, reason="wizard/lab/scenarios.py accepts duplicates"),
 )
 
 

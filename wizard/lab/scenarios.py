@@ -122,6 +122,18 @@ def _check_topology(s: Scenario, path: str) -> None:
             path=path,
             field="topology.nodes",
         )
+    seen: set[str] = set()
+    for sw in t.switches:
+        name = getattr(sw, "name", None)
+        if name is None:
+            continue
+        if name in seen:
+            raise ScenarioError(
+                f"duplicate switch name {name!r}: every switch needs its own name",
+                path=path,
+                field="topology.switches",
+            )
+        seen.add(name)
     names = {f"spark{i}" for i in range(1, t.nodes + 1)}
     for i, f in enumerate(s.faults):
         for n in f.nodes or []:
