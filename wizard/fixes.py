@@ -177,13 +177,20 @@ async def send(api: RouterOsApi, cmd: ApiCommand) -> None:
 
 
 async def take_export(
-    api: RouterOsApi, switch: str, name: str, *, wait_s: float = 5.0
+    api: RouterOsApi,
+    switch: str,
+    name: str,
+    *,
+    wait_s: float = 5.0,
+    show_sensitive: bool = False,
 ) -> ExportStatus:
     """`/export file=NAME`, then read NAME.rsc back and verify it. Never raises for a missing or
-    empty file: the status says so, and the caller refuses the change."""
+    empty file: the status says so, and the caller refuses the change. RouterOS leaves sensitive
+    values out unless `show-sensitive` is given: only when the operator asked for it."""
     file = f"{name}.rsc"
     try:
-        await api.call("/", "export", file=name)
+        extra = {"show-sensitive": ""} if show_sensitive else {}
+        await api.call("/", "export", file=name, **extra)
         deadline = time.monotonic() + wait_s
         contents = ""
         size = 0

@@ -55,7 +55,9 @@ class EvidenceTable(DataTable[Text | str]):
         self.rows_shown: list[tuple[Verdict, Evidence]] = []
 
     def on_mount(self) -> None:
-        self.add_columns("Target", "Command", "Observed", "Expected", "Verdict")
+        # What was seen and what was expected come first: on 80 columns they are what the
+        # technician needs; the command (also in the raw view, `x`) comes after.
+        self.add_columns("Target", "Observed", "Expected", "Command", "Verdict")
 
     def show(self, view: StepView) -> None:
         rows = [(v, e) for v in view.verdicts.values() for e in v.evidence]
@@ -68,12 +70,12 @@ class EvidenceTable(DataTable[Text | str]):
             status = str(ev.status)
             style = self.get_component_rich_style(f"evidence--{status}", partial=True)
             target = Text(f"{GLYPHS.get(status, '·')} ", style=style)  # visible at 80 columns
-            target.append_text(_cell(ev.target, 28))
+            target.append_text(_cell(ev.target, 24))
             self.add_row(
                 target,
+                _cell(ev.observed, 34),
+                _cell(ev.expected, 28),
                 _cell(ev.command, 34),
-                _cell(ev.observed, 40),
-                _cell(ev.expected, 30),
                 Text(f"{GLYPHS.get(status, '·')} {status}", style=style),
                 key=str(i),
             )
