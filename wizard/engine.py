@@ -736,10 +736,13 @@ class Engine:
         except Exception as exc:  # a lost session or a failed step mid-change
             found = await self._found_after_loss(exports)  # reliability: state on reconnect
             changed = getattr(exc, "changed", True) or any(hasattr(c, "switch") for c, _ in armed)
-            record.applied = changed
-            record.rolled_back = changed and bool(armed)
+            # the change may have landed only once a rollback was armed (a host's revert is
+            # armed before its first write): otherwise nothing was applied
+            landed = changed and bool(armed or getattr(exc, "changed", False))
+            record.applied = landed
+            record.rolled_back = landed
             self.result.fixes.append(record)
-            if changed and (armed or getattr(exc, "changed", False)):  # host: revert armed first
+            if landed:
                 reason = (
                     f"the change failed ({exc}); the dead-man rollback armed before it restores "
                     f"the previous state within {self.rollback_window_s:.0f} s{found}"

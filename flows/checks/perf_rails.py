@@ -139,7 +139,11 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
             if nodes:
                 f["host.cx7-throttled"].fail(ev, target=nodes[0])
             else:
-                f["host.cx7-degraded"].fail(ev, target=f"{client}, {server}")
+                # one pair cannot tell which end is degraded: both are suspects (and both are
+                # drained), each its own target
+                f["host.cx7-degraded"].fail(ev, target=client)
+                if server not in f["host.cx7-degraded"].targets:
+                    f["host.cx7-degraded"].targets.append(server)
         else:
             f["host.cx7-degraded"].unknown.append(
                 Evidence(ev.target, ev.command, ev.observed, ev.expected, Status.UNKNOWN, ev.raw)

@@ -147,6 +147,9 @@ async def test_api_dropped_mid_fix_rollback_runs_and_state_is_reported(
     assert len(stopped) == 1
     reason = stopped[0].reason
     assert "on reconnect, rollback fabwiz-rb-" in reason
+    # the --json record says the same: applied (and rolled back) only if the change went out
+    record = w.result.fixes[-1]
+    assert record.applied == record.rolled_back == isinstance(stopped[0], FixRolledBack)
     same, file = _switch_config_matches(lab, w)
     # the wizard says what it found, and what it says is true
     assert f"{'equals' if same else 'DIFFERS from'} the pre-fix export {file}" in reason
