@@ -113,6 +113,16 @@ class ReplayResult:
 # --- the checks and the context ----------------------------------------------------------------
 
 
+def _judged_at(step: str, fault: str) -> bool:
+    """Whether the wizard judges `fault` at `step` (preflight and persist judge everything)."""
+    from flows.bisection import FLOW
+
+    spec = next((s for s in FLOW if s.id == step), None)
+    if spec is None or spec.kind in ("preflight", "persist"):
+        return True
+    return fault in spec.faults
+
+
 def registered_checks() -> tuple[Check, ...]:
     """Every check of `flows.registry` (imported lazily: replay works on what this build has)."""
     try:
@@ -415,6 +425,8 @@ def replay_session(
             continue
         step, check_id, at = group_step[key]
         for r in replayed:
+            if not _judged_at(step, r.fault):
+                continue  # the wizard judges this fault in another step of the bisection
             if r.fault not in recorded_in_group[key] and r.is_finding:
                 rows.append(
                     ReplayRow(

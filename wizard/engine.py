@@ -1128,7 +1128,7 @@ class Engine:
                         if left
                         else "every node with a link transition has been AC-drained"
                     ),
-                    targets=tuple(sorted(left or pending)),
+                    targets=tuple(sorted(left)),
                     check="drain-guard",
                 )
             ]

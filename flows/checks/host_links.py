@@ -54,7 +54,8 @@ def parse(obs: Observations, ctx: Context) -> HostLinks:
             continue
         listed = {i.name for i in value.interfaces} if value is not None else set()
         missing = [r.netdev for r in got if r.netdev not in listed]
-        if value is not None and missing:
+        if value is not None and got and len(missing) == len(got):
+            # output that names none of this node's rails is not this node's (or is garbage)
             bad.append(
                 Unreadable(
                     node,
