@@ -281,6 +281,37 @@ def rails_or_unknown(obs: Observations, ctx: Context, node: str) -> tuple[Rail, 
     )
 
 
+def rails_judged_from(
+    obs: Observations, ctx: Context, probe: HostProbe
+) -> tuple[list[Rail], list[Unreadable]]:
+    """Every node's rails, keeping only nodes whose `ip -j` output (`probe`) reads and names
+    at least one of their rails; the others come back as Unreadable (an `unknown` verdict)."""
+    from wizard.parsers.iproute2 import parse_ip_json
+
+    rails: list[Rail] = []
+    bad: list[Unreadable] = []
+    for node in ctx.nodes:
+        got = rails_or_unknown(obs, ctx, node)
+        if isinstance(got, Unreadable):
+            bad.append(got)
+            continue
+        value, why, res = read(obs, node, probe, parse_ip_json)
+        if why is not None:
+            bad.append(why)
+            continue
+        listed = {i.name for i in value.interfaces} if value is not None else set()
+        if value is not None and got and not any(r.netdev in listed for r in got):
+            # output that names none of this node's rails is not this node's (or is garbage)
+            missing = ", ".join(r.netdev for r in got)
+            text = res.text if res is not None else ""
+            bad.append(
+                Unreadable(node, probe.command, f"{probe.command} lists none of {missing}", text)
+            )
+            continue
+        rails.extend(got)
+    return rails, bad
+
+
 CARRIER_DOWN = HostProbe("carrier_down", "grep -H . /sys/class/net/*/carrier_down_count")
 
 

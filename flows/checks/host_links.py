@@ -22,12 +22,10 @@ from flows.checks._common import (
     Unreadable,
     configured,
     listing,
-    rails_or_unknown,
-    read,
+    rails_judged_from,
     rows,
 )
 from wizard.model import Evidence, FixPlan, Rail, Verdict
-from wizard.parsers.iproute2 import parse_ip_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,33 +37,9 @@ class HostLinks:
 
 
 def parse(obs: Observations, ctx: Context) -> HostLinks:
-    rails: list[Rail] = []
-    bad: list[Unreadable] = []
-    for node in ctx.nodes:
-        got = rails_or_unknown(obs, ctx, node)
-        if isinstance(got, Unreadable):
-            bad.append(got)
-            continue
-        # Rails come from ibdev2netdev; what this check judges comes from `ip link`:
-        # when that output cannot be read, the node is unknown, never a silent pass.
-        value, why, res = read(obs, node, IP_LINK, parse_ip_json)
-        if why is not None:
-            bad.append(why)
-            continue
-        listed = {i.name for i in value.interfaces} if value is not None else set()
-        missing = [r.netdev for r in got if r.netdev not in listed]
-        if value is not None and got and len(missing) == len(got):
-            # output that names none of this node's rails is not this node's (or is garbage)
-            bad.append(
-                Unreadable(
-                    node,
-                    IP_LINK.command,
-                    f"{IP_LINK.command} does not list {', '.join(missing)}",
-                    res.text if res is not None else "",
-                )
-            )
-            continue
-        rails.extend(got)
+    # Rails come from ibdev2netdev; what this check judges comes from `ip -j`: a node whose
+    # output cannot be read is unknown, never a silent pass.
+    rails, bad = rails_judged_from(obs, ctx, IP_LINK)
     # a port is cabled if the inventory or the host table says so, or if it is up on this node,
     # or if most other nodes have that port up (a cluster is cabled uniformly)
     ports_up: dict[int, int] = {}
