@@ -263,6 +263,7 @@ async def open_wizard(
         thresholds=exp,
         session_id=log.session_id[-8:],
         poll_interval_s=0.2 if the_lab is not None else 2.0,
+        rollback_window_s=_rollback_window(the_lab),
         resume=state_resume,
     )
     return Wiring(engine, fabric, log, inv, the_lab, owns_lab, list(sinks))
@@ -280,6 +281,16 @@ _LAB_CHANGES = (
     NodeDrained,
     SessionEnded,
 )
+
+
+def _rollback_window(lab: Any) -> float:
+    """The dead-man window in switch-clock seconds: 5 minutes on a real switch. A lab's clock
+    runs `time_scale` times faster than life; the window is stretched so that it still leaves
+    the wizard at least 30 wall-clock seconds to verify before the switch rolls back."""
+    if lab is None:
+        return 300.0
+    scale = float(getattr(lab, "time_scale", 1.0) or 1.0)
+    return max(300.0, 30.0 * scale)
 
 
 def _save_lab(log: SessionLog, lab: Any) -> None:
