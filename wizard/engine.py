@@ -700,6 +700,7 @@ class Engine:
             return False
         self._fire("apply")
         armed: list[tuple[Any, str]] = []  # (change, rollback name)
+        backed_up: list[Any] = []  # host changes whose backups exist (safe to revert)
         try:
             for change in plan.switch_changes:
                 api = self.fabric.api(change.switch)
@@ -720,7 +721,7 @@ class Engine:
             for hchange in plan.host_changes:
                 unit = f"fabwiz-revert-{self.session_id}-{self._fix_counter}"
                 script = await fixes.backup_and_write(
-                    _Runner(self.fabric), hchange, unit, self.rollback_window_s
+                    _Runner(self.fabric), hchange, unit, self.rollback_window_s, backed_up
                 )
                 armed.append((hchange, unit))
                 self.emit(
@@ -735,6 +736,7 @@ class Engine:
                 )
         except Exception as exc:  # a lost session or a failed step mid-change
             found = await self._found_after_loss(exports)  # reliability: state on reconnect
+            found += await self._revert_hosts_now(backed_up)
             changed = getattr(exc, "changed", True) or any(hasattr(c, "switch") for c, _ in armed)
             # the change may have landed only once a rollback was armed (a host's revert is
             # armed before its first write): otherwise nothing was applied
@@ -835,6 +837,24 @@ class Engine:
                     f"{before.switch} did not answer after the loss ({exc}); its armed rollback "
                     f"{name}, if it reached the switch, runs there within "
                     f"{self.rollback_window_s:.0f} s: compare with {before.file} when it is back"
+                )
+        for line in found:
+            self.note(line, "warn")
+        return "".join(f"; {line}" for line in found)
+
+    async def _revert_hosts_now(self, backed_up: Sequence[Any]) -> str:
+        """A host fix stopped mid-way: restore every node whose backup exists now, when it
+        answers, instead of leaving it to the timed revert (which stays armed otherwise)."""
+        unit = f"fabwiz-revert-{self.session_id}-{self._fix_counter}"
+        found: list[str] = []
+        for change in backed_up:
+            try:
+                await fixes.revert_host(_Runner(self.fabric), change, unit)
+                found.append(f"{change.node} restored from its backup now")
+            except Exception as exc:  # still away: the timed revert on the node does it
+                found.append(
+                    f"{change.node} did not answer ({exc}); its timed revert restores the backup "
+                    f"within {self.rollback_window_s:.0f} s"
                 )
         for line in found:
             self.note(line, "warn")

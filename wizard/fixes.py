@@ -307,10 +307,15 @@ def host_revert_script(change: HostChange) -> str:
 
 
 async def backup_and_write(
-    runner: HostRunner, change: HostChange, unit: str, window_s: float
+    runner: HostRunner,
+    change: HostChange,
+    unit: str,
+    window_s: float,
+    backed_up: list[HostChange] | None = None,
 ) -> str:
     """Back up, arm the timed revert, write the files and run the commands. Returns the revert
-    script. Raises FixRefused when a step fails (nothing after it is run)."""
+    script. Raises FixRefused when a step fails (nothing after it is run). `backed_up` gets the
+    change once its backups exist: only then may a revert run (it restores from them)."""
     for f in change.files:
         path, bak = _q(f.path), _q(f.path + BACKUP_SUFFIX)
         res = await runner.run(
@@ -318,6 +323,8 @@ async def backup_and_write(
             f"sudo -n rm -f {bak}; test ! -e {path} || sudo -n cp -p {path} {bak}",
         )
         _require(res, change.node, f"backing up {f.path}")
+    if backed_up is not None:
+        backed_up.append(change)
     script = host_revert_script(change)
     arm = f"sudo -n systemd-run --on-active={int(window_s)} --unit={_q(unit)} sh -c {_q(script)}"
     _require(await runner.run(change.node, arm), change.node, "arming the timed revert")
@@ -335,7 +342,10 @@ async def disarm_host_revert(runner: HostRunner, node: str, unit: str) -> None:
 
 
 async def revert_host(runner: HostRunner, change: HostChange, unit: str) -> None:
-    await runner.run(change.node, f"sudo -n sh -c {_q(host_revert_script(change))}")
+    """Restore the backups now and disarm the timed revert. Raises FixRefused when the node
+    did not do it (the timed revert then stays armed and does it later)."""
+    res = await runner.run(change.node, f"sudo -n sh -c {_q(host_revert_script(change))}")
+    _require(res, change.node, "restoring the backups")
     await disarm_host_revert(runner, change.node, unit)
 
 
