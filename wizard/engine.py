@@ -707,16 +707,7 @@ class Engine:
                 name = f"fabwiz-rb-{self.session_id}-{self._fix_counter}"
                 script = await fixes.arm_switch_rollback(api, change, name, self.rollback_window_s)
                 armed.append((change, name))
-                self.emit(
-                    RollbackArmed(
-                        step=self._step,
-                        fix_id=fix_id,
-                        target=change.switch,
-                        name=name,
-                        window_s=self.rollback_window_s,
-                        script=script,
-                    )
-                )
+                self._armed(fix_id, change.switch, name, script)
                 await fixes.apply_switch_change(api, change)
             for hchange in plan.host_changes:
                 unit = f"fabwiz-revert-{self.session_id}-{self._fix_counter}"
@@ -724,16 +715,7 @@ class Engine:
                     _Runner(self.fabric), hchange, unit, self.rollback_window_s, backed_up
                 )
                 armed.append((hchange, unit))
-                self.emit(
-                    RollbackArmed(
-                        step=self._step,
-                        fix_id=fix_id,
-                        target=hchange.node,
-                        name=unit,
-                        window_s=self.rollback_window_s,
-                        script=script,
-                    )
-                )
+                self._armed(fix_id, hchange.node, unit, script)
         except Exception as exc:  # a lost session or a failed step mid-change
             found = await self._found_after_loss(exports)  # reliability: state on reconnect
             found += await self._revert_hosts_now(backed_up)
@@ -841,6 +823,18 @@ class Engine:
         for line in found:
             self.note(line, "warn")
         return "".join(f"; {line}" for line in found)
+
+    def _armed(self, fix_id: str, target: str, name: str, script: str) -> None:
+        self.emit(
+            RollbackArmed(
+                step=self._step,
+                fix_id=fix_id,
+                target=target,
+                name=name,
+                window_s=self.rollback_window_s,
+                script=script,
+            )
+        )
 
     async def _revert_hosts_now(self, backed_up: Sequence[Any]) -> str:
         """A host fix stopped mid-way: restore every node whose backup exists now, when it
