@@ -269,11 +269,25 @@ class Engine:
         self._verified_fixes: set[str] = set(resume.verified_fixes) if resume else set()
         self._fix_counter = 0
         self._step = self.flow[0].id if self.flow else ""
+        self._phase_reason = ""  # why the next phase change happens, when not the trigger
         self.lifecycle = StepLifecycle(self._phase_changed)
         self._last_obs: Observations | None = None
+        self._skips: set[str] = set()  # steps the operator asked to skip
         if resume is not None:
             self.result.fixes = list(resume.fixes)
             self.result.healthy_before = resume.healthy_before
+
+    # -- operator intents ----------------------------------------------------------------------
+
+    def request(self, intent: str, step: str | None = None) -> None:
+        """An operator intent from outside the engine's own questions (the TUI's buttons).
+        `skip`: the step (default: the current one) is not run, or stops offering fixes, and is
+        recorded as skipped by the operator. Navigation (next, rerun, back) is answered when the
+        engine asks at the end of each step."""
+        if intent == "skip":
+            target = step or self._step
+            self._skips.add(target)
+            self.note(f"{target}: skipped by the operator", "warn")
 
     # -- events --------------------------------------------------------------------------------
 
@@ -284,7 +298,8 @@ class Engine:
         self.emit(Note(level=level, text=text, step=self._step))
 
     def _phase_changed(self, _src: Phase, dest: Phase, trigger: str) -> None:
-        self.emit(StepChanged(step=self._step, phase=dest.value, reason=trigger))
+        reason, self._phase_reason = self._phase_reason or trigger, ""
+        self.emit(StepChanged(step=self._step, phase=dest.value, reason=reason))
 
     def _fire(self, trigger: str) -> None:
         if self.lifecycle.can(trigger):
@@ -341,8 +356,16 @@ class Engine:
             "halves": self._step_halves,
             "persist": self._step_persist,
         }[spec.kind]
-        skipped = await handler(spec)
-        if skipped:
+        if spec.id in self._skips:
+            skipped = True
+        else:
+            skipped = await handler(spec)
+        if spec.id in self._skips:
+            self._skips.discard(spec.id)
+            self.emit(OperatorAnswered(step=spec.id, question="skip step", answer="skip"))
+            self._phase_reason = "skipped by the operator"
+            self._fire("skip")
+        elif skipped:
             self._fire("skip")
         else:
             if self.lifecycle.state is not Phase.VERDICT:
@@ -525,6 +548,8 @@ class Engine:
         )
         before = await self._boot_ids(action.nodes)
         while True:
+            if self._step in self._skips:
+                return False
             hands = self.fabric.hands
             answer = await self.operator.physical_action(action, hands is not None)
             self.emit(
@@ -1056,6 +1081,8 @@ class Engine:
     ) -> list[Verdict]:
         self._fire("judged")
         for verdict, plan in self._plans(obs, [v for v in verdicts if v.fault in spec.faults]):
+            if spec.id in self._skips:
+                break  # the operator skipped the rest of this step
             await self._offer_and_apply(verdict, plan)
         return verdicts
 

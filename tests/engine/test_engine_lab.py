@@ -24,6 +24,7 @@ from wizard.events import (
     PhysicalActionDone,
     PhysicalActionRequested,
     RollbackArmed,
+    StepChanged,
     VerdictReached,
 )
 
@@ -174,3 +175,26 @@ async def test_every_builtin_scenario_ends_healthy_with_the_right_fix(
     assert result.healthy_after is True, (result.to_json()["measurements"], result.unjudged)
     if not injected:
         assert applied == set() and result.healthy_before is True
+
+
+async def test_a_step_skipped_by_the_operator_is_recorded_and_not_fixed(tmp_path: Path) -> None:
+    events: list[Event] = []
+    wiring = await open_wizard(
+        operator=TerminalOperator(Console(file=io.StringIO()), yes=True, interactive=False),
+        sinks=[events.append],
+        lab="fault-switch-qos-pfc-stall",
+        session_dir=tmp_path / "session",
+        time_scale=100.0,
+        fsync=False,
+    )
+    wiring.engine.request("skip", "qos")  # the TUI's Skip button, pressed before the step ran
+    try:
+        result = await wiring.engine.run()
+    finally:
+        await wiring.close()
+    skipped = [e for e in events if isinstance(e, StepChanged) and e.phase == "skipped"]
+    assert [e.step for e in skipped] == ["qos"]
+    assert skipped[0].reason == "skipped by the operator"
+    assert not [e for e in events if isinstance(e, FixApplied)]
+    # The stall is still there, so the walk cannot end healthy: a skip never hides a fault.
+    assert result.healthy_after is False
