@@ -119,6 +119,16 @@ def _ev(p: BridgePort, expected: str) -> Evidence:
     )
 
 
+def _short_list(names: list[str]) -> str:
+    """qsfp56-dd-1-2, qsfp56-dd-1-3 -> "qsfp56-dd-1-2,-3" (one common prefix, then the legs)."""
+    if not names:
+        return ""
+    head, _, _ = names[0].rpartition("-")
+    if all(n.rpartition("-")[0] == head for n in names):
+        return names[0] + "".join(f",-{n.rpartition('-')[2]}" for n in names[1:])
+    return ", ".join(names)
+
+
 def classify(sw: SwitchBridges) -> dict[str, list[BridgePort]]:
     """fault id -> the bridge ports that show it, for one switch.
 
@@ -167,8 +177,27 @@ def judge(off: Offload, ctx: Context) -> list[Verdict]:
         main = sw.fabric_bridge()
         bad = classify(sw)
         not_offloaded = [p for p in sw.fabric if p.in_use and not p.hw_offload and p.bridge == main]
-        for fault, ports in bad.items():
+        for fault, found in bad.items():
             f = findings[fault]
+            ports = found
+            if fault == "switch.offload-split-cage":
+                # one row per cage and bridge: "qsfp56-dd-1-2,-3,-4 in bridge", not 24 rows
+                groups: dict[tuple[int | None, str], list[BridgePort]] = {}
+                for p in ports:
+                    groups.setdefault((cage(p.default_name), p.bridge), []).append(p)
+                for (n, bridge), members in sorted(groups.items(), key=lambda kv: str(kv[0])):
+                    names = [q.interface for q in members]
+                    f.fail(
+                        Evidence(
+                            f"{sw.switch}/cage {n}",
+                            CMD,
+                            f"{_short_list(names)} in bridge={bridge} "
+                            f"(hw-offload={str(any(q.hw_offload for q in members)).lower()})",
+                            f"every sub-port of cage {n} in {main}, or in no bridge",
+                        ),
+                        target=f"{sw.switch}/{bridge}",
+                    )
+                ports = []  # grouped above
             for p in ports:
                 if fault == "switch.offload-disabled":
                     f.fail(_ev(p, "hw=yes hw-offload=true"))
