@@ -183,6 +183,8 @@ class StepView:
     measurements: list[Measurement] = field(default_factory=list)
     fixes: dict[str, FixView] = field(default_factory=dict)
     exports: list[ExportTaken] = field(default_factory=list)
+    # findings of this step that a later step judged to pass (preflight's first picture)
+    resolved_later: set[str] = field(default_factory=set)
 
     @property
     def id(self) -> str:
@@ -209,6 +211,11 @@ class StepView:
         if worst in (Status.PASS, Status.BENIGN) and any(
             f.state == "verified" for f in self.fixes.values()
         ):
+            return "fixed"
+        open_ = [
+            v for v in self.verdicts.values() if v.is_finding and v.fault not in self.resolved_later
+        ]
+        if self.resolved_later and not open_:
             return "fixed"
         return "pass" if worst is Status.BENIGN else str(worst)
 
@@ -308,6 +315,14 @@ class SessionView:
             case VerdictReached():
                 verdict = event.verdict
                 self.step(event.step).verdicts[verdict.fault] = verdict
+                for other in self.steps.values():
+                    earlier = other.verdicts.get(verdict.fault)
+                    if other.id == event.step or earlier is None or not earlier.is_finding:
+                        continue
+                    if verdict.status in (Status.PASS, Status.BENIGN):
+                        other.resolved_later.add(verdict.fault)
+                    else:
+                        other.resolved_later.discard(verdict.fault)
                 level = "info" if verdict.status in (Status.PASS, Status.BENIGN) else "warn"
                 self._log(
                     event,
