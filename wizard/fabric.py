@@ -347,7 +347,3 @@ def _parse_counters(text: str) -> tuple[float, dict[str, int]] | None:
 def _with_nodes(m: Measurement) -> Measurement:
     nodes = tuple(n for n in (m.extra.get("client"), m.extra.get("server")) if n)
     return replace(m, extra={**m.extra, "nodes": nodes})
-
-
-def extra_any(m: Measurement, key: str) -> Any:
-    return m.extra.get(key)
