@@ -43,6 +43,15 @@ def demo(scenario: str, time_scale: float | None, session_dir: Path | None) -> N
       fabwiz demo --scenario crs812-six-node
       fabwiz demo --scenario my-faults.yaml
     """
+    from wizard.errors import FabwizError
+    from wizard.lab import scenarios
+
+    try:
+        scenarios.load(scenario)  # a wrong name or a broken file is said here, not in the TUI
+    except FabwizError as exc:
+        click.echo(f"fabwiz demo: {exc}", err=True)
+        raise SystemExit(2) from None
+
     from screens.app import FabwizApp
     from screens.commands.run import wizard_factory
 
