@@ -12,7 +12,7 @@ faults:
 ```
 
 Validation (pydantic) errors name the file and the field. `build_world` turns a scenario into a
-booted `World`: nodes spark1..N in cabling order (TEAM.md), switches from the RouterOS model,
+booted `World`: nodes spark1..N in cabling order, switches from the RouterOS model,
 ISLs on the native QSFP56 ports, optional campus uplinks on ether1, then the faults.
 """
 
@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from wizard.errors import ScenarioError
 from wizard.lab import faults as fault_mod
+from wizard.lab.facts import Facts
 from wizard.lab.switchport import CRS804, CRS812, new_switch
 from wizard.lab.traffic import Traffic
 from wizard.lab.world import End, World
@@ -72,6 +73,7 @@ class Scenario(BaseModel):
     seed: int = 0
     topology: Topology
     faults: list[FaultSpec] = Field(default_factory=list)
+    facts: Facts = Field(default_factory=Facts)
 
 
 def _builtin_dir() -> Path:
@@ -147,6 +149,35 @@ def _check_topology(s: Scenario, path: str) -> None:
             raise ScenarioError(
                 f"{f.id} needs a switch in the topology", path=path, field=f"faults[{i}].id"
             )
+    _check_facts(s, names, path)
+
+
+def _check_facts(s: Scenario, names: set[str], path: str) -> None:
+    """Facts name nodes, switches and ports that exist in the topology."""
+    switches = set(switch_names(s.topology))
+    for section, keys in (("nodes", s.facts.nodes), ("containers", s.facts.containers)):
+        for n in keys:
+            if n not in names:
+                raise ScenarioError(
+                    f"no node {n!r} (nodes are spark1..spark{s.topology.nodes})",
+                    path=path,
+                    field=f"facts.{section}.{n}",
+                )
+    for n in s.facts.switches:
+        if n not in switches:
+            raise ScenarioError(
+                f"no switch {n!r} (switches are {', '.join(sorted(switches)) or 'none'})",
+                path=path,
+                field=f"facts.switches.{n}",
+            )
+    for key in s.facts.ports:
+        sw, _, port = key.partition("/")
+        if sw not in switches or not port:
+            raise ScenarioError(
+                f"a port is named switch/port, with a switch of the topology; not {key!r}",
+                path=path,
+                field=f"facts.ports.{key}",
+            )
 
 
 def load(name_or_path: str) -> Scenario:
@@ -219,6 +250,7 @@ def switch_names(t: Topology) -> list[str]:
 
 def build_world(scenario: Scenario, *, time_scale: float = 1.0) -> World:
     world = World(seed=scenario.seed, time_scale=time_scale, name=scenario.name)
+    world.facts = scenario.facts
     Traffic(world)
     t = scenario.topology
     for i in range(1, t.nodes + 1):

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import yaml
 
+from wizard.lab.facts import Facts
 from wizard.lab.switchport import SwitchLike
 
 RAIL_LAYOUT: tuple[tuple[str, str, int, Literal["A", "B"], str], ...] = (
@@ -253,6 +254,7 @@ class World:
         # which stays what it was while hands move cables around (direct-connect test)
         self.planned_cabling: dict[str, str] = {}
         self.traffic: Any = None  # wizard.lab.traffic.Traffic, attached by it
+        self.facts = Facts()  # what the scenario that built it says beyond its faults
 
     # --- clock --------------------------------------------------------------------------------
 
