@@ -50,7 +50,7 @@ def test_facts_section_loads_into_the_world() -> None:
 )
 def test_facts_naming_what_is_not_there_is_an_error_naming_the_field(edit: str, field: str) -> None:
     bad_name = field.rsplit(".", 1)[1]
-    head, _, rest = edit.partition(":")
+    head = edit.partition(":")[0]
     text = FACTS.replace(edit, edit.replace(head, bad_name, 1), 1)
     with pytest.raises(ScenarioError) as err:
         load_text(text, path="facts.yaml")
