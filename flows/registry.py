@@ -21,6 +21,9 @@ from flows.checks import (
     nccl_config,
     perf_nccl,
     perf_rails,
+    preflight_mpirun_ssh,
+    preflight_sudo,
+    preflight_tools,
     process_drain,
     switch_link,
     switch_mtu,
@@ -33,6 +36,9 @@ from wizard.discovery import rails_from_observations
 from wizard.probes import Observations, Probe
 
 CHECKS: tuple[Check, ...] = (
+    preflight_tools.CHECK,
+    preflight_sudo.CHECK,
+    preflight_mpirun_ssh.CHECK,
     switch_link.CHECK,
     host_links.CHECK,
     switch_rstp.CHECK,

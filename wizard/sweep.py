@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from wizard import readiness
 from wizard.discovery import (
     DISCOVERY_HOST_PROBES,
     ETHTOOL_I,
@@ -37,6 +38,7 @@ from wizard.events import Event, MeasurementTaken, ProbeAnswered, ProbeSent
 from wizard.model import Measurement, ProbeResult, Rail
 from wizard.parsers.ibdev2netdev import parse_ibdev2netdev
 from wizard.probes import HostProbe, Observations, Probe, SwitchProbe
+from wizard.readiness import NodeTools
 from wizard.transports.ssh import sudo_error
 
 __all__ = [
@@ -175,6 +177,10 @@ class Sweeper:
     step: str = "preflight"
     batch_timeout_s: float | None = None
     rails: dict[str, tuple[Rail, ...]] = field(default_factory=dict)  # discovered, by node
+    # readiness, by node: where each tool is, the management (netdev, IPv4)
+    tools: dict[str, NodeTools] = field(default_factory=dict)
+    mgmt: dict[str, tuple[str, str]] = field(default_factory=dict)
+    tool_paths: Mapping[str, str] = field(default_factory=dict)  # the inventory's `tools:`
 
     def _emit(self, event: Event) -> None:
         if self.sink is not None:
@@ -183,6 +189,8 @@ class Sweeper:
     async def sweep(self, probes: Sequence[Probe]) -> Observations:
         host = [p for p in probes if isinstance(p, HostProbe)]
         sw = [p for p in probes if isinstance(p, SwitchProbe)]
+        peer_ssh = any(p.name == readiness.MPIRUN_SSH.name for p in host)
+        host = readiness.with_mgmt_probes([p for p in host if p.name != readiness.MPIRUN_SSH.name])
         if self.nodes:
             names = {p.name for p in host}
             host = [*host, *(p for p in DISCOVERY_HOST_PROBES if p.name not in names)]
@@ -199,7 +207,21 @@ class Sweeper:
                 unreachable[name] = err
                 continue
             (nodes if i < len(node_tasks) else switches)[name] = res
+        if peer_ssh and self.nodes and self.nodes[0] in nodes:
+            nodes[self.nodes[0]].update(await self._peer_ssh(self.nodes[0]))
         return Observations(nodes=nodes, switches=switches, unreachable=unreachable)
+
+    async def _peer_ssh(self, launch: str) -> dict[str, ProbeResult]:
+        """mpirun's SSH, tried from the launch node to each other node's management address."""
+        peers = [n for n in self.nodes[1:] if n in self.mgmt]
+        sections = [
+            Section(f"{readiness.MPIRUN_SSH.name}:{n}", readiness.peer_ssh_command(self.mgmt[n][1]))
+            for n in peers
+        ]
+        if not sections:
+            return {}
+        out, _err = await self._batch(launch, sections, readiness.MPIRUN_SSH.timeout_s + 5)
+        return out
 
     async def _batch(
         self, node: str, sections: list[Section], timeout: float
@@ -244,10 +266,11 @@ class Sweeper:
         per_rail = [p for p in probes if p.per_rail]
         timeout = self.batch_timeout_s or max([p.timeout_s for p in probes] or [10.0]) + 5
         out, err = await self._batch(
-            node, [Section(p.name, _fill(p, None)) for p in node_wide], timeout
+            node, [Section(p.name, self._node_command(p)) for p in node_wide], timeout
         )
         if err is not None:
             return node, {}, err
+        self._note_readiness(node, out)
         rails = self._rails_from(node, out)
         if per_rail and rails:
             sections = [
@@ -261,6 +284,21 @@ class Sweeper:
             rails = self._rails_from(node, out)
         self.rails[node] = rails
         return node, out, None
+
+    def _node_command(self, probe: HostProbe) -> str:
+        if probe.name == readiness.TOOLS_PROBE.name and self.tool_paths:
+            return readiness.tools_command(tuple(self.tool_paths.values()))
+        return _fill(probe, None)
+
+    def _note_readiness(self, node: str, out: Mapping[str, ProbeResult]) -> None:
+        tools = out.get(readiness.TOOLS_PROBE.name)
+        if tools is not None and tools.error is None:
+            self.tools[node] = readiness.parse_tools(tools.stdout, self.tool_paths)
+        route, addr = out.get(readiness.MGMT_ROUTE.name), out.get("ip_addr")
+        if route is not None and addr is not None and route.ok and addr.ok:
+            found = readiness.management(route.stdout, addr.stdout)
+            if found is not None:
+                self.mgmt[node] = found
 
     def _rails_from(self, node: str, out: Mapping[str, ProbeResult]) -> tuple[Rail, ...]:
         ib = out.get(IBDEV.name)

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from wizard.lab import nccl as nccl_mod
-from wizard.lab import perftest
+from wizard.lab import nodetools, perftest
 from wizard.lab.shell import STATUS, Command, ShellSyntaxError, parse, tokenize
 from wizard.lab.world import (
     HW_COUNTERS,
@@ -214,6 +214,10 @@ class Host:
     ) -> int:
         name = argv[0]
         handler = COMMANDS.get(name.rsplit("/", 1)[-1] if "/" in name else name)
+        absent = nodetools.resolve(self, name) if handler is not None else None
+        if absent is not None:
+            err(absent)
+            return 127
         if handler is None:
             err(f"bash: {name}: command not found\n")
             return 127
@@ -304,14 +308,14 @@ def _uptime(world: World, node: NodeState) -> str:
 
 
 def vfs_paths(host: Host) -> list[str]:
-    return [*host.node.files, *_sysfs(host)]
+    return [*host.node.files, *_sysfs(host), *nodetools.files(host)]
 
 
 def read_file(host: Host, path: str, root: bool) -> str | None:
     if path in host.node.files:
         return host.node.files[path]
     dyn = _sysfs(host).get(path)
-    return dyn() if dyn is not None else None
+    return dyn() if dyn is not None else nodetools.files(host).get(path)
 
 
 def _is_dir(host: Host, path: str) -> bool:
@@ -572,13 +576,21 @@ async def _env(ctx: Ctx, args: list[str]) -> int:
 
 @command("sudo")
 async def _sudo(ctx: Ctx, args: list[str]) -> int:
+    opts: list[str] = []
     while args and args[0].startswith("-"):
         opt = args.pop(0)
+        opts.append(opt)
         if opt in ("-u", "-g"):
             args = args[1:]
     if not args:
         ctx.err("usage: sudo -h | -K | -k | -V\n")
         return 1
+    refused = nodetools.sudo_refusal(ctx, opts, args)
+    if refused is not None:
+        ctx.err(refused[0])
+        return refused[1]
+    if "-l" in opts:
+        return await nodetools.sudo_list(ctx, args)
     return await ctx.host.exec(args, ctx.out, ctx.err, ctx.stdin, login=ctx.login, root=True)
 
 
@@ -828,6 +840,8 @@ async def _ip(ctx: Ctx, args: list[str]) -> int:
         ctx.err("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }\n")
         return 255
     obj = rest[0]
+    if obj in ("r", "ro", "route"):
+        return nodecmds.ip_route(ctx, rest[1:], js)
     dev = None
     if "dev" in rest:
         dev = rest[rest.index("dev") + 1]
@@ -1322,6 +1336,10 @@ async def _iperf3(ctx: Ctx, args: list[str]) -> int:
 @command("mpirun", "mpiexec")
 async def _mpirun(ctx: Ctx, args: list[str]) -> int:
     mpi = nccl_mod.parse_mpirun(args)
+    refused = nodecmds.prepare(ctx, args, mpi)
+    if refused is not None:
+        ctx.err(refused)
+        return 1
     hosts = ctx.host
 
     def login_env(node: NodeState) -> dict[str, str]:
@@ -1560,3 +1578,6 @@ async def _mlxfwmanager(ctx: Ctx, args: list[str]) -> int:
         "  Status:           No matching image found\n"
     )
     return 0
+
+
+from wizard.lab import nodecmds  # noqa: E402  (registers its commands; imports this module)
