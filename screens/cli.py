@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "replay": ("screens.commands.session", "replay", "Re-run a session's verdicts offline."),
     "report": ("screens.commands.session", "report", "Write a session report for a ticket."),
     "analyze": ("screens.commands.analyze", "analyze", "Recognise and judge raw tool outputs."),
+    "setup": ("screens.commands.setup", "setup", "Print what nodes need (e.g. a sudoers drop-in)."),
 }
 
 

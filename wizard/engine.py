@@ -468,7 +468,7 @@ class Engine:
                     self.result.rails_gbps[m.target] = m.value
                 elif kind == "halves":
                     self.result.halves_gbps[m.target] = m.value
-                elif kind == "nccl":
+                elif kind == "nccl" and m.target == "cluster":
                     self.result.nccl_busbw = m.value
         invalid = [m for m in out if not m.valid and m.reason.startswith("not evidence")]
         if invalid:

@@ -182,7 +182,14 @@ class InventoryFabric:
             return await self._halves()
         if kind == "nccl":
             m, _res = await self.sweeper.nccl_test()
-            return [replace(m, extra={**m.extra, "nodes": self.nodes})]
+            runs = [replace(m, extra={**m.extra, "nodes": self.nodes})]
+            if len(self.nodes) >= 2:
+                pair = self.nodes[:2]
+                sr, _res = await self.sweeper.nccl_test(op="sendrecv_perf", nodes=pair)
+                runs.append(replace(sr, extra={**sr.extra, "nodes": pair}))
+            job, _res = await self.sweeper.nccl_test(mode="job")
+            runs.append(replace(job, extra={**job.extra, "nodes": self.nodes}))
+            return runs
         raise ValueError(f"unknown measurement kind {kind!r}")
 
     async def _pair(self, a: Rail, b: Rail, port: int) -> Measurement:

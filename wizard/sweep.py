@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from wizard import readiness
+from wizard import ncclrun, readiness
 from wizard.discovery import (
     DISCOVERY_HOST_PROBES,
     ETHTOOL_I,
@@ -423,6 +423,22 @@ class Sweeper:
         client_ip = server.addresses[0].split("/")[0]
         client_cmd = base.replace("{rdma}", shlex.quote(client.rdma)) + f" {shlex.quote(client_ip)}"
         target = f"{client.key}->{server.key}"
+        absent = [
+            n
+            for n in (client.node, server.node)
+            if n in self.tools and "ib_write_bw" not in self.tools[n].paths
+        ]
+        if absent:
+            return Measurement(
+                kind="rail",
+                target=target,
+                value=0.0,
+                unit="Gb/s",
+                valid=False,
+                reason=f"not run: ib_write_bw is not installed on {', '.join(absent)} "
+                "(preflight.tool-missing)",
+                extra={"client": client.node, "server": server.node, "command": "ib_write_bw"},
+            )
         self._emit(ProbeSent(step=self.step, target=server.node, command=server_cmd))
         srv = asyncio.ensure_future(self.ssh.run(server.node, server_cmd, timeout=timeout))
         await asyncio.sleep(delay)
@@ -480,13 +496,45 @@ class Sweeper:
             },
         )
 
-    async def nccl_test(self, *, timeout_s: float = 300.0) -> tuple[Measurement, ProbeResult]:
-        """One `all_reduce_perf` across every node, launched from the first one."""
-        nodes = list(self.nodes)
-        cmd = (
-            f"mpirun --allow-run-as-root -np {len(nodes)} -H {','.join(shlex.quote(n) for n in nodes)}"
-            " -x NCCL_DEBUG=INFO all_reduce_perf -b 1G -e 4G -f 2 -g 1"
+    async def nccl_test(
+        self,
+        *,
+        timeout_s: float = 300.0,
+        op: str = "all_reduce_perf",
+        mode: ncclrun.Mode = "canonical",
+        nodes: Sequence[str] | None = None,
+    ) -> tuple[Measurement, ProbeResult]:
+        """One NCCL test (seed 000's canonical launch, or the job's own environment) across
+        `nodes` (every node), launched from the first one."""
+        nodes = list(nodes or self.nodes)
+        target = "cluster" if op == "all_reduce_perf" else f"{'+'.join(nodes)}/{op}"
+        if mode == "job":
+            target += "/job-env"
+        launch = ncclrun.build(
+            nodes,
+            tools=self.tools,
+            mgmt=self.mgmt,
+            rails=self.rails,
+            op=op,
+            mode=mode,
+            time_limit_s=int(timeout_s),
         )
+        info: dict[str, object] = {"op": op, "mode": mode, "launch": nodes[0]}
+        if launch.cannot:
+            m = Measurement(
+                kind="nccl",
+                target=target,
+                value=0.0,
+                unit="GB/s",
+                valid=False,
+                reason=f"not run: {launch.cannot}",
+                extra={**info, "command": op},
+            )
+            self._emit(MeasurementTaken(step=self.step, measurement=m))
+            return m, ProbeResult(target=nodes[0], kind="ssh", command=op, error=launch.cannot)
+        cmd = launch.command
+        info["hostfile"] = launch.hostfile
+        timeout_s += 30.0  # the run's own `timeout` fires first
         self._emit(ProbeSent(step=self.step, target=nodes[0], command=cmd))
         t0 = time.monotonic()
         res = await self.ssh.run(nodes[0], cmd, timeout=timeout_s)
@@ -496,6 +544,7 @@ class Sweeper:
         value = 0.0
         reason = res.error or ""
         extra: dict[str, object] = {
+            **info,
             "command": cmd,
             "raw": res.stdout,
             "seconds": time.monotonic() - t0,
@@ -508,11 +557,11 @@ class Sweeper:
             )
             reason = reason or (parsed.error or "")
         except ParseError as exc:
-            reason = reason or f"unreadable all_reduce_perf output: {exc}"
+            reason = reason or f"unreadable {op} output: {exc}"
         lost = res.error is not None and res.exit_status is None and not value
         m = Measurement(
             kind="nccl",
-            target="cluster",
+            target=target,
             value=value,
             unit="GB/s",
             valid=not lost,  # a broken session or a hung run is no busbw

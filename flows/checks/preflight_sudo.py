@@ -76,11 +76,12 @@ def judge(s: SudoState, ctx: Context) -> list[Verdict]:
         else:
             f.fail(ev)
     refused = sorted({e.command.split()[3] for e in f.bad if len(e.command.split()) > 3})
+    user = next((s.user[t] for t in f.targets if t in s.user), "<user>")
     return [
         f.verdict(
             ok="sudo -n allows every command fabwiz runs as root",
             bad=f"sudo -n refuses {', '.join(refused)} on {listing(f.targets)}: fabwiz cannot "
-            "read or fix what needs root there. Fix: `fabwiz setup sudoers --user <user> > "
+            f"read or fix what needs root there. Fix: `fabwiz setup sudoers --user {user} > "
             "fabwiz.sudoers`, then on the node `sudo visudo -c -f fabwiz.sudoers && sudo install "
             "-m 0440 fabwiz.sudoers /etc/sudoers.d/fabwiz`",
         )

@@ -218,7 +218,8 @@ async def run(
             return 1
         nodes.append(node)
     nodes = nodes[: max(1, mpi.np)] if len(nodes) >= mpi.np else nodes
-    if not mpi.program.endswith("all_reduce_perf"):
+    op = mpi.program.rsplit("/", 1)[-1]
+    if op not in ("all_reduce_perf", "sendrecv_perf"):
         err(
             "--------------------------------------------------------------------------\n"
             f"mpirun was unable to find the specified executable file: {mpi.program}\n"
@@ -242,7 +243,7 @@ async def run(
     n = len(nodes)
     w = out
     w("# nccl-tests version 2.18.3 nccl-headers=22809 nccl-library=22809\n")
-    w("# Collective test starting: all_reduce_perf\n")
+    w(f"# Collective test starting: {op}\n")
     w(
         f"# nThread 1 nGpus 1 minBytes {min_b} maxBytes {max_b} step: {factor}(factor) "
         f"warmup iters: {warmup} iters: {iters} agg iters: 1 validation: 1 graph: 0 unalign: 0\n"
@@ -301,7 +302,7 @@ async def run(
         while size <= max_b:
             ramp = 1.0 - 0.004 * max(0, (max_b // size).bit_length() - 1)
             busbw = plan.busbw * ramp
-            line, t_us = _row(size, n, busbw)
+            line, t_us = _row(size, n if op == "all_reduce_perf" else 1, busbw)
             await asyncio.sleep(world.wall_seconds(t_us * 2 * (iters + warmup) / 1e6))
             w(line + "\n")
             cells += [busbw, busbw / 1.01]
@@ -311,7 +312,7 @@ async def run(
         avg = sum(cells) / len(cells) if cells else 0.0
         w("# Out of bounds values : 0 OK\n")
         w(f"# Avg bus bandwidth    : {avg:g} \n")
-        w("#\n# Collective test concluded: all_reduce_perf\n#\n")
+        w(f"#\n# Collective test concluded: {op}\n#\n")
         return 0
     finally:
         if ids:
