@@ -115,6 +115,11 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
             f">= {e.rail_pass_gate_gbps:g} Gb/s (~{e.rail_switched_gbps:g} through a switch)",
             raw=str(m.extra.get("raw", "")) or None,
         )
+        if not m.valid:  # not run or not evidence: nothing is known of that pair
+            f["host.cx7-degraded"].unknown.append(
+                Evidence(ev.target, ev.command, m.reason, ev.expected, Status.UNKNOWN, ev.raw)
+            )
+            continue
         if m.value >= e.rail_pass_gate_gbps and not m.reason:
             for k in FAULTS:
                 f[k].ok(ev)

@@ -1,0 +1,255 @@
+"""Node readiness in preflight: tools and versions, `sudo -n`, mpirun's SSH; the sudoers drop-in.
+
+The lab scenarios for a node without perftest, without nccl-tests, without passwordless sudo and
+with broken mpirun SSH each give the finding and the command that fixes it; the drop-in passes
+the real `visudo -c -f` where sudo is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from flows import sudoers
+from flows.checks import preflight_tools
+from flows.registry import CHECKS
+from screens.commands.check import check
+from screens.commands.setup import setup
+from wizard import readiness
+from wizard.probes import HostProbe
+
+
+def _check(name: str, *extra: str) -> tuple[int, dict[str, object]]:
+    result = CliRunner().invoke(
+        check, ["--lab", name, "--json", "--time-scale", "1000", *extra], catch_exceptions=False
+    )
+    return result.exit_code, json.loads(result.stdout)
+
+
+def _findings(report: dict[str, object]) -> dict[str, dict[str, object]]:
+    found = report["findings"]
+    assert isinstance(found, list)
+    return {f["fault"]: f for f in found if f["status"] != "benign"}
+
+
+@pytest.mark.lab
+def test_node_without_perftest_names_the_package_to_install() -> None:
+    code, report = _check("node-without-perftest")
+    found = _findings(report)
+    assert code == 1
+    assert set(found) == {"preflight.tool-missing"}
+    f = found["preflight.tool-missing"]
+    assert f["status"] == "fail" and f["targets"] == ["spark2"]
+    assert "ib_write_bw" in str(f["summary"]) and "sudo apt install perftest" in str(f["summary"])
+    evidence = f["evidence"]
+    assert isinstance(evidence, list)
+    # the versions of every node are recorded beside the finding
+    spark1 = next(e for e in evidence if e["target"] == "spark1")
+    assert "DGX OS 7.2.3" in spark1["observed"] and "perftest 24.10.0" in spark1["observed"]
+    assert "kernel 6.11.0-1016-nvidia" in spark1["observed"]
+
+
+@pytest.mark.lab
+def test_node_without_perftest_leaves_its_rail_tests_unknown_not_failed() -> None:
+    _code, report = _check("node-without-perftest", "--perf")
+    measurements = report["measurements"]
+    assert isinstance(measurements, list)
+    rails = [m for m in measurements if m["kind"] == "rail"]
+    touching = [m for m in rails if "spark2/" in m["target"]]
+    assert touching and all(not m["valid"] for m in touching)
+    assert all("ib_write_bw is not installed on spark2" in m["reason"] for m in touching)
+    others = [m for m in rails if "spark2/" not in m["target"]]
+    assert others and all(m["valid"] and m["value"] > 100 for m in others)
+    # nothing is known of the pairs that could not run: unknown, never a degraded CX7
+    degraded = _findings(report)["host.cx7-degraded"]
+    assert degraded["status"] == "unknown"
+    assert all(str(t).count("spark2/") == 1 for t in degraded["targets"])  # type: ignore[union-attr]
+
+
+@pytest.mark.lab
+def test_node_without_nccl_tests_gives_the_playbook_build() -> None:
+    _code, report = _check("node-without-nccl-tests", "--perf")
+    found = _findings(report)
+    f = found["preflight.tool-missing"]
+    assert f["targets"] == ["spark3"]
+    summary = str(f["summary"])
+    assert "all_reduce_perf, sendrecv_perf missing on spark3" in summary
+    assert "git clone https://github.com/NVIDIA/nccl-tests.git ~/nccl-tests/" in summary
+    assert "make MPI=1" in summary
+    nccl = [m for m in report["measurements"] if m["kind"] == "nccl"]  # type: ignore[union-attr]
+    assert nccl and not nccl[0]["valid"]
+    assert "all_reduce_perf is not installed on spark3" in nccl[0]["reason"]
+
+
+@pytest.mark.lab
+def test_node_without_passwordless_sudo_gives_the_sudoers_fix() -> None:
+    _code, report = _check("node-without-passwordless-sudo")
+    found = _findings(report)
+    f = found["preflight.sudo"]
+    assert f["status"] == "fail" and f["targets"] == ["spark2"]
+    assert "fabwiz setup sudoers --user fabwiz" in str(f["summary"])
+    evidence = f["evidence"]
+    assert isinstance(evidence, list)
+    qos = next(e for e in evidence if "mlnx_qos" in e["command"])
+    assert qos["observed"] == "sudo: a password is required"  # sudo's own words
+    assert "fabwiz ALL=(root) NOPASSWD: /usr/bin/mlnx_qos -i *" in qos["expected"]
+    # what needs sudo on that node cannot be judged: unknown, never pass
+    assert found["host.pfc-enabled"]["status"] == "unknown"
+    assert found["host.pcie-width"]["status"] == "unknown"
+    assert all(str(t).startswith("spark2") for t in found["host.pfc-enabled"]["targets"])  # type: ignore[union-attr]
+
+
+@pytest.mark.lab
+def test_broken_mpirun_ssh_names_the_peer_and_the_key_to_copy() -> None:
+    _code, report = _check("node-broken-mpirun-ssh", "--perf")
+    found = _findings(report)
+    f = found["preflight.mpirun-ssh"]
+    assert f["targets"] == ["spark1->spark4"]
+    assert "ssh-copy-id -i ~/.ssh/id_ed25519.pub 192.168.1.104" in str(f["summary"])
+    ev = f["evidence"][0]  # type: ignore[index]
+    assert ev["observed"] == "fabwiz@192.168.1.104: Permission denied (publickey,password)."
+    assert ev["command"] == "ssh -o BatchMode=yes -o ConnectTimeout=5 192.168.1.104 true"
+    # mpirun itself fails the same way: the run is no busbw, and says why
+    nccl = next(m for m in report["measurements"] if m["target"] == "cluster")  # type: ignore[union-attr]
+    assert nccl["value"] == 0.0
+
+
+@pytest.mark.lab
+def test_a_healthy_lab_passes_readiness() -> None:
+    code, report = _check("healthy-4node-crs804")
+    assert code == 0
+    assert not {"preflight.tool-missing", "preflight.sudo", "preflight.mpirun-ssh"} & set(
+        _findings(report)
+    )
+
+
+# --- pure parsing -------------------------------------------------------------------------------
+
+TOOLS_OUT = """/usr/bin/ibdev2netdev
+/usr/sbin/show_gids
+/usr/bin/mlnx_qos
+/usr/bin/mpirun
+/home/nvidia/nccl-tests/build/all_reduce_perf
+ls: cannot access '/home/nvidia/nccl-tests/build/sendrecv_perf': No such file or directory
+/home/nvidia/nccl/build/lib/libnccl.so.2.28.3
+"""
+
+
+def test_parse_tools_reads_paths_and_the_playbook_nccl() -> None:
+    t = readiness.parse_tools(TOOLS_OUT)
+    assert t.paths["all_reduce_perf"] == "/home/nvidia/nccl-tests/build/all_reduce_perf"
+    assert t.paths["show_gids"] == "/usr/sbin/show_gids"
+    assert t.missing(["ib_write_bw", "sendrecv_perf", "mpirun"]) == ["ib_write_bw", "sendrecv_perf"]
+    assert t.nccl_lib == "/home/nvidia/nccl/build/lib" and t.nccl_version == "2.28.3"
+
+
+def test_inventory_tool_paths_are_looked_up_and_win() -> None:
+    cmd = readiness.tools_command(["/opt/nccl tests/all_reduce_perf"])
+    assert cmd.endswith("'/opt/nccl tests/all_reduce_perf'")
+    t = readiness.parse_tools(
+        "/opt/nt/all_reduce_perf\n/home/u/nccl-tests/build/all_reduce_perf\n",
+        {"all_reduce_perf": "/opt/nt/all_reduce_perf"},
+    )
+    assert t.paths["all_reduce_perf"] == "/opt/nt/all_reduce_perf"
+
+
+def test_management_is_the_default_route_interface() -> None:
+    route = '[{"dst":"default","gateway":"10.0.0.1","dev":"enP7s7","prefsrc":"10.0.0.21"}]'
+    addr = json.dumps(
+        [
+            {"ifname": "docker0", "addr_info": [{"family": "inet", "local": "172.17.0.1"}]},
+            {"ifname": "enP7s7", "addr_info": [{"family": "inet", "local": "10.0.0.21"}]},
+        ]
+    )
+    assert readiness.management(route, addr) == ("enP7s7", "10.0.0.21")
+    assert readiness.management("[]", addr) is None
+    assert readiness.management("not json", addr) is None
+
+
+def test_versions_inbox_driver_and_dgx_os() -> None:
+    v = readiness.parse_versions(
+        {
+            "kernel": "6.11.0-1016-nvidia\n",
+            "os_release": 'DGX_OTA_VERSION="7.2.3"\nPRETTY_NAME="Ubuntu 24.04.3 LTS"\n',
+            "fw_ver": "/sys/class/infiniband/rocep1s0f0/fw_ver:28.45.4028\n"
+            "/sys/class/infiniband/roceP2p1s0f0/fw_ver:28.45.4028\n",
+            "ofed": "bash: ofed_info: command not found\n",
+            "mlx5_version": "",
+            "packages": "perftest 24.10.0-0.66\nopenmpi-bin 4.1.6-7ubuntu2\n",
+        }
+    )
+    assert v["os"] == "DGX OS 7.2.3, Ubuntu 24.04.3 LTS"
+    assert v["cx7_firmware"] == "28.45.4028"
+    assert v["driver"] == "inbox mlx5_core (kernel 6.11.0-1016-nvidia)"
+    assert v["perftest"] == "24.10.0-0.66" and v["openmpi"] == "4.1.6-7ubuntu2"
+    ofed = readiness.parse_versions({"ofed": "MLNX_OFED_LINUX-24.10-1.1.4.0:\n"})
+    assert ofed["driver"] == "MLNX_OFED_LINUX-24.10-1.1.4.0"
+
+
+def test_every_tool_missing_is_named_with_its_fix() -> None:
+    for t in readiness.TOOLS:
+        assert t.fix.startswith(("sudo apt install ", "git clone "))
+    assert preflight_tools.CHECK in CHECKS
+
+
+# --- sudoers ------------------------------------------------------------------------------------
+
+
+def test_every_sudo_probe_of_every_check_is_in_the_rules() -> None:
+    used = {
+        p.command.split()[0]
+        for c in CHECKS
+        for p in c.probes
+        if isinstance(p, HostProbe) and p.sudo
+    }
+    assert used == {p.command.split()[0] for p in sudoers.sudo_probes()}
+    for c in CHECKS:
+        for p in c.probes:
+            if isinstance(p, HostProbe) and p.sudo:
+                cmd = "sudo -n " + p.command.replace("{netdev}", "enp1s0f0np0")
+                assert sudoers.covered(cmd), cmd
+
+
+def test_covered_is_a_sudoers_glob_and_refuses_the_rest() -> None:
+    assert sudoers.covered("sudo -n mlnx_qos -i enP2p1s0f1np1 --pfc 0,0,0,0,0,0,0,0")
+    assert sudoers.covered("sudo -n dmesg")
+    assert not sudoers.covered("sudo -n dmesg -C")  # "" means exactly no arguments
+    assert not sudoers.covered("sudo -n tee /etc/shadow")
+    assert not sudoers.covered("sudo -n bash")
+
+
+def test_setup_sudoers_prints_the_drop_in_and_refuses_a_bad_user() -> None:
+    out = CliRunner().invoke(setup, ["sudoers", "--user", "fabwiz"])
+    assert out.exit_code == 0
+    assert "fabwiz ALL=(root) NOPASSWD: /usr/bin/mlnx_qos -i *, \\\n" in out.output
+    assert "/usr/bin/lspci -vv -d 15b3\\:" in out.output
+    assert "/usr/sbin/netplan apply" in out.output
+    ro = CliRunner().invoke(setup, ["sudoers", "--user", "fabwiz", "--read-only"])
+    assert "netplan" not in ro.output.split("NOPASSWD:")[1]
+    bad = CliRunner().invoke(setup, ["sudoers", "--user", "root ALL"])
+    assert bad.exit_code == 2 and "not a valid user name" in bad.output
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_the_drop_in_passes_the_real_visudo(tmp_path: Path, read_only: bool) -> None:
+    visudo = shutil.which("visudo") or next(
+        (p for p in ("/usr/sbin/visudo", "/sbin/visudo") if Path(p).exists()), None
+    )
+    if visudo is None:
+        pytest.skip("visudo is not installed (apt-get install sudo provides it)")
+    f = tmp_path / "fabwiz.sudoers"
+    f.write_text(sudoers.sudoers("fabwiz", read_only=read_only))
+    res = subprocess.run([visudo, "-c", "-f", str(f)], capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "parsed OK" in res.stdout
+    broken = tmp_path / "broken.sudoers"
+    broken.write_text(f.read_text().replace("15b3\\:", "15b3:"))
+    res = subprocess.run(
+        [visudo, "-c", "-f", str(broken)], capture_output=True, text=True, check=False
+    )
+    assert res.returncode != 0  # the escaping is what makes it valid
