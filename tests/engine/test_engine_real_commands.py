@@ -1,0 +1,145 @@
+"""Every command a full lab walk sends, from its session log, against the real tools' parsers.
+
+mpirun lines are checked by the lab's Open MPI option table and, where `openmpi-bin` is
+installed, by the real `mpirun --do-not-launch` (its own option and hostfile parsing, nothing
+started); `ib_write_bw` lines by the real perftest binary, which parses its options before it
+looks for an RDMA device; every `sudo -n` line against the sudoers rules fabwiz prints.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from flows import sudoers
+from screens.compose import open_wizard
+from screens.terminal import TerminalOperator
+from wizard import ncclrun
+from wizard.lab.nodecmds import check_mpirun, hostfile_hosts
+
+pytestmark = pytest.mark.lab
+
+
+async def _walk_commands(tmp_path: Path) -> tuple[list[str], list[dict[str, object]]]:
+    operator = TerminalOperator(Console(file=io.StringIO()), yes=True, interactive=False)
+    wiring = await open_wizard(
+        operator=operator,
+        sinks=[],
+        lab="crs804-three-bugs",
+        session_dir=tmp_path / "session",
+        time_scale=200.0,
+        fsync=False,
+    )
+    try:
+        await wiring.engine.run()
+    finally:
+        await wiring.close()
+    logs = list((tmp_path / "session").rglob("events.jsonl"))
+    assert logs, "no session log written"
+    events = [json.loads(line) for line in logs[0].read_text().splitlines()]
+    sent = [str(e["command"]) for e in events if e["type"] == "probe_sent"]
+    for e in events:
+        if e["type"] == "fix_previewed":
+            sent += [
+                ln.strip() for ln in str(e["preview"]).splitlines() if ln.startswith("sudo -n")
+            ]
+    nccl = [
+        e["measurement"]
+        for e in events
+        if e["type"] == "measurement_taken" and e["measurement"]["kind"] == "nccl"
+    ]
+    return sent, nccl
+
+
+def _real_mpirun(argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`mpirun --do-not-launch` with the same options, the hostfile rewritten to this machine
+    (one line, the same slot count) and the program replaced by /bin/true."""
+    words = list(argv[1:])
+    k = words.index("--hostfile")
+    slots = len(
+        hostfile_hosts(
+            "".join(f"h{i} slots=1\n" for i in range(int(words[words.index("-np") + 1])))
+        )
+    )
+    hf = tmp_path / "hostfile"
+    hf.write_text(f"localhost slots={slots}\n")
+    words[k + 1] = str(hf)
+    prog = next(i for i, w in enumerate(words) if w.endswith(("all_reduce_perf", "sendrecv_perf")))
+    words[prog] = "/bin/true"
+    extra = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    return subprocess.run(
+        ["mpirun", "--do-not-launch", *extra, *words],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+async def test_every_command_of_a_walk_parses_with_the_real_tools(tmp_path: Path) -> None:
+    sent, nccl = await _walk_commands(tmp_path)
+    mpiruns = [c for c in sent if "/mpirun " in c]
+    perftests = [c for c in sent if c.startswith("ib_write_bw ")]
+    sudos = [c for c in sent if c.startswith("sudo -n ") and not c.startswith("sudo -n -l ")]
+    assert mpiruns and perftests and sudos
+    for c in sudos:
+        assert sudoers.covered(c), f"not in the sudoers drop-in: {c}"
+    for c in mpiruns:
+        argv = ncclrun.mpirun_argv(c)
+        assert argv[0] == "/usr/bin/mpirun"
+        assert check_mpirun(argv[1:]) is None, c
+        if shutil.which("mpirun"):
+            res = _real_mpirun(argv, tmp_path)
+            assert res.returncode == 0, res.stdout + res.stderr
+            assert "unknown option" not in res.stderr
+    if shutil.which("ib_write_bw"):
+        for c in sorted(set(perftests))[:6]:
+            res = subprocess.run(
+                shlex.split(c), capture_output=True, text=True, timeout=30, check=False
+            )
+            out = res.stdout + res.stderr
+            assert "Invalid Command or flag" not in out and "unrecognized option" not in out, c
+    # the canonical run of seed 000, as recorded in the session
+    cluster = next(m for m in nccl if m["target"] == "cluster")
+    cmd = str(cluster["extra"]["command"])  # type: ignore[index]
+    argv = ncclrun.mpirun_argv(cmd)
+    assert argv[argv.index("-np") + 1] == "4"
+    assert "NCCL_IB_HCA==rocep1s0f0,rocep1s0f1,roceP2p1s0f0,roceP2p1s0f1" in argv
+    assert "NCCL_IB_ROCE_VERSION_NUM=2" in argv and "NCCL_SOCKET_IFNAME=enP7s7" in argv
+    assert argv[argv.index("--mca") + 1 : argv.index("--mca") + 3] == [
+        "btl_tcp_if_include",
+        "enP7s7",
+    ]
+    assert not any(w.startswith("NCCL_IB_TC") for w in argv)
+    assert argv[-13:] == ["/home/fabwiz/nccl-tests/build/all_reduce_perf", *ncclrun.SIZES]
+    assert shlex.split(cmd)[2].count("slots=1") == 4
+    assert "192.168.1.104 slots=1" in str(cluster["extra"]["hostfile"])  # type: ignore[index]
+    assert "timeout -k 10" in cmd
+    assert float(cluster["value"]) > 20  # type: ignore[arg-type]
+    pair = next(m for m in nccl if str(m["target"]).endswith("/sendrecv_perf"))
+    assert pair["target"] == "spark1+spark2/sendrecv_perf" and 20 <= float(pair["value"]) <= 27  # type: ignore[arg-type]
+    job = next(m for m in nccl if m["target"] == "cluster/job-env")
+    assert "NCCL_IB_HCA" not in str(job["extra"]["command"])  # type: ignore[index]
+
+
+def test_lab_mpirun_refuses_what_open_mpi_refuses() -> None:
+    assert check_mpirun(["--bogus", "x"]) == (
+        "mpirun: Error: unknown option \"--bogus\"\nType 'mpirun --help' for usage.\n"
+    )
+    assert "did not have enough parameters (2)" in str(
+        check_mpirun(["--mca", "btl_tcp_if_include"])
+    )
+    assert check_mpirun(["-np", "2", "-x", "A=1", "--mca", "k", "v", "prog", "-b", "1"]) is None
+    assert hostfile_hosts("# c\n10.0.0.1 slots=2\n10.0.0.2\n") == [
+        "10.0.0.1",
+        "10.0.0.1",
+        "10.0.0.2",
+    ]
