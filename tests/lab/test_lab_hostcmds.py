@@ -197,7 +197,7 @@ async def test_nccl_all_reduce_healthy_and_hca_prefix() -> None:
 
     cmd = (
         "mpirun --allow-run-as-root -np 2 -H spark1,spark2 -x NCCL_DEBUG=INFO "
-        "all_reduce_perf -b 1G -e 4G -f 2 -g 1"
+        "/home/fabwiz/nccl-tests/build/all_reduce_perf -b 1G -e 4G -f 2 -g 1"
     )
     _w, n = lab("healthy-2node-direct", time_scale=500)
     out, _e, rc = await n["spark1"].run(cmd)
@@ -227,7 +227,8 @@ async def test_nccl_socket_fallback_from_nccl_conf() -> None:
     out, _e, rc = await n["spark1"].run("cat /etc/nccl.conf")
     assert out == "NCCL_IB_DISABLE=1\n"
     out, _e, rc = await n["spark1"].run(
-        "mpirun -np 4 -H spark1,spark2,spark3,spark4 -x NCCL_DEBUG=INFO all_reduce_perf -b 1G -e 1G"
+        "mpirun -np 4 -H spark1,spark2,spark3,spark4 -x NCCL_DEBUG=INFO "
+        "/home/fabwiz/nccl-tests/build/all_reduce_perf -b 1G -e 1G"
     )
     r = nccl.parse_nccl(out)
     assert rc == 0 and r.transport == "Socket"
