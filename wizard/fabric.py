@@ -96,6 +96,7 @@ class InventoryFabric:
             nodes=[n.name for n in inventory.nodes],
             switches=self.transports,
             sink=self._forward,
+            tool_paths={n.name: n.tools for n in inventory.nodes if n.tools},
         )
 
     def _forward(self, event: Event) -> None:

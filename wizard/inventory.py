@@ -67,6 +67,24 @@ class Defaults(_Strict):
     port: int | None = Field(default=None, ge=1, le=65535)  # None: ~/.ssh/config or 22
     identity_file: str | None = None
     known_hosts: str | None = None
+    tools: dict[str, str] = Field(default_factory=dict)  # tool -> absolute path on the nodes
+
+    @field_validator("tools")
+    @classmethod
+    def _tools(cls, v: dict[str, str]) -> dict[str, str]:
+        return _check_tools(v)
+
+
+def _check_tools(v: dict[str, str]) -> dict[str, str]:
+    from wizard.readiness import TOOLS
+
+    names = [t.name for t in TOOLS]
+    for tool, path in v.items():
+        if tool not in names:
+            raise ValueError(f"unknown tool {tool!r}; expected one of {', '.join(names)}")
+        if not path.startswith("/"):
+            raise ValueError(f"{tool}: {path!r} is not an absolute path on the node")
+    return v
 
 
 class NodeSpec(_Strict):
@@ -76,6 +94,12 @@ class NodeSpec(_Strict):
     user: str | None = None
     identity_file: str | None = None
     known_hosts: str | None = None
+    tools: dict[str, str] = Field(default_factory=dict)  # tool -> absolute path on this node
+
+    @field_validator("tools")
+    @classmethod
+    def _tools(cls, v: dict[str, str]) -> dict[str, str]:
+        return _check_tools(v)
 
     @property
     def address(self) -> str:
@@ -282,6 +306,7 @@ def _build(
                 "user": n.user or d.user,
                 "identity_file": rel(n.identity_file or d.identity_file),
                 "known_hosts": rel(n.known_hosts or d.known_hosts),
+                "tools": {**d.tools, **n.tools},
             }
         )
         for n in model.nodes

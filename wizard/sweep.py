@@ -180,7 +180,8 @@ class Sweeper:
     # readiness, by node: where each tool is, the management (netdev, IPv4)
     tools: dict[str, NodeTools] = field(default_factory=dict)
     mgmt: dict[str, tuple[str, str]] = field(default_factory=dict)
-    tool_paths: Mapping[str, str] = field(default_factory=dict)  # the inventory's `tools:`
+    # the inventory's `tools:`, by node: tool -> path
+    tool_paths: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def _emit(self, event: Event) -> None:
         if self.sink is not None:
@@ -266,7 +267,7 @@ class Sweeper:
         per_rail = [p for p in probes if p.per_rail]
         timeout = self.batch_timeout_s or max([p.timeout_s for p in probes] or [10.0]) + 5
         out, err = await self._batch(
-            node, [Section(p.name, self._node_command(p)) for p in node_wide], timeout
+            node, [Section(p.name, self._node_command(node, p)) for p in node_wide], timeout
         )
         if err is not None:
             return node, {}, err
@@ -285,15 +286,16 @@ class Sweeper:
         self.rails[node] = rails
         return node, out, None
 
-    def _node_command(self, probe: HostProbe) -> str:
-        if probe.name == readiness.TOOLS_PROBE.name and self.tool_paths:
-            return readiness.tools_command(tuple(self.tool_paths.values()))
+    def _node_command(self, node: str, probe: HostProbe) -> str:
+        paths = self.tool_paths.get(node)
+        if probe.name == readiness.TOOLS_PROBE.name and paths:
+            return readiness.tools_command(tuple(paths.values()))
         return _fill(probe, None)
 
     def _note_readiness(self, node: str, out: Mapping[str, ProbeResult]) -> None:
         tools = out.get(readiness.TOOLS_PROBE.name)
         if tools is not None and tools.error is None:
-            self.tools[node] = readiness.parse_tools(tools.stdout, self.tool_paths)
+            self.tools[node] = readiness.parse_tools(tools.stdout, self.tool_paths.get(node))
         route, addr = out.get(readiness.MGMT_ROUTE.name), out.get("ip_addr")
         if route is not None and addr is not None and route.ok and addr.ok:
             found = readiness.management(route.stdout, addr.stdout)

@@ -53,6 +53,10 @@ def parse(obs: Observations, ctx: Context) -> SudoState:
                 continue
             allowed = res.exit_status == 0 and text.startswith("/")
             first = text.splitlines()[0] if text else f"exit status {res.exit_status}"
+            if "command not found" in first:
+                # the tool is not installed: preflight.tool-missing says so; sudo is not judged
+                bad.append(Unreadable(node, p.command, first, text))
+                continue
             out.append(SudoAnswer(node, p.command, allowed, first))
     users: dict[str, str] = {}
     for node in ctx.nodes:

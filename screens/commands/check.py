@@ -144,7 +144,13 @@ async def run_check(
             continue
         switches[s.name] = RouterOsTransport(RouterOsTarget.from_spec(s, pw))
     nodes = [n.name for n in inv.nodes]
-    sweeper = Sweeper(ssh=ssh, nodes=nodes, switches=switches, sink=sink)
+    sweeper = Sweeper(
+        ssh=ssh,
+        nodes=nodes,
+        switches=switches,
+        sink=sink,
+        tool_paths={n.name: n.tools for n in inv.nodes if n.tools},
+    )
     checks = checks_for(traffic=perf)
     try:
         obs = await sweeper.sweep(probes_of(checks))

@@ -10,18 +10,22 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from flows import sudoers
-from flows.checks import preflight_tools
+from flows.base import Context
+from flows.checks import preflight_mpirun_ssh, preflight_sudo, preflight_tools
+from flows.expectations import DEFAULT
 from flows.registry import CHECKS
 from screens.commands.check import check
 from screens.commands.setup import setup
-from wizard import readiness
-from wizard.probes import HostProbe
+from wizard import ncclrun, readiness
+from wizard.model import ProbeResult, Rail, Status
+from wizard.probes import HostProbe, Observations
 
 
 def _check(name: str, *extra: str) -> tuple[int, dict[str, object]]:
@@ -253,3 +257,116 @@ def test_the_drop_in_passes_the_real_visudo(tmp_path: Path, read_only: bool) -> 
         [visudo, "-c", "-f", str(broken)], capture_output=True, text=True, check=False
     )
     assert res.returncode != 0  # the escaping is what makes it valid
+
+
+def _obs(node: str, results: dict[str, tuple[str, int]]) -> Observations:
+    return Observations(
+        nodes={
+            node: {
+                k: ProbeResult(target=node, kind="ssh", command=k, stdout=out, exit_status=rc)
+                for k, (out, rc) in results.items()
+            }
+        }
+    )
+
+
+def test_sudo_refusal_needs_sudo_own_words_and_a_missing_tool_is_not_a_refusal() -> None:
+    answers = {
+        p.name: ("/usr/bin/" + p.command.split(" ", 3)[3] + "\n", 0) for p in sudoers.SUDO_PROBES
+    }
+    answers["sudo_mlnx_qos"] = ("sudo: mlnx_qos: command not found\n", 1)
+    answers["sudo_netplan"] = (
+        "Sorry, user fabwiz is not allowed to execute '/usr/sbin/netplan apply' as root on spark1.\n",
+        1,
+    )
+    answers["whoami"] = ("fabwiz\n", 0)
+    ctx = Context(expectations=DEFAULT, nodes=("spark1",))
+    [v] = preflight_sudo.CHECK.run(_obs("spark1", answers), ctx)
+    assert v.status is Status.FAIL and v.targets == ("spark1",)
+    assert "refuses netplan on spark1" in v.summary and "mlnx_qos" not in v.summary
+    bad = next(e for e in v.evidence if e.status is Status.FAIL)
+    assert bad.expected.endswith("fabwiz ALL=(root) NOPASSWD: /usr/sbin/netplan apply")
+    unknown = next(e for e in v.evidence if e.status is Status.UNKNOWN)
+    assert "mlnx_qos" in unknown.command and "command not found" in unknown.observed
+
+
+def test_mpirun_ssh_host_key_failure_gives_keyscan() -> None:
+    res = {"mpirun_ssh:spark2": ("Host key verification failed.\n", 255)}
+    obs = _obs("spark1", res)
+    node = obs.nodes["spark1"]["mpirun_ssh:spark2"]
+    obs = Observations(
+        nodes={
+            "spark1": {
+                "mpirun_ssh:spark2": replace(node, command=readiness.peer_ssh_command("10.0.0.22"))
+            }
+        }
+    )
+    ctx = Context(expectations=DEFAULT, nodes=("spark1", "spark2", "spark3"))
+    [v] = preflight_mpirun_ssh.CHECK.run(obs, ctx)
+    assert v.status is Status.FAIL and v.targets == ("spark1->spark2",)
+    assert "ssh-keyscan -H 10.0.0.22 >> ~/.ssh/known_hosts" in v.summary
+    # spark3 was never tried (no management address): unknown for it, never a pass
+    assert any(e.status is Status.UNKNOWN and e.target == "spark1->spark3" for e in v.evidence)
+
+
+def test_inventory_tools_merge_defaults_and_refuse_unknown_names(tmp_path: Path) -> None:
+    from wizard.errors import InventoryError
+    from wizard.inventory import parse_inventory
+
+    inv = parse_inventory(
+        "defaults: {tools: {all_reduce_perf: /opt/nt/all_reduce_perf}}\n"
+        "nodes: [{name: a, tools: {mpirun: /opt/mpi/bin/mpirun}}, {name: b}]\n",
+        path=tmp_path / "f.yaml",
+    )
+    assert inv.nodes[0].tools == {
+        "all_reduce_perf": "/opt/nt/all_reduce_perf",
+        "mpirun": "/opt/mpi/bin/mpirun",
+    }
+    assert inv.nodes[1].tools == {"all_reduce_perf": "/opt/nt/all_reduce_perf"}
+    with pytest.raises(InventoryError) as err:
+        parse_inventory("nodes: [{name: a, tools: {mpirn: /x}}]\n", path=tmp_path / "f.yaml")
+    assert "unknown tool 'mpirn'" in str(err.value) and err.value.field == "nodes.0.tools"
+    with pytest.raises(InventoryError) as err:
+        parse_inventory(
+            "nodes: [{name: a, tools: {mpirun: bin/mpirun}}]\n", path=tmp_path / "f.yaml"
+        )
+    assert "not an absolute path" in str(err.value)
+
+
+def _rail(node: str, rdma: str, half: str, port: int, up: bool = True) -> Rail:
+    return Rail(
+        node=node,
+        rdma=rdma,
+        netdev=f"n{rdma}",
+        half=half,
+        port=port,
+        pci="0000:01:00.0",
+        up=up,
+        addresses=("10.9.0.1/24",) if up else (),
+    )
+
+
+def test_the_canonical_launch_and_what_stops_it() -> None:
+    tools = {
+        n: readiness.parse_tools("/usr/bin/mpirun\n/home/u/nccl-tests/build/all_reduce_perf\n")
+        for n in ("a", "b")
+    }
+    mgmt = {"a": ("eno1", "10.0.0.1"), "b": ("eno1", "10.0.0.2")}
+    rails = {n: (_rail(n, "mlx5_0", "A", 0), _rail(n, "mlx5_1", "B", 0, up=False)) for n in "ab"}
+    ok = ncclrun.build(["a", "b"], tools=tools, mgmt=mgmt, rails=rails)
+    assert not ok.cannot and ok.hostfile == "10.0.0.1 slots=1\n10.0.0.2 slots=1\n"
+    argv = ncclrun.mpirun_argv(ok.command)
+    assert "NCCL_IB_HCA==mlx5_0" in argv  # only the active device, exact match
+    assert argv[argv.index("--hostfile") + 1] == ncclrun.HOSTFILE
+    job = ncclrun.build(["a", "b"], tools=tools, mgmt=mgmt, rails=rails, mode="job")
+    assert not any(
+        w.startswith(("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME"))
+        for w in ncclrun.mpirun_argv(job.command)
+    )
+    no_sr = ncclrun.build(["a", "b"], tools=tools, mgmt=mgmt, rails=rails, op="sendrecv_perf")
+    assert no_sr.cannot == "sendrecv_perf is not installed on a (preflight.tool-missing)"
+    no_mgmt = ncclrun.build(["a", "b"], tools=tools, mgmt={"a": mgmt["a"]}, rails=rails)
+    assert no_mgmt.cannot.startswith("b: no management address")
+    elsewhere = dict(tools, b=readiness.parse_tools("/opt/x/all_reduce_perf\n"))
+    moved = ncclrun.build(["a", "b"], tools=elsewhere, mgmt=mgmt, rails=rails)
+    assert "mpirun runs the same path on every node" in moved.cannot
