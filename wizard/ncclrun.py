@@ -41,7 +41,8 @@ class Launch:
     launch: str
     command: str = ""
     hostfile: str = ""
-    cannot: str = ""  # why not (a missing tool, an unknown management address)
+    cannot: str = ""
+    readable: str = ""  # the same run as a technician types it (hostfile heredoc, then mpirun)  # why not (a missing tool, an unknown management address)
 
 
 def active_devices(rails: Mapping[str, Sequence[Rail]], nodes: Sequence[str]) -> list[str]:
@@ -120,7 +121,27 @@ def build(
     script = f"printf '%s\\n' {lines} > {shlex.quote(path)} && " + " ".join(
         shlex.quote(w) for w in mpirun
     )
-    return Launch(op, mode, nodes, launch, "sh -c " + shlex.quote(script), hostfile)
+    readable = f"cat > {path} <<'EOF'\n{hostfile}EOF\n" + " \\\n  ".join(
+        _grouped([shlex.quote(w) for w in mpirun])
+    )
+    return Launch(op, mode, nodes, launch, "sh -c " + shlex.quote(script), hostfile, "", readable)
+
+
+def _grouped(words: list[str]) -> list[str]:
+    """Option and value on one line: `-x NCCL_IB_HCA==...`, `--mca k v`."""
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        n = 2 if w == "--mca" else 1 if w in ("-x", "--hostfile", "-np") else 0
+        if w == "timeout":
+            n = 3
+        if w.endswith(("_perf", "_perf'")):
+            out.append(" ".join(words[i:]))
+            break
+        out.append(" ".join(words[i : i + 1 + n]))
+        i += 1 + n
+    return out
 
 
 def _cannot(base: Launch, why: str) -> Launch:

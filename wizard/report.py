@@ -225,6 +225,7 @@ def build_report(loaded: LoadedSession, *, redact: bool = False) -> dict[str, An
             for n in state.notes
             if n.level in ("warn", "error")
         ],
+        "rerun": _rerun(state),
     }
     if redact:
         data = _redactor_for(loaded).redact_json(data)
@@ -232,6 +233,23 @@ def build_report(loaded: LoadedSession, *, redact: bool = False) -> dict[str, An
     else:
         data["session"]["redacted"] = False
     return data
+
+
+def _rerun(state: SessionState) -> list[dict[str, Any]]:
+    """The NCCL commands as sent (the last run of each), for the customer to run again."""
+    last: dict[str, dict[str, Any]] = {}
+    for rec in state.measurements:
+        m = rec.measurement
+        command = m.extra.get("command")
+        if m.kind == "nccl" and isinstance(command, str) and " " in command:
+            last[m.target] = {
+                "target": m.target,
+                "node": str(m.extra.get("launch", "")),
+                "value": m.value if m.valid else None,
+                "command": str(m.extra.get("rerun") or command),
+                "hostfile": str(m.extra.get("hostfile", "")),
+            }
+    return list(last.values())
 
 
 def _redactor_for(loaded: LoadedSession) -> Redactor:
@@ -453,6 +471,13 @@ def markdown_from_data(data: dict[str, Any]) -> str:
             ],
         )
         out.append("")
+    if data.get("rerun"):
+        out += ["## Re-run the NCCL tests", ""]
+        for r in data["rerun"]:
+            got = _fmt_value(r["value"], "GB/s") if r["value"] is not None else "no result"
+            out += [f"{r['target']} ({got}), on {r['node'] or 'the first node'}:", ""]
+            out += _fence(r["command"], "sh")
+            out.append("")
     if data["invalid_measurements"]:
         out += ["Measurements not counted as evidence:", ""]
         out += _md_table(

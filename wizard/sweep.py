@@ -536,6 +536,7 @@ class Sweeper:
             return m, ProbeResult(target=nodes[0], kind="ssh", command=op, error=launch.cannot)
         cmd = launch.command
         info["hostfile"] = launch.hostfile
+        info["rerun"] = launch.readable
         timeout_s += 30.0  # the run's own `timeout` fires first
         self._emit(ProbeSent(step=self.step, target=nodes[0], command=cmd))
         t0 = time.monotonic()

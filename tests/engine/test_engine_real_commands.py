@@ -24,11 +24,13 @@ from screens.compose import open_wizard
 from screens.terminal import TerminalOperator
 from wizard import ncclrun
 from wizard.lab.nodecmds import check_mpirun, hostfile_hosts
+from wizard.report import render_markdown
+from wizard.session import load_session
 
 pytestmark = pytest.mark.lab
 
 
-async def _walk_commands(tmp_path: Path) -> tuple[list[str], list[dict[str, object]]]:
+async def _walk_commands(tmp_path: Path) -> tuple[list[str], list[dict[str, object]], str]:
     operator = TerminalOperator(Console(file=io.StringIO()), yes=True, interactive=False)
     wiring = await open_wizard(
         operator=operator,
@@ -56,7 +58,8 @@ async def _walk_commands(tmp_path: Path) -> tuple[list[str], list[dict[str, obje
         for e in events
         if e["type"] == "measurement_taken" and e["measurement"]["kind"] == "nccl"
     ]
-    return sent, nccl
+    report = render_markdown(load_session(logs[0].parent))
+    return sent, nccl, report
 
 
 def _real_mpirun(argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -85,7 +88,7 @@ def _real_mpirun(argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess
 
 
 async def test_every_command_of_a_walk_parses_with_the_real_tools(tmp_path: Path) -> None:
-    sent, nccl = await _walk_commands(tmp_path)
+    sent, nccl, report = await _walk_commands(tmp_path)
     mpiruns = [c for c in sent if "/mpirun " in c]
     perftests = [c for c in sent if c.startswith("ib_write_bw ")]
     sudos = [c for c in sent if c.startswith("sudo -n ") and not c.startswith("sudo -n -l ")]
@@ -128,6 +131,11 @@ async def test_every_command_of_a_walk_parses_with_the_real_tools(tmp_path: Path
     assert pair["target"] == "spark1+spark2/sendrecv_perf" and 20 <= float(pair["value"]) <= 27  # type: ignore[arg-type]
     job = next(m for m in nccl if m["target"] == "cluster/job-env")
     assert "NCCL_IB_HCA" not in str(job["extra"]["command"])  # type: ignore[index]
+    # the report shows each run as a technician types it, hostfile first
+    section = _report_section(report)
+    assert "cat > .fabwiz-hostfile <<'EOF'\n192.168.1.101 slots=1\n" in section
+    assert "  -x NCCL_IB_HCA==rocep1s0f0,rocep1s0f1,roceP2p1s0f0,roceP2p1s0f1 \\\n" in section
+    assert "/home/fabwiz/nccl-tests/build/sendrecv_perf -b 256M" in section
 
 
 def test_lab_mpirun_refuses_what_open_mpi_refuses() -> None:
@@ -143,3 +151,7 @@ def test_lab_mpirun_refuses_what_open_mpi_refuses() -> None:
         "10.0.0.1",
         "10.0.0.2",
     ]
+
+
+def _report_section(report: str) -> str:
+    return report.split("## Re-run the NCCL tests", 1)[1].split("\n## ", 1)[0]
