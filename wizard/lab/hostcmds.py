@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from wizard.lab import nccl as nccl_mod
 from wizard.lab import perftest
+from wizard.lab.boots import list_boots
 from wizard.lab.shell import STATUS, Command, ShellSyntaxError, parse, tokenize
 from wizard.lab.world import (
     HW_COUNTERS,
@@ -1129,6 +1130,9 @@ async def _dmesg(ctx: Ctx, args: list[str]) -> int:
 @command("journalctl")
 async def _journalctl(ctx: Ctx, args: list[str]) -> int:
     node = ctx.node
+    if "--list-boots" in args:
+        ctx.out(list_boots(ctx.world, node, args))
+        return 0
     for t, msg in node.dmesg:
         stamp = time.strftime("%b %d %H:%M:%S", time.gmtime(node.boot_time + t))
         ctx.out(f"{stamp} {node.name} kernel: {msg}\n")
