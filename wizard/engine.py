@@ -219,6 +219,7 @@ class Resume:
     guard: DrainGuard | None = None
     fixes: tuple[FixRecord, ...] = ()
     healthy_before: bool | None = None
+    deferred: tuple[str, ...] = ()  # the direct-connect test waits for these findings' fixes
 
 
 # --- the engine ------------------------------------------------------------------------------
@@ -277,6 +278,11 @@ class Engine:
         self._last_obs: Observations | None = None
         self._skips: set[str] = set()  # steps the operator asked to skip
         self._confirmed: set[str] = set()  # nodes whose part of a physical action is seen done
+        # the direct-connect test skipped because these open findings explained the numbers
+        self._deferred: tuple[str, ...] = resume.deferred if resume else ()
+        self._revisit: str | None = None  # a step to run again once the current one ends
+        self._return_to: int | None = None
+        self.settle_timeout_s = 30.0  # links bounced by a fix: how long to wait for them
         if resume is not None:
             self.result.fixes = list(resume.fixes)
             self.result.healthy_before = resume.healthy_before
@@ -343,6 +349,16 @@ class Engine:
                     continue
                 done.add(spec.id)
                 index += 1
+                revisit, self._revisit = self._revisit, None
+                ids = [s.id for s in self.flow]
+                if revisit in ids and ids.index(revisit) < index:
+                    # back to a skipped test once what made it skippable is fixed, then on
+                    self._return_to = index
+                    done.discard(revisit)
+                    index = ids.index(revisit)
+                    continue
+                if self._return_to is not None:
+                    index, self._return_to = self._return_to, None
         except FabwizError as exc:
             self.result.aborted = str(exc)
             await self.operator.error("The wizard stopped", exc.message, exc.hint)
@@ -1157,7 +1173,7 @@ class Engine:
         if bad:
             self.result.healthy_before = False  # low through the switch before any change
         explained = bisect.explaining(
-            self.result.steps.get("preflight", ()),
+            self._open_preflight_findings(),
             bad,
             self.fabric.switches,
             set(getattr(spec, "explained_by", ())),
@@ -1211,14 +1227,47 @@ class Engine:
         self.emit(OperatorAnswered(step=spec.id, question="skip the physical test", answer=answer))
         if not answer.startswith("skip"):
             return False
-        self._concluded("skipped", sentence, tuple(bisect.low_nodes(bad)), bad[0].value, None)
+        deferred = tuple(sorted({v.fault for v in found if v.fault not in spec.faults}))
+        self._concluded(
+            "skipped", sentence, tuple(bisect.low_nodes(bad)), bad[0].value, None, deferred
+        )
         own = [v for v in found if v.fault in spec.faults]
         if own:
             obs = self._last_obs or Observations()
             await self._fix_findings(spec, self._checks_for(spec.faults), own, obs)
         self._phase_reason = f"skipped: {sentence}"
         self._fire("skip")
+        self._deferred = deferred
         return True
+
+    def _open_preflight_findings(self) -> list[Verdict]:
+        """Preflight's findings still open: the latest verdict of each fault id, over the steps
+        in the order they ran, is still a failure or a warning."""
+        latest: dict[str, Verdict] = {}
+        for verdicts in self.result.steps.values():
+            for v in verdicts:
+                latest[v.fault] = v
+        found = {v.fault for v in self.result.steps.get("preflight", ())}
+        return [v for f, v in latest.items() if f in found and v.is_finding]
+
+    def _maybe_revisit(self, measured: Sequence[Measurement]) -> None:
+        """The direct-connect test was skipped because open findings explained the low numbers:
+        once those are fixed, rails still low send the walk back to it."""
+        if not self._deferred:
+            return
+        still_open = {v.fault for v in self._open_preflight_findings()}
+        if still_open & set(self._deferred):
+            return
+        low = bisect.low(measured, self.thresholds.rail_fix_target_gbps)
+        self._deferred = ()
+        if low:
+            worst = low[0]
+            self.note(
+                "the findings that explained the low numbers are fixed, yet "
+                f"{worst.target} measures {worst.value:.2f} Gb/s: back to the direct-connect test",
+                "warn",
+            )
+            self._revisit = next((s.id for s in self.flow if s.kind == "direct_connect"), None)
 
     def _cleared_by_drain(self, spec: StepLike, cleared: Sequence[bisect.Cleared]) -> None:
         """Low before the drain, at line rate after: host.cx7-degraded found and fixed."""
@@ -1356,6 +1405,7 @@ class Engine:
         nodes: tuple[str, ...],
         switched: float | None,
         direct: float | None,
+        faults: tuple[str, ...] = (),
     ) -> None:
         self.emit(
             BisectionConcluded(
@@ -1365,6 +1415,7 @@ class Engine:
                 nodes=nodes,
                 switched_gbps=switched,
                 direct_gbps=direct,
+                faults=faults,
             )
         )
 
@@ -1416,7 +1467,8 @@ class Engine:
             pending = self.guard.undrained(self.fabric.nodes)
             if pending:
                 await self._drain(pending)
-            await self._measure_and_judge("rails", spec.faults)
+            ms, _ = await self._measure_and_judge("rails", spec.faults)
+            self._maybe_revisit(ms)
         return False
 
     async def _step_halves(self, spec: StepLike) -> bool:

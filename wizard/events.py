@@ -159,6 +159,7 @@ class BisectionConcluded(Event):
     nodes: tuple[str, ...] = ()
     switched_gbps: float | None = None
     direct_gbps: float | None = None
+    faults: tuple[str, ...] = ()  # "skipped": the open findings that explained the numbers
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

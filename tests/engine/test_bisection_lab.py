@@ -233,3 +233,42 @@ async def test_a_reboot_offered_as_a_drain_is_refused_with_the_journal_gap(
     concluded = [e for e in events if isinstance(e, BisectionConcluded)]
     assert concluded[0].conclusion == "cleared-by-drain"
     assert result.healthy_after is True
+
+
+async def test_a_skipped_test_is_taken_up_again_once_the_explanation_is_fixed(
+    tmp_path: Path,
+) -> None:
+    text = (
+        "name: offload-and-degraded\n"
+        + FOUR
+        + "faults:\n  - id: switch.offload-split-cage\n"
+        + "  - {id: host.cx7-degraded, nodes: [spark3]}\n"
+    )
+    result, events = await walk_text(text, tmp_path)
+    concluded = [e for e in events if isinstance(e, BisectionConcluded)]
+    assert [(c.step, c.conclusion) for c in concluded] == [
+        ("direct_connect", "skipped"),
+        ("direct_connect", "cleared-by-drain"),
+    ]
+    assert concluded[0].faults == ("switch.offload-split-cage",)
+    back = [
+        e for e in events if isinstance(e, Note) and "back to the direct-connect test" in e.text
+    ]
+    assert len(back) == 1 and back[0].step == "offload"
+    assert "spark3/" in back[0].text and "->spark4/" in back[0].text
+    # the step order: the test skipped, the offload fixed, the test again, then on to QoS
+    entered = [e.step for e in events if isinstance(e, StepChanged) and e.phase == "entered"]
+    assert entered[:6] == [
+        "preflight",
+        "direct_connect",
+        "drain",
+        "offload",
+        "direct_connect",
+        "qos",
+    ]
+    assert concluded[1].nodes == ("spark3", "spark4")
+    assert {f.fault for f in result.fixes if f.verified} == {
+        "switch.offload-split-cage",
+        "host.cx7-degraded",
+    }
+    assert result.healthy_after is True
