@@ -1227,11 +1227,14 @@ class Engine:
         self.emit(OperatorAnswered(step=spec.id, question="skip the physical test", answer=answer))
         if not answer.startswith("skip"):
             return False
-        deferred = tuple(sorted({v.fault for v in found if v.fault not in spec.faults}))
+        ids = [s.id for s in self.flow]
+        later = {f for s in self.flow[ids.index(spec.id) + 1 :] for f in s.faults}
+        # fixed here: this step's host findings no later step owns (a throttled CX7)
+        own = [v for v in found if v.fault in spec.faults and v.fault not in later]
+        deferred = tuple(sorted({v.fault for v in found} - {v.fault for v in own}))
         self._concluded(
             "skipped", sentence, tuple(bisect.low_nodes(bad)), bad[0].value, None, deferred
         )
-        own = [v for v in found if v.fault in spec.faults]
         if own:
             obs = self._last_obs or Observations()
             await self._fix_findings(spec, self._checks_for(spec.faults), own, obs)
@@ -1244,9 +1247,11 @@ class Engine:
         """Preflight's findings still open: the latest verdict of each fault id, over the steps
         in the order they ran, is still a failure or a warning."""
         latest: dict[str, Verdict] = {}
+        from_traffic = {c.id for c in self.checks if c.needs_traffic}
         for verdicts in self.result.steps.values():
             for v in verdicts:
-                latest[v.fault] = v
+                if v.check not in from_traffic:  # config verdicts, with node targets
+                    latest[v.fault] = v
         found = {v.fault for v in self.result.steps.get("preflight", ())}
         return [v for f, v in latest.items() if f in found and v.is_finding]
 

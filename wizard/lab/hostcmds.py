@@ -994,7 +994,12 @@ async def _mlnx_qos(ctx: Ctx, args: list[str]) -> int:
         ctx.err("Netlink error: Operation not permitted\n")
         return 1
     if "--pfc" in args:
-        rail.pfc = parse_pfc(args[args.index("--pfc") + 1])
+        pfc = parse_pfc(args[args.index("--pfc") + 1])
+        if pfc != rail.pfc and ctx.world.port_link(ctx.node.name, rail.port):
+            # mlx5 reconfigures the port buffers: the link goes down and comes back
+            ctx.world.link_transition(ctx.node.name, rail.port, up=False)
+            ctx.world.link_transition(ctx.node.name, rail.port, up=True)
+        rail.pfc = pfc
         if ctx.world.traffic is not None:
             ctx.world.traffic.recompute()
         ctx.world.changed(f"pfc:{ctx.node.name}")
