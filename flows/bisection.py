@@ -23,6 +23,8 @@ class StepSpec:
     good: str
     faults: tuple[str, ...]  # fault ids judged (and fixed) at this step
     traffic: bool = False  # the step confirms its verdict with a bandwidth test
+    # open preflight findings that explain low numbers, so the physical test may be skipped
+    explained_by: tuple[str, ...] = ()
 
 
 FLOW: tuple[StepSpec, ...] = (
@@ -58,15 +60,24 @@ FLOW: tuple[StepSpec, ...] = (
         title="Direct-connect test",
         kind="direct_connect",
         what=(
-            "Measure one rail through the switch; if it is below line rate, cable two nodes port to "
-            "port, bypassing the switch, and measure again with a single-QP ib_write_bw."
+            "Measure every rail through the switch (single-QP ib_write_bw). If some are below line "
+            "rate, AC-drain the nodes that measured low and measure through the switch again; only "
+            "what stays low is bisected: a node of the worst rail is cabled port to port to a node "
+            "that measured well (a QSFP112 DAC: a breakout DAC's far end does not fit a Spark), "
+            "and measured again."
         ),
         why=(
-            "This splits the problem in two. Good numbers on a direct cable clear the NICs and the "
-            "host stack and pin the fault on the switch path; bad numbers send you down the host "
-            "branch (a degraded or throttled CX7, PCIe width, host MTU or PFC)."
+            "A degraded CX7 clears only with an AC drain: low before the drain and at line rate "
+            "after it is host.cx7-degraded on the drained nodes, found and fixed. What survives "
+            "the drain is split in two by the direct cable: good numbers clear that node's NIC "
+            "and host stack and pin the fault on the switch path; bad ones open the host branch "
+            "(a throttled CX7, PCIe width, host MTU or PFC). When preflight already found a "
+            "configuration fault that explains the low numbers, the physical test can be skipped."
         ),
-        good="About 111.9 Gb/s on a direct cable (109.2 Gb/s through one switch), one QP, one half.",
+        good=(
+            "About 109.2 Gb/s per rail through one switch (111.9 Gb/s on a direct cable), one QP, "
+            "one half; the conclusion is shown with the numbers on both sides."
+        ),
         faults=(
             "host.cx7-degraded",
             "host.cx7-throttled",
@@ -75,6 +86,24 @@ FLOW: tuple[StepSpec, ...] = (
             "host.pfc-enabled",
         ),
         traffic=True,
+        explained_by=(
+            "switch.offload-split-cage",
+            "switch.offload-second-bridge",
+            "switch.offload-disabled",
+            "switch.qos-pfc-stall",
+            "switch.rstp-isl-blocked",
+            "switch.mtu",
+            "switch.link-degraded",
+            "switch.breakout-autoneg",
+            "host.duplicate-ip",
+            "host.same-subnet-rails",
+            "host.arp-sysctls",
+            "host.mtu",
+            "host.pfc-enabled",
+            "host.pcie-width",
+            "host.cx7-throttled",
+            "host.rail-down",
+        ),
     ),
     StepSpec(
         id="drain",

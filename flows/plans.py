@@ -436,7 +436,10 @@ def host_pfc_plan(verdict: Verdict, ctx: Context) -> FixPlan | None:
                 ),
             )
         )
-    return _host_plan(verdict, f"turn PFC off on every rail now and at boot ({PFC_UNIT})", changes)
+    # mlnx_qos --pfc reconfigures the port on mlx5: the link goes down and up (drain rule)
+    return _host_plan(
+        verdict, f"turn PFC off on every rail now and at boot ({PFC_UNIT})", changes, bounces=True
+    )
 
 
 def nccl_plan(n: NcclConfig, verdict: Verdict, ctx: Context) -> FixPlan | None:

@@ -350,7 +350,18 @@ def resume_from(loaded: LoadedSession) -> Resume:
         guard=DrainGuard.from_events(started),
         fixes=fixes,
         healthy_before=_healthy_before(loaded),
+        deferred=_deferred(started),
     )
+
+
+def _deferred(events: list[Event]) -> tuple[str, ...]:
+    """The findings a skipped direct-connect test waits for (none once it ran after all)."""
+    from wizard.events import BisectionConcluded
+
+    last = [e for e in events if isinstance(e, BisectionConcluded) and e.step == "direct_connect"]
+    if not last or last[-1].conclusion != "skipped":
+        return ()
+    return tuple(str(f) for f in last[-1].faults)
 
 
 def _healthy_before(loaded: LoadedSession) -> bool | None:

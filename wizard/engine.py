@@ -23,11 +23,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from wizard import fixes
+from wizard import bisect, boots, fixes
 from wizard.drain import FAULT_ID as UNDRAINED
 from wizard.drain import DrainGuard
 from wizard.errors import FabwizError
 from wizard.events import (
+    BisectionConcluded,
     Event,
     ExportTaken,
     FixApplied,
@@ -129,7 +130,9 @@ class Fabric(Protocol):
     ) -> ProbeResult: ...
     def api(self, switch: str) -> fixes.RouterOsApi: ...
     def management_ports(self, switch: str) -> tuple[str, ...]: ...
-    def direct_connect_action(self) -> tuple[PhysicalAction, PhysicalAction] | None: ...
+    def direct_connect_action(
+        self, pair: tuple[str, str] | None = None, port: int = 0
+    ) -> tuple[PhysicalAction, PhysicalAction] | None: ...
 
 
 Choice = Literal["done", "perform", "skip"]
@@ -216,6 +219,7 @@ class Resume:
     guard: DrainGuard | None = None
     fixes: tuple[FixRecord, ...] = ()
     healthy_before: bool | None = None
+    deferred: tuple[str, ...] = ()  # the direct-connect test waits for these findings' fixes
 
 
 # --- the engine ------------------------------------------------------------------------------
@@ -273,6 +277,12 @@ class Engine:
         self.lifecycle = StepLifecycle(self._phase_changed)
         self._last_obs: Observations | None = None
         self._skips: set[str] = set()  # steps the operator asked to skip
+        self._confirmed: set[str] = set()  # nodes whose part of a physical action is seen done
+        # the direct-connect test skipped because these open findings explained the numbers
+        self._deferred: tuple[str, ...] = resume.deferred if resume else ()
+        self._revisit: str | None = None  # a step to run again once the current one ends
+        self._return_to: int | None = None
+        self.settle_timeout_s = 30.0  # links bounced by a fix: how long to wait for them
         if resume is not None:
             self.result.fixes = list(resume.fixes)
             self.result.healthy_before = resume.healthy_before
@@ -339,6 +349,16 @@ class Engine:
                     continue
                 done.add(spec.id)
                 index += 1
+                revisit, self._revisit = self._revisit, None
+                ids = [s.id for s in self.flow]
+                if revisit in ids and ids.index(revisit) < index:
+                    # back to a skipped test once what made it skippable is fixed, then on
+                    self._return_to = index
+                    done.discard(revisit)
+                    index = ids.index(revisit)
+                    continue
+                if self._return_to is not None:
+                    index, self._return_to = self._return_to, None
         except FabwizError as exc:
             self.result.aborted = str(exc)
             await self.operator.error("The wizard stopped", exc.message, exc.hint)
@@ -547,6 +567,7 @@ class Engine:
             )
         )
         before = await self._boot_ids(action.nodes)
+        self._confirmed = set()
         while True:
             if self._step in self._skips:
                 return False
@@ -581,15 +602,29 @@ class Engine:
 
     async def _watch(self, action: PhysicalAction, before: dict[str, str]) -> tuple[bool, str]:
         deadline = self.clock() + self.physical_timeout_s
-        waiting = set(action.nodes)
+        waiting = set(action.nodes) - self._confirmed
         seen: list[str] = []
+        rebooted: list[str] = []  # booted again, but the journal shows no AC drain
         while waiting and self.clock() < deadline:
             now = await self._boot_ids(sorted(waiting))
             for node, boot in now.items():
                 if action.kind in ("ac_drain", "reboot", "firmware_update", "power_cycle"):
                     if boot and boot != before.get(node):
                         waiting.discard(node)
-                        seen.append(f"{node} back with a new boot_id")
+                        if action.kind == "ac_drain":
+                            drained, why = await self._drained(node, boot)
+                            before[node] = boot  # the next try needs yet another boot
+                            if drained is False:
+                                rebooted.append(why)
+                                self.note(why, "warn")
+                                continue
+                            if drained is None:
+                                why += "; taken as drained on the operator's word"
+                                self.note(why, "warn")
+                            seen.append(why)
+                            self._confirmed.add(node)
+                        else:
+                            seen.append(f"{node} back with a new boot_id")
                         if action.kind == "ac_drain":
                             self.guard.record_drain(node, self.clock(), boot)
                             self.emit(NodeDrained(node=node, boot_id=boot, at=self.clock()))
@@ -608,9 +643,17 @@ class Engine:
                     )
             if waiting:
                 await self.sleep(self.poll_interval_s)
+        if rebooted:
+            return False, "; ".join(rebooted) + ". Do the AC drain: cord out for over a minute"
         if waiting:
             return False, f"still waiting for {', '.join(sorted(waiting))}"
         return True, "; ".join(seen)
+
+    async def _drained(self, node: str, boot: str) -> tuple[bool | None, str]:
+        """Was `node` off long enough for an AC drain before boot `boot`? (the journal says)"""
+        res = await self.fabric.run(node, boots.COMMAND, timeout=10.0)
+        min_off = float(getattr(self.thresholds, "ac_drain_min_off_s", 60.0))
+        return boots.judge_drain(node, res.stdout, res.ok, boot, min_off)
 
     async def _carrier_up(self, node: str) -> bool:
         res = await self.fabric.run(node, _CARRIER_PROBE.command, timeout=5.0)
@@ -1106,37 +1149,280 @@ class Engine:
         return False
 
     async def _step_direct_connect(self, spec: StepLike) -> bool:
-        pending = self.guard.undrained(self.fabric.nodes)
-        if not pending:
-            ms, _ = await self._measure_and_judge("rails", spec.faults)
-            valid = [m for m in ms if m.valid]
-            if valid and all(m.value >= self.thresholds.rail_fix_target_gbps for m in valid):
-                self._fire("judged")
-                self.note("every rail is at line rate through the switch: no need to bisect")
-                return True
-        actions = self.fabric.direct_connect_action()
-        if actions is None:
-            # Already direct-cabled (a two-node lab): the measurement above is the direct one.
+        """Through the switch; drain what measured low and measure again; bisect what stays
+        low with a direct cable (wizard/bisect.py holds the reasoning)."""
+        target = self.thresholds.rail_fix_target_gbps
+        if self.fabric.direct_connect_action() is None:
+            # Already direct-cabled (a two-node lab): the measurement is the direct one.
             ms, verdicts = await self._measure_and_judge("direct", spec.faults)
             await self._host_branch(spec, verdicts, tuple(m for m in ms if m.valid))
             return False
-        to_direct, back = actions
-        if not await self._physical(to_direct, undo=back):
-            return True
-        pending = self.guard.undrained(to_direct.nodes)
-        if pending:
-            await self._drain(pending)
-        ms, verdicts = await self._measure_and_judge("direct", spec.faults)
-        valid = [m for m in ms if m.valid]
-        if valid and all(m.value >= self.thresholds.rail_fix_target_gbps for m in valid):
-            self.note(
-                "direct cable at line rate: NICs and host stack are clear, the fault is on the switch path"
+        before, _ = await self._measure_and_judge("rails", spec.faults)
+        bad = bisect.low(before, target)
+        pending = self.guard.undrained(self.fabric.nodes)
+        if not bad and not pending and bisect.good(before, target):
+            self._fire("judged")
+            self._concluded(
+                "line-rate",
+                "every rail is at line rate through the switch: no need to bisect",
+                (),
+                min(m.value for m in before if m.valid),
+                None,
             )
-        else:
-            await self._host_branch(spec, verdicts, tuple(valid))
+            return True
+        if bad:
+            self.result.healthy_before = False  # low through the switch before any change
+        explained = bisect.explaining(
+            self._open_preflight_findings(),
+            bad,
+            self.fabric.switches,
+            set(getattr(spec, "explained_by", ())),
+        )
+        if explained and not pending and await self._skip_explained(spec, explained, bad):
+            return True
+        # Drain first: a degraded CX7 clears only with an AC drain, and numbers from nodes with
+        # a link transition since their last drain are no evidence anyway.
+        to_drain = dict(pending)
+        for m in bad:
+            for node in bisect.nodes_of(m):
+                to_drain.setdefault(
+                    node,
+                    f"{m.value:.2f} Gb/s through the switch on {m.target}: drain before "
+                    "bisecting (a degraded CX7 clears only with an AC drain)",
+                )
+        if not to_drain:
+            self._fire("judged")
+            return False
+        if not await self._drain(to_drain):
+            self.note("the drain was not done: the bisection cannot judge these numbers", "warn")
+            self._fire("judged")
+            return False
+        after, _ = await self._measure_and_judge("rails", spec.faults)
+        cleared = bisect.cleared_by_drain(before, after, to_drain, target)
+        if cleared:
+            self._cleared_by_drain(spec, cleared)
+        still = bisect.low(after, target)
+        if not still:
+            self._fire("judged")
+            if not cleared:
+                self.note("after the drain every rail is at line rate through the switch")
+            return False
+        await self._bisect(spec, after, still, tuple(to_drain))
         self._fire("judged")
-        await self._physical(back)
         return False
+
+    async def _skip_explained(
+        self, spec: StepLike, found: Sequence[Verdict], bad: Sequence[Measurement]
+    ) -> bool:
+        """Preflight's findings explain the low numbers: say so, offer to skip the physical test.
+        True when skipped (recorded with the reason); a host finding of this step is then fixed
+        here, without the cabling."""
+        sentence = bisect.skipped_sentence(found, bad)
+        self.note(sentence, "warn")
+        answer = await self.operator.choose(
+            spec.id,
+            f"{sentence}. Skip the physical test?",
+            ["skip the physical test", "do the physical test"],
+        )
+        self.emit(OperatorAnswered(step=spec.id, question="skip the physical test", answer=answer))
+        if not answer.startswith("skip"):
+            return False
+        ids = [s.id for s in self.flow]
+        later = {f for s in self.flow[ids.index(spec.id) + 1 :] for f in s.faults}
+        # fixed here: this step's host findings no later step owns (a throttled CX7)
+        own = [v for v in found if v.fault in spec.faults and v.fault not in later]
+        deferred = tuple(sorted({v.fault for v in found} - {v.fault for v in own}))
+        self._concluded(
+            "skipped", sentence, tuple(bisect.low_nodes(bad)), bad[0].value, None, deferred
+        )
+        if own:
+            obs = self._last_obs or Observations()
+            await self._fix_findings(spec, self._checks_for(spec.faults), own, obs)
+        self._phase_reason = f"skipped: {sentence}"
+        self._fire("skip")
+        self._deferred = deferred
+        return True
+
+    def _open_preflight_findings(self) -> list[Verdict]:
+        """Preflight's findings still open: the latest verdict of each fault id, over the steps
+        in the order they ran, is still a failure or a warning."""
+        latest: dict[str, Verdict] = {}
+        from_traffic = {c.id for c in self.checks if c.needs_traffic}
+        for verdicts in self.result.steps.values():
+            for v in verdicts:
+                if v.check not in from_traffic:  # config verdicts, with node targets
+                    latest[v.fault] = v
+        found = {v.fault for v in self.result.steps.get("preflight", ())}
+        return [v for f, v in latest.items() if f in found and v.is_finding]
+
+    def _maybe_revisit(self, measured: Sequence[Measurement]) -> None:
+        """The direct-connect test was skipped because open findings explained the low numbers:
+        once those are fixed, rails still low send the walk back to it."""
+        if not self._deferred:
+            return
+        still_open = {v.fault for v in self._open_preflight_findings()}
+        if still_open & set(self._deferred):
+            return
+        low = bisect.low(measured, self.thresholds.rail_fix_target_gbps)
+        self._deferred = ()
+        if low:
+            worst = low[0]
+            self.note(
+                "the findings that explained the low numbers are fixed, yet "
+                f"{worst.target} measures {worst.value:.2f} Gb/s: back to the direct-connect test",
+                "warn",
+            )
+            self._revisit = next((s.id for s in self.flow if s.kind == "direct_connect"), None)
+
+    def _cleared_by_drain(self, spec: StepLike, cleared: Sequence[bisect.Cleared]) -> None:
+        """Low before the drain, at line rate after: host.cx7-degraded found and fixed."""
+        nodes = tuple(sorted({n for c in cleared for n in c.nodes}))
+        sentence = bisect.drained_sentence(cleared)
+        evidence = tuple(
+            Evidence(
+                target=c.target,
+                command="ib_write_bw through the switch, before and after the AC drain",
+                observed=f"{c.before:.2f} Gb/s before, {c.after:.2f} Gb/s after",
+                expected=f">= {self.thresholds.rail_fix_target_gbps:g} Gb/s",
+                status=Status.FAIL,
+            )
+            for c in cleared
+        )
+        found = Verdict(
+            fault="host.cx7-degraded",
+            status=Status.FAIL,
+            summary=sentence,
+            targets=nodes,
+            evidence=evidence,
+            check="bisection",
+        )
+        self._record_verdicts([found])
+        fix_id = f"{self._step}:host.cx7-degraded:{','.join(nodes)}"
+        target = ",".join(nodes)
+        self.emit(
+            FixApplied(step=self._step, fix_id=fix_id, fault="host.cx7-degraded", target=target)
+        )
+        self.emit(
+            FixVerified(
+                step=self._step, fix_id=fix_id, fault="host.cx7-degraded", ok=True, detail=sentence
+            )
+        )
+        self._record_verdicts(
+            [replace(found, status=Status.PASS, summary=f"cleared by AC drain: {sentence}")]
+        )
+        self.result.fixes.append(
+            FixRecord(
+                fix_id=fix_id, fault="host.cx7-degraded", target=target, applied=True, verified=True
+            )
+        )
+        self._verified_fixes.add(fix_id)
+        self.result.healthy_before = False
+        self._concluded(
+            "cleared-by-drain",
+            sentence,
+            nodes,
+            min(c.before for c in cleared),
+            None,
+        )
+
+    async def _bisect(
+        self,
+        spec: StepLike,
+        measured: Sequence[Measurement],
+        still: Sequence[Measurement],
+        drained_nodes: Sequence[str] = (),
+    ) -> None:
+        """Cable a node of the worst rail to a partner that measured well; good numbers clear
+        it (then the other end of the worst rail is tried), bad ones open the host branch."""
+        target = self.thresholds.rail_fix_target_gbps
+        worst = still[0]
+        port = bisect.port_of(worst)
+        host_findings = [
+            v for v in self.result.steps.get("preflight", ()) if v.fault.startswith("host.")
+        ]
+        clear: list[tuple[str, Measurement]] = []
+        drained = set(drained_nodes)
+        for suspect in bisect.suspects(still, host_findings):
+            mate = bisect.partner(suspect, measured, target, self.fabric.nodes)
+            if mate is None:
+                break
+            other, measured_well = mate
+            if not measured_well:
+                self.note(
+                    f"no node measured well to pair {suspect} with: {other} is used, so a low "
+                    "direct number may be either end",
+                    "warn",
+                )
+            actions = self.fabric.direct_connect_action((suspect, other), port)
+            if actions is None:
+                self.note(
+                    f"the cabling of {suspect} and {other} port {port} is not known: the direct "
+                    "test cannot be described",
+                    "error",
+                )
+                return
+            to_direct, back = actions
+            if not await self._physical(to_direct, undo=back):
+                return
+            pending = self.guard.undrained(to_direct.nodes)
+            if pending:
+                await self._drain(pending)
+            ms, verdicts = await self._measure_and_judge("direct", spec.faults)
+            direct = ms[0] if ms else None
+            if direct is None:
+                await self._physical(back)
+                return
+            ok, sentence = bisect.direct_sentence(suspect, other, port, direct, worst, target)
+            if not ok and direct.valid and suspect in drained:
+                sentence += (
+                    f"; {suspect} was AC-drained and still measures low: not the state a drain "
+                    "clears (a throttled or stale CX7: firmware and OS update)"
+                )
+            self.note(sentence, "info" if ok else "warn")
+            if not direct.valid:
+                await self._physical(back)
+                return
+            if not ok:
+                self._concluded("host", sentence, (suspect,), worst.value, direct.value)
+                await self._host_branch(spec, verdicts, tuple(m for m in ms if m.valid))
+                self._fire("judged")
+                await self._physical(back)
+                return
+            clear.append((suspect, direct))
+            await self._physical(back)
+            if not measured_well:
+                break
+        if clear:
+            sentence = bisect.switch_path_sentence(clear, worst)
+            self.note(sentence)
+            self._concluded(
+                "switch-path",
+                sentence,
+                tuple(n for n, _m in clear),
+                worst.value,
+                min(m.value for _n, m in clear),
+            )
+
+    def _concluded(
+        self,
+        conclusion: str,
+        sentence: str,
+        nodes: tuple[str, ...],
+        switched: float | None,
+        direct: float | None,
+        faults: tuple[str, ...] = (),
+    ) -> None:
+        self.emit(
+            BisectionConcluded(
+                step=self._step,
+                conclusion=conclusion,
+                sentence=sentence,
+                nodes=nodes,
+                switched_gbps=switched,
+                direct_gbps=direct,
+                faults=faults,
+            )
+        )
 
     async def _host_branch(
         self, spec: StepLike, verdicts: list[Verdict], measured: tuple[Measurement, ...]
@@ -1186,7 +1472,8 @@ class Engine:
             pending = self.guard.undrained(self.fabric.nodes)
             if pending:
                 await self._drain(pending)
-            await self._measure_and_judge("rails", spec.faults)
+            ms, _ = await self._measure_and_judge("rails", spec.faults)
+            self._maybe_revisit(ms)
         return False
 
     async def _step_halves(self, spec: StepLike) -> bool:

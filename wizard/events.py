@@ -148,6 +148,21 @@ class NodeDrained(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BisectionConcluded(Event):
+    """What a bisection step concluded, in one sentence with the numbers on both sides:
+    `conclusion` is "switch-path", "host", "cleared-by-drain", "skipped" or "line-rate"."""
+
+    type: ClassVar[str] = "bisection_concluded"
+    step: str
+    conclusion: str
+    sentence: str
+    nodes: tuple[str, ...] = ()
+    switched_gbps: float | None = None
+    direct_gbps: float | None = None
+    faults: tuple[str, ...] = ()  # "skipped": the open findings that explained the numbers
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ExportTaken(Event):
     """A verified `/export file=NAME` of a switch; `contents` is the `.rsc` text as kept."""
 
@@ -271,6 +286,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         PhysicalActionDone,
         LinkTransitionSeen,
         NodeDrained,
+        BisectionConcluded,
         ExportTaken,
         FixPreviewed,
         FixApplied,

@@ -88,6 +88,7 @@ class InventoryFabric:
         self.sample_interval_s = 0.25
         # ib_write_bw's server must listen before its client connects: 0.3 s on real nodes.
         self.server_start_delay_s = server_start_delay_s
+        self._direct_pair: tuple[str, str, int] | None = None  # set by direct_connect_action
         # The engine emits MeasurementTaken itself (after the drain guard): the sweeper's
         # own measurement events are dropped here so that nothing is recorded twice.
         self._sink = sink
@@ -211,17 +212,17 @@ class InventoryFabric:
         return None
 
     async def _direct(self) -> list[Measurement]:
-        a, b = self.nodes[0], self.nodes[1]
-        ra, rb = self._rail(a, 0, "A"), self._rail(b, 0, "A")
+        a, b, port = self._direct_pair or (self.nodes[0], self.nodes[1], 0)
+        ra, rb = self._rail(a, port, "A"), self._rail(b, port, "A")
         if ra is None or rb is None or not ra.addresses or not rb.addresses:
             return [
                 Measurement(
                     kind="rail",
-                    target=f"{a}/port0->{b}/port0",
+                    target=f"{a}/port{port}->{b}/port{port}",
                     value=0.0,
                     unit="Gb/s",
                     valid=False,
-                    reason="no addressed half-A rail on port 0 of both nodes",
+                    reason=f"no addressed half-A rail on port {port} of both nodes",
                     extra={"nodes": (a, b)},
                 )
             ]
@@ -290,13 +291,18 @@ class InventoryFabric:
     def management_ports(self, switch: str) -> tuple[str, ...]:
         return tuple(self.inventory.switch(switch).management_ports)
 
-    def direct_connect_action(self) -> tuple[PhysicalAction, PhysicalAction] | None:
+    def direct_connect_action(
+        self, pair: tuple[str, str] | None = None, port: int = 0
+    ) -> tuple[PhysicalAction, PhysicalAction] | None:
+        """The recabling that takes `pair` (default: the first two nodes) off the switch on node
+        port `port` and cables them port to port, and the recabling that puts it back. None when
+        there is no switch to bypass or a node's port is not known to be cabled to one."""
         if not self.transports or len(self.nodes) < 2:
             return None
-        a, b = self.nodes[0], self.nodes[1]
+        a, b = pair or (self.nodes[0], self.nodes[1])
         ends: dict[str, tuple[str, str]] = {}
         for node in (a, b):
-            rail = self._rail(node, 0, "A")
+            rail = self._rail(node, port, "A")
             dest = None
             if rail is not None and rail.switch and rail.switch_port:
                 dest = (rail.switch, rail.switch_port)
@@ -305,25 +311,34 @@ class InventoryFabric:
             if dest is None:
                 return None
             ends[node] = dest
+        self._direct_pair = (a, b, port)
         (sa, pa), (sb, pb) = ends[a], ends[b]
+        p = f"port{port}"
+        breakout = [f"{s} {q}" for s, q in ((sa, pa), (sb, pb)) if _breakout(q)]
+        cable = (
+            "a QSFP112 DAC (200G, QSFP112 on both ends): the cables on "
+            + " and ".join(breakout)
+            + " are breakout DACs whose far end is a QSFP56-DD plug, which cannot go into a Spark"
+            if breakout
+            else "a QSFP112 DAC (200G, QSFP112 on both ends)"
+        )
         to_direct = PhysicalAction(
             kind="recable",
             nodes=(a, b),
-            cables=((a, "port0", f"node:{b}:port0"),),
+            cables=((a, p, f"node:{b}:{p}"),),
             instructions=(
-                f"Direct-connect test: unplug {a} port 0 from {sa} {pa} and {b} port 0 from "
-                f"{sb} {pb}; connect {a} port 0 to {b} port 0 with one QSFP cable (the DAC from "
-                f"{a} is fine). Leave everything else as it is. The wizard waits for carrier at "
-                "200000Mb/s on both ends."
+                f"Direct-connect test: unplug {a} {p} from {sa} {pa} and {b} {p} from "
+                f"{sb} {pb}; connect {a} {p} to {b} {p} with {cable}. Leave everything else as "
+                "it is. The wizard waits for carrier at 200000Mb/s on both ends."
             ),
         )
         back = PhysicalAction(
             kind="recable",
             nodes=(a, b),
-            cables=((a, "port0", f"switch:{sa}:{pa}"), (b, "port0", f"switch:{sb}:{pb}")),
+            cables=((a, p, f"switch:{sa}:{pa}"), (b, p, f"switch:{sb}:{pb}")),
             instructions=(
-                f"Put the cabling back: {a} port 0 to {sa} {pa}, and {b} port 0 to {sb} {pb}. "
-                "The wizard waits for carrier at 200000Mb/s on both ends."
+                f"Put the cabling back: remove the QSFP112 DAC, then {a} {p} to {sa} {pa}, and "
+                f"{b} {p} to {sb} {pb}. The wizard waits for carrier at 200000Mb/s on both ends."
             ),
         )
         return to_direct, back
@@ -350,6 +365,11 @@ def _parse_counters(text: str) -> tuple[float, dict[str, int]] | None:
     except (ValueError, IndexError):
         return None
     return uptime, {m.group(1): int(m.group(2)) for m in _XMIT.finditer(text)}
+
+
+def _breakout(port: str) -> bool:
+    """A switch sub-port of a QSFP56-DD cage: reached from a Spark through a breakout DAC."""
+    return bool(re.fullmatch(r"qsfp56-dd-\d+-\d+", port))
 
 
 def _with_nodes(m: Measurement) -> Measurement:

@@ -193,8 +193,12 @@ async def test_a_step_skipped_by_the_operator_is_recorded_and_not_fixed(tmp_path
     finally:
         await wiring.close()
     skipped = [e for e in events if isinstance(e, StepChanged) and e.phase == "skipped"]
-    assert [e.step for e in skipped] == ["qos"]
-    assert skipped[0].reason == "skipped by the operator"
+    by_operator = [e for e in skipped if e.reason == "skipped by the operator"]
+    assert [e.step for e in by_operator] == ["qos"]
+    # the direct-connect test is skipped too, for its own reason: preflight explains the stall
+    others = [e for e in skipped if e not in by_operator]
+    assert [e.step for e in others] == ["direct_connect"]
+    assert "preflight already found switch.qos-pfc-stall" in others[0].reason
     assert not [e for e in events if isinstance(e, FixApplied)]
     # The stall is still there, so the walk cannot end healthy: a skip never hides a fault.
     assert result.healthy_after is False

@@ -50,7 +50,7 @@ def _kill_when(folder: Path, proc: subprocess.Popen[bytes], event_type: str, nth
     [
         ("export_taken", 1),  # after the first export, before the change
         ("fix_applied", 1),  # after the first switch change, before its verification ends
-        ("physical_action_done", 2),  # mid-way through the direct-connect test
+        ("bisection_concluded", 1),  # the direct-connect test skipped: preflight explains it
         ("fix_verified", 2),  # after the QoS fix
     ],
 )
@@ -118,12 +118,23 @@ def test_killed_fix_against_a_running_lab_resumes_there(tmp_path: Path) -> None:
     a verified fix."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     inventory = tmp_path / "lab" / "inventory.yaml"
+    # the three bugs, and a degraded CX7 the lab's hands must drain once they are fixed
+    scenario = tmp_path / "three-bugs-and-a-degraded-cx7.yaml"
+    scenario.write_text(
+        "name: three-bugs-and-a-degraded-cx7\n"
+        "topology: {nodes: 4, switches: [{model: CRS804-4DDQ}], cables_per_node: 2}\n"
+        "faults:\n"
+        "  - id: switch.offload-split-cage\n"
+        "  - id: switch.qos-pfc-stall\n"
+        "  - {id: host.duplicate-ip, nodes: [spark2, spark3]}\n"
+        "  - {id: host.cx7-degraded, nodes: [spark3]}\n"
+    )
     lab = subprocess.Popen(
         [
             *CLI,
             "lab",
             "--scenario",
-            "crs804-three-bugs",
+            str(scenario),
             "--time-scale",
             "100",
             "--inventory-out",
@@ -165,7 +176,7 @@ def test_killed_fix_against_a_running_lab_resumes_there(tmp_path: Path) -> None:
         result = json.loads(done.stdout)
         assert result["healthy_after"] is True
         after = _events(session)
-        # The lab performed the physical actions (direct-connect recabling, drains) itself.
+        # The lab performed the physical action (the drain of the degraded CX7) itself.
         assert any(
             e["type"] == "physical_action_done" and e["performed_by"] == "lab" for e in after
         )

@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from wizard.lab.boots import DRAIN_OFF_S
+
 if TYPE_CHECKING:
     from wizard.lab.lab import Lab
 
@@ -129,6 +131,7 @@ class FaultHooks:
             await asyncio.sleep(away_s)
             if kind == "ac_drain":
                 n.degraded = False
+                n.off_s = DRAIN_OFF_S
             elif n.susceptible:
                 n.degraded = True  # a reboot bounces the links: re-arms a susceptible CX7
             hands.power_on(node)

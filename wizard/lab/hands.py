@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from wizard.errors import FabwizError
+from wizard.lab.boots import DRAIN_OFF_S, REBOOT_OFF_S
 from wizard.lab.world import GOOD_FIRMWARE, End, World
 from wizard.model import PhysicalAction
 
@@ -119,6 +120,7 @@ class Hands:
         n = self.world.nodes[self._node(node)]
         self._power(node, False)
         self.world.power_off(n)
+        n.off_s = REBOOT_OFF_S
         # a warm reboot neither clears the degraded state nor arms it: the links come up with
         # the cables attached, as at boot (FAULTS.md: survives reboots, only an AC drain clears)
         self.world.boot(n)
@@ -130,6 +132,7 @@ class Hands:
         n = self.world.nodes[self._node(node)]
         self._power(node, False)
         self.world.power_off(n)
+        n.off_s = DRAIN_OFF_S  # the cord stays out for over a minute
         n.degraded = False
         self.world.boot(n)
         self._power(node, True)

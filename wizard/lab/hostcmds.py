@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from wizard.lab import nccl as nccl_mod
 from wizard.lab import nodetools, perftest
+from wizard.lab.boots import list_boots
 from wizard.lab.shell import STATUS, Command, ShellSyntaxError, parse, tokenize
 from wizard.lab.world import (
     HW_COUNTERS,
@@ -1007,7 +1008,12 @@ async def _mlnx_qos(ctx: Ctx, args: list[str]) -> int:
         ctx.err("Netlink error: Operation not permitted\n")
         return 1
     if "--pfc" in args:
-        rail.pfc = parse_pfc(args[args.index("--pfc") + 1])
+        pfc = parse_pfc(args[args.index("--pfc") + 1])
+        if pfc != rail.pfc and ctx.world.port_link(ctx.node.name, rail.port):
+            # mlx5 reconfigures the port buffers: the link goes down and comes back
+            ctx.world.link_transition(ctx.node.name, rail.port, up=False)
+            ctx.world.link_transition(ctx.node.name, rail.port, up=True)
+        rail.pfc = pfc
         if ctx.world.traffic is not None:
             ctx.world.traffic.recompute()
         ctx.world.changed(f"pfc:{ctx.node.name}")
@@ -1143,6 +1149,9 @@ async def _dmesg(ctx: Ctx, args: list[str]) -> int:
 @command("journalctl")
 async def _journalctl(ctx: Ctx, args: list[str]) -> int:
     node = ctx.node
+    if "--list-boots" in args:
+        ctx.out(list_boots(ctx.world, node, args))
+        return 0
     for t, msg in node.dmesg:
         stamp = time.strftime("%b %d %H:%M:%S", time.gmtime(node.boot_time + t))
         ctx.out(f"{stamp} {node.name} kernel: {msg}\n")

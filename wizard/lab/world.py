@@ -158,6 +158,11 @@ class NodeState:
     enabled_units: set[str] = field(default_factory=set)
     dmesg: list[tuple[float, str]] = field(default_factory=list)
     pid: int = 4000
+    # earlier boots as the journal lists them (boot_id, first entry, last entry), and how long
+    # the power stays off before the next boot when hands say so (wizard/lab/boots.py)
+    boots: list[tuple[str, float, float]] = field(default_factory=list)
+    off_s: float | None = None
+    down_at: float = 0.0
 
     def rail(self, key: str) -> RailState | None:
         for r in self.rails:
@@ -626,9 +631,15 @@ class World:
 
     def boot(self, node: NodeState) -> None:
         """Power-on: new boot_id, uptime from zero, config re-applied from the files."""
+        now = self.now()
+        if node.boot_id:  # the boot that ended goes to the journal's list, off_s before this one
+            gap = node.off_s if node.off_s is not None else max(0.0, now - node.down_at)
+            last = now - gap
+            node.boots.append((node.boot_id, min(node.boot_time, last), last))
+            node.off_s = None
         node.powered = True
         node.boot_id = str(uuid.uuid4())  # never repeats, even across labs of one scenario
-        node.boot_time = self.now()
+        node.boot_time = now
         node.dmesg = []
         # the driver loads afresh: every port and RDMA counter starts from zero again
         for rail in node.rails:
@@ -664,6 +675,7 @@ class World:
         if self.traffic is not None:
             self.traffic.node_lost(node.name)
         node.powered = False
+        node.down_at = self.now()
         for c in self.cables:
             if node.name in (c.a.name, c.b.name):
                 self.sync_switch_side(c)
