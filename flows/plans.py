@@ -27,6 +27,7 @@ from wizard.model import (
     SwitchChange,
     Verdict,
 )
+from wizard.rosquote import Unrepresentable, cli_command
 
 if TYPE_CHECKING:
     from flows.checks.nccl_config import NcclConfig
@@ -49,12 +50,12 @@ RSTP_UPLINK_COST = "200000000"
 def _cli(
     path: str, verb: str, args: Iterable[tuple[str, str]], select: tuple[str, str] | None
 ) -> str:
-    where = f" [find {select[0]}={select[1]}]" if select else ""
-    if verb == "unset":
-        words = " ".join(v for _k, v in args)
-    else:
-        words = " ".join(f"{k}={v}" for k, v in args)
-    return f"{path} {verb}{where} {words}".strip()
+    """RouterOS CLI text with every value quoted; "" when a value cannot be written (the engine
+    then refuses the change with the reason)."""
+    try:
+        return cli_command(path, verb, args, select)
+    except Unrepresentable:
+        return ""
 
 
 def api(
@@ -68,13 +69,16 @@ def api(
     )
 
 
+_UNWRITABLE = "# (a value here cannot be written in RouterOS script: the fix is refused)"
+
+
 def _preview(changes: Iterable[SwitchChange]) -> str:
     lines: list[str] = []
     for c in changes:
         lines.append(f"# {c.switch}")
-        lines.extend(cmd.cli for cmd in c.commands)
+        lines.extend(cmd.cli or _UNWRITABLE for cmd in c.commands)
         lines.append(f"# rollback on {c.switch}")
-        lines.extend(f"#   {cmd.cli}" for cmd in c.rollback)
+        lines.extend(f"#   {cmd.cli or _UNWRITABLE}" for cmd in c.rollback)
     return "\n".join(lines)
 
 

@@ -677,8 +677,12 @@ class Engine:
         )
         if plan.physical is not None and not plan.switch_changes and not plan.host_changes:
             return await self._physical_fix(plan, record, fix_id)
-        # Safety first: the management-path guard, before any export or change.
+        # Safety first: every value must be writable as RouterOS script text, and the
+        # management-path guard holds, before any export or change.
         for change in plan.switch_changes:
+            why = fixes.unwritable(change)
+            if why:
+                return self._refuse(plan, record, why)
             bridge_of = await self._bridge_of(change.switch)
             why = fixes.management_conflict(
                 change, self.fabric.management_ports(change.switch), bridge_of

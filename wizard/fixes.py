@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import hashlib
+import re
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +25,7 @@ from typing import Protocol
 
 from wizard.errors import FixRefused
 from wizard.model import ApiCommand, HostChange, ProbeResult, SwitchChange
+from wizard.rosquote import cli_command, quote
 
 
 class RouterOsApi(Protocol):
@@ -50,23 +52,14 @@ class ExportStatus:
 
 
 def to_cli(cmd: ApiCommand) -> str:
-    """RouterOS CLI text for an API command (for previews and scheduler scripts)."""
-    if cmd.cli:
-        return cmd.cli
-    menu = cmd.path.strip("/").replace("/", " ")
-    parts = [f"/{menu}", cmd.verb]
-    if cmd.select is not None:
-        key, value = cmd.select
-        parts.append(f"[find {key}={_cli_quote(value)}]")
-    parts.extend(f"{k}={_cli_quote(v)}" for k, v in cmd.args)
-    return " ".join(parts)
+    """RouterOS CLI text for an API command (for previews and scheduler scripts), built from its
+    fields with every value quoted. Raises `Unrepresentable` (a `FixRefused`) for a value that
+    RouterOS script text cannot carry."""
+    text = cli_command(cmd.path, cmd.verb, cmd.args, cmd.select)
+    return "/" + cmd.path.strip("/").replace("/", " ") + text[len(cmd.path) :]
 
 
-def _cli_quote(value: str) -> str:
-    if value and all(c.isalnum() or c in "-_.:*/" for c in value):
-        return value
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
-    return f'"{escaped}"'
+_cli_quote = quote
 
 
 def _strip_export_header(text: str) -> str:
@@ -188,6 +181,8 @@ async def take_export(
     empty file: the status says so, and the caller refuses the change. RouterOS leaves sensitive
     values out unless `show-sensitive` is given: only when the operator asked for it."""
     file = f"{name}.rsc"
+    if not _ENTRY_NAME.fullmatch(name):
+        return ExportStatus(switch, file, False, error=f"export name {name!r} is not a plain name")
     try:
         extra = {"show-sensitive": ""} if show_sensitive else {}
         await api.call("/", "export", file=name, **extra)
@@ -241,9 +236,33 @@ async def switch_now(api: RouterOsApi, fallback: Callable[[], float] = time.time
     return dt.datetime.fromtimestamp(fallback())
 
 
+_ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,120}")
+
+
+def unwritable(change: SwitchChange) -> str | None:
+    """Why a change cannot be written as RouterOS CLI text (preview and dead-man script), or
+    None: a change whose rollback cannot be armed exactly is refused before anything is sent."""
+    try:
+        for cmd in change.commands:
+            to_cli(cmd)
+        rollback_script(change, "fabwiz-check")
+    except FixRefused as exc:
+        return f"{change.switch}: {exc.message}; nothing was changed"
+    return None
+
+
 def rollback_script(change: SwitchChange, name: str) -> str:
-    lines = [to_cli(c) for c in change.rollback]
-    lines.append(f'/system scheduler remove [find name="{name}"]')
+    """The dead-man script: each inverse command in its own `:do {} on-error={}` so that a line
+    meeting a state it did not expect (a port already back, an item already gone) is logged and
+    the next line still runs, and the removal of its own scheduler entry always runs last.
+    Running it twice leaves the switch as running it once."""
+    if not _ENTRY_NAME.fullmatch(name):
+        raise FixRefused(f"rollback entry name {name!r} is not a plain RouterOS name")
+    lines = [f"# fabwiz dead-man rollback {name}"]
+    for index, cmd in enumerate(change.rollback, 1):
+        failed = quote(f"fabwiz rollback {name}: step {index} failed, state left as found")
+        lines.append(f":do {{ {to_cli(cmd)} }} on-error={{ :log warning {failed} }}")
+    lines.append(f':do {{ /system scheduler remove [find name="{name}"] }} on-error={{ }}')
     return "\n".join(lines)
 
 

@@ -123,8 +123,11 @@ def test_cli_rendering_and_rollback_script() -> None:
     )
     script = fixes.rollback_script(SPLIT_CAGE, "fabwiz-rb-1")
     assert script.splitlines() == [
-        "/interface bridge port add bridge=bridge-mgmt interface=qsfp56-dd-2-5 hw=yes",
-        '/system scheduler remove [find name="fabwiz-rb-1"]',
+        "# fabwiz dead-man rollback fabwiz-rb-1",
+        ":do { /interface bridge port add bridge=bridge-mgmt interface=qsfp56-dd-2-5 hw=yes }"
+        ' on-error={ :log warning "fabwiz rollback fabwiz-rb-1: step 1 failed, state left as'
+        ' found" }',
+        ':do { /system scheduler remove [find name="fabwiz-rb-1"] } on-error={ }',
     ]
     assert fixes._cli_quote('a "b" $c') == '"a \\"b\\" \\$c"'
 
