@@ -104,11 +104,9 @@ async def test_rollback_script_is_idempotent_and_always_removes_its_entry(
         before = sorted(
             (p["interface"], p["bridge"], p.get("comment", "")) for p in sw.tables["bridge-port"]
         )
-        events: list[Any] = []
 
         def die_after_change(wiring: Any) -> None:
             async def killed(_plan: Any) -> tuple[bool, str]:
-                events.extend(wiring.engine_events if hasattr(wiring, "engine_events") else [])
                 raise Killed
 
             wiring.engine._verify = killed
