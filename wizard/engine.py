@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from wizard import fixes
+from wizard import deadman, fixes
 from wizard.drain import FAULT_ID as UNDRAINED
 from wizard.drain import DrainGuard
 from wizard.errors import FabwizError
@@ -53,6 +53,7 @@ from wizard.machine import Phase, StepLifecycle
 from wizard.model import (
     Evidence,
     FixPlan,
+    HostChange,
     Measurement,
     PhysicalAction,
     ProbeResult,
@@ -157,6 +158,20 @@ class FixRecord:
     rolled_back: bool = False
     export: str | None = None
     refused: str | None = None
+    state: str = ""  # final state, when the flags do not say it (see `final_state`)
+
+    @property
+    def final_state(self) -> str:
+        """verified, rolled-back, undone-by-rollback, rollback-armed, refused, declined..."""
+        if self.state:
+            return self.state
+        if self.refused:
+            return "refused"
+        if self.rolled_back:
+            return "rolled-back"
+        if self.verified:
+            return "verified"
+        return "applied" if self.applied else "declined"
 
 
 @dataclass(slots=True)
@@ -188,6 +203,7 @@ class RunResult:
                     "verified": f.verified,
                     "rolled_back": f.rolled_back,
                     "export": f.export,
+                    "state": f.final_state,
                 }
                 for f in self.fixes
             ],
@@ -249,8 +265,11 @@ class Engine:
         poll_interval_s: float = 1.0,
         physical_timeout_s: float = 900.0,
         resume: Resume | None = None,
+        disarm_budget_s: float = 60.0,
     ) -> None:
         self.fabric = fabric
+        self.disarm_budget_s = disarm_budget_s  # retries of a lost disarm reply
+        self._fire_at: dict[str, dt.datetime] = {}  # rollback name -> when it fires (switch)
         self.operator = operator
         self._emit = emit
         self.flow = list(flow)
@@ -734,7 +753,10 @@ class Engine:
             for change in plan.switch_changes:
                 api = self.fabric.api(change.switch)
                 name = f"fabwiz-rb-{self.session_id}-{self._fix_counter}"
-                script = await fixes.arm_switch_rollback(api, change, name, self.rollback_window_s)
+                script, fire_at = await fixes.arm_switch_rollback_at(
+                    api, change, name, self.rollback_window_s
+                )
+                self._fire_at[name] = fire_at
                 armed.append((change, name))
                 self._armed(fix_id, change.switch, name, script)
                 await fixes.apply_switch_change(api, change)
@@ -798,18 +820,10 @@ class Engine:
             FixVerified(step=self._step, fix_id=fix_id, fault=plan.fault, ok=ok, detail=detail)
         )
         if ok:
-            for change, name in armed:
-                if hasattr(change, "switch"):
-                    await fixes.disarm_switch_rollback(self.fabric.api(change.switch), name)
-                    target = change.switch
-                else:
-                    await fixes.disarm_host_revert(_Runner(self.fabric), change.node, name)
-                    target = change.node
-                self.emit(
-                    RollbackDisarmed(step=self._step, fix_id=fix_id, target=target, name=name)
-                )
             record.verified = True
-            self._verified_fixes.add(fix_id)
+            kept = await self._disarm_verified(fix_id, plan, armed, exports, record)
+            if kept:
+                self._verified_fixes.add(fix_id)
             self._fire("verified")
         else:
             restored = await self._roll_back(plan, armed, exports)
@@ -826,6 +840,105 @@ class Engine:
             self._fire("rolled_back")
         self.result.fixes.append(record)
         return ok
+
+    async def _disarm_verified(
+        self,
+        fix_id: str,
+        plan: FixPlan,
+        armed: list[tuple[Any, str]],
+        exports: list[ExportStatus],
+        record: FixRecord,
+    ) -> bool:
+        """Disarm every rollback of a verified fix, retried and checked on the target; True
+        when the fix is known to stay. Anything else is said and recorded, never silent."""
+        kept = True
+        for change, name in armed:
+            switch = hasattr(change, "switch")
+            target = change.switch if switch else change.node
+            if switch:
+                settled = await deadman.disarm_switch(
+                    self.fabric.api(target),
+                    name,
+                    budget_s=self.disarm_budget_s,
+                    fire_at=self._fire_at.get(name),
+                    sleep=self.sleep,
+                    notify=lambda text: self.note(text, "warn"),
+                )
+            else:
+                settled = await deadman.disarm_host(
+                    _Runner(self.fabric),
+                    change,
+                    name,
+                    budget_s=self.disarm_budget_s,
+                    sleep=self.sleep,
+                    notify=lambda text: self.note(text, "warn"),
+                )
+            if settled.state == "disarmed":
+                self.emit(
+                    RollbackDisarmed(step=self._step, fix_id=fix_id, target=target, name=name)
+                )
+                continue
+            kept = False
+            if settled.state == "rolled-back":
+                restored = (
+                    await self._compare_with_export(target, name, exports) if switch else True
+                )
+                record.rolled_back = True
+                record.state = "undone-by-rollback"
+                reason = f"verified, then {settled.detail}"
+                self.emit(
+                    FixRolledBack(
+                        step=self._step,
+                        fix_id=fix_id,
+                        fault=plan.fault,
+                        reason=reason,
+                        restored=restored,
+                    )
+                )
+                await self.operator.error(
+                    "Fix undone by the dead-man rollback",
+                    f"{plan.fault} on {target}: {reason}",
+                    "re-run the step: the fault is probed again and the fix offered anew",
+                )
+            else:
+                record.state = "rollback-armed"
+                self.note(f"{plan.fault} on {target}: {settled.detail}", "error")
+                how = (
+                    f"/system scheduler remove [find name={name}]"
+                    if switch
+                    else f"sudo systemctl stop {name}.timer"
+                )
+                await self.operator.error(
+                    "Rollback still armed",
+                    f"{plan.fault} on {target}: {settled.detail}",
+                    f"to keep the fix, run `{how}` on {target} before it fires, or "
+                    "`fabwiz resume` this session when the target answers",
+                )
+        if kept:
+            record.state = "verified"
+        return kept
+
+    async def _compare_with_export(
+        self, switch: str, name: str, exports: Sequence[ExportStatus]
+    ) -> bool:
+        """Whether the switch now equals its pre-fix export (said, and returned)."""
+        before = next((e for e in exports if e.switch == switch), None)
+        try:
+            after = await fixes.take_export(self.fabric.api(switch), switch, f"{name}-after")
+        except Exception as exc:  # unreachable again: say so
+            self.note(f"{switch}: could not export after rollback {name}: {exc}", "error")
+            return False
+        same = bool(
+            before is not None
+            and after.verified
+            and fixes.same_config(before.contents, after.contents)
+        )
+        self.note(
+            f"{switch}: configuration {'equals' if same else 'DIFFERS from'} the pre-fix export "
+            f"{before.file if before else '?'} after rollback {name}",
+            "info" if same else "error",
+        )
+        return same
 
     async def _found_after_loss(self, exports: Sequence[ExportStatus]) -> str:
         """A switch fix stopped mid-way (the API session broke): reconnect, let the rollback
@@ -982,14 +1095,29 @@ class Engine:
         for fix_id, target, name, verified in self._resume.pending_rollbacks:
             try:
                 if verified:
-                    await self._disarm(target, name)
-                    self.emit(
-                        RollbackDisarmed(step=self._step, fix_id=fix_id, target=target, name=name)
-                    )
-                    self.note(
-                        f"{fix_id}: verified before the interruption; rollback {name} on "
-                        f"{target} disarmed"
-                    )
+                    settled = await self._disarm(target, name)
+                    if settled.state == "disarmed":
+                        self.emit(
+                            RollbackDisarmed(
+                                step=self._step, fix_id=fix_id, target=target, name=name
+                            )
+                        )
+                        self.note(
+                            f"{fix_id}: verified before the interruption; rollback {name} on "
+                            f"{target} disarmed"
+                        )
+                    elif settled.state == "rolled-back":
+                        self.emit(
+                            FixRolledBack(
+                                step=self._step,
+                                fix_id=fix_id,
+                                fault=fix_id.split(":")[1] if ":" in fix_id else fix_id,
+                                reason=f"verified before the interruption, then {settled.detail}",
+                            )
+                        )
+                        self.note(f"{fix_id}: {settled.detail}; it is offered again", "warn")
+                    else:
+                        self.note(f"{fix_id}: {settled.detail}", "error")
                     continue
                 ran = await self._run_rollback_now(target, name)
                 self.emit(
@@ -1034,11 +1162,26 @@ class Engine:
             )
         )
 
-    async def _disarm(self, target: str, name: str) -> None:
+    async def _disarm(self, target: str, name: str) -> deadman.Settled:
+        def warn(text: str) -> None:
+            self.note(text, "warn")
+
         if target in self.fabric.switches:
-            await fixes.disarm_switch_rollback(self.fabric.api(target), name)
-        else:
-            await fixes.disarm_host_revert(_Runner(self.fabric), target, name)
+            return await deadman.disarm_switch(
+                self.fabric.api(target),
+                name,
+                budget_s=self.disarm_budget_s,
+                sleep=self.sleep,
+                notify=warn,
+            )
+        return await deadman.disarm_host(
+            _Runner(self.fabric),
+            HostChange(node=target, files=()),
+            name,
+            budget_s=self.disarm_budget_s,
+            sleep=self.sleep,
+            notify=warn,
+        )
 
     async def _run_rollback_now(self, target: str, name: str) -> str:
         if target not in self.fabric.switches:
@@ -1052,13 +1195,14 @@ class Engine:
         if not rows:
             return "had already run"
         # A one-shot entry whose start is past never runs: make it due in two seconds.
-        when = await fixes.switch_now(api) + dt.timedelta(seconds=2)
+        now, old_dates = await fixes.switch_clock(api)
+        when = now + dt.timedelta(seconds=2)
         await api.call(
             "/system/scheduler",
             "set",
             **{
                 ".id": rows[0][".id"],
-                "start-date": when.strftime("%Y-%m-%d"),
+                "start-date": fixes.scheduler_date(when, old_dates),
                 "start-time": when.strftime("%H:%M:%S"),
             },
         )

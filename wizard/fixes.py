@@ -225,15 +225,60 @@ async def _read_file(api: RouterOsApi, file: str, size: int) -> str:
     return "".join(chunks)
 
 
-async def switch_now(api: RouterOsApi, fallback: Callable[[], float] = time.time) -> dt.datetime:
-    """The switch's own clock (the scheduler fires on it), or ours if it does not say."""
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+def parse_switch_clock(date: str, time_text: str) -> tuple[dt.datetime, bool] | None:
+    """The switch's `/system/clock` date and time, in either format RouterOS prints: ISO
+    `2026-12-01` (7.10+) or the older `dec/01/2026`. Also says whether it is the old format
+    (the scheduler then wants its start-date written the same way)."""
+    date, time_text = date.strip().lower(), time_text.strip()
+    m = re.fullmatch(r"(\d{2}):(\d{2}):(\d{2})", time_text)
+    if not m:
+        return None
+    hh, mm, ss = (int(g) for g in m.groups())
+    iso = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", date)
+    old = re.fullmatch(r"([a-z]{3})/(\d{1,2})/(\d{4})", date)
+    try:
+        if iso:
+            y, mo, d = (int(g) for g in iso.groups())
+            return dt.datetime(y, mo, d, hh, mm, ss), False
+        if old and old.group(1) in _MONTHS:
+            y, mo, d = int(old.group(3)), _MONTHS.index(old.group(1)) + 1, int(old.group(2))
+            return dt.datetime(y, mo, d, hh, mm, ss), True
+    except ValueError:
+        return None
+    return None
+
+
+def scheduler_date(when: dt.datetime, old_format: bool) -> str:
+    if old_format:
+        return f"{_MONTHS[when.month - 1]}/{when.day:02d}/{when.year}"
+    return when.strftime("%Y-%m-%d")
+
+
+async def switch_clock(api: RouterOsApi) -> tuple[dt.datetime, bool]:
+    """The switch's own clock (the scheduler fires on it) and whether it prints old-style dates.
+    Raises FixRefused when it cannot be read: a dead-man entry timed on another clock could
+    fire at once or never."""
     try:
         rows = await api.call("/system/clock", "print")
-        if rows and rows[0].get("date") and rows[0].get("time"):
-            return dt.datetime.fromisoformat(f"{rows[0]['date']}T{rows[0]['time']}")
-    except (ValueError, KeyError, OSError):  # an old RouterOS without the ISO date
-        return dt.datetime.fromtimestamp(fallback())
-    return dt.datetime.fromtimestamp(fallback())
+    except Exception as exc:  # transport errors arrive as many types
+        raise FixRefused(f"cannot read the switch clock: {exc}") from None
+    row = rows[0] if rows else {}
+    parsed = parse_switch_clock(row.get("date", ""), row.get("time", ""))
+    if parsed is None:
+        raise FixRefused(
+            f"the switch clock reads {row.get('date')!r} {row.get('time')!r}, a format fabwiz "
+            "does not know: the dead-man rollback cannot be timed",
+            hint="check /system clock print on the switch",
+        )
+    return parsed
+
+
+async def switch_now(api: RouterOsApi, fallback: Callable[[], float] = time.time) -> dt.datetime:
+    """The switch's own clock (the scheduler fires on it)."""
+    return (await switch_clock(api))[0]
 
 
 _ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,120}")
@@ -258,7 +303,7 @@ def rollback_script(change: SwitchChange, name: str) -> str:
     Running it twice leaves the switch as running it once."""
     if not _ENTRY_NAME.fullmatch(name):
         raise FixRefused(f"rollback entry name {name!r} is not a plain RouterOS name")
-    lines = [f"# fabwiz dead-man rollback {name}"]
+    lines = [f"# fabwiz dead-man rollback {name}", f':log warning "fabwiz rollback {name} ran"']
     for index, cmd in enumerate(change.rollback, 1):
         failed = quote(f"fabwiz rollback {name}: step {index} failed, state left as found")
         lines.append(f":do {{ {to_cli(cmd)} }} on-error={{ :log warning {failed} }}")
@@ -270,21 +315,30 @@ async def arm_switch_rollback(
     api: RouterOsApi, change: SwitchChange, name: str, window_s: float
 ) -> str:
     """Arm the dead-man rollback; returns the script it holds."""
+    return (await arm_switch_rollback_at(api, change, name, window_s))[0]
+
+
+async def arm_switch_rollback_at(
+    api: RouterOsApi, change: SwitchChange, name: str, window_s: float
+) -> tuple[str, dt.datetime]:
+    """Arm the dead-man rollback on the switch's clock; returns the script and when it fires
+    (switch time)."""
     script = rollback_script(change, name)
-    when = await switch_now(api) + dt.timedelta(seconds=window_s)
+    now, old_format = await switch_clock(api)
+    when = now + dt.timedelta(seconds=window_s)
     await api.call(
         "/system/scheduler",
         "add",
         name=name,
         **{
-            "start-date": when.strftime("%Y-%m-%d"),
+            "start-date": scheduler_date(when, old_format),
             "start-time": when.strftime("%H:%M:%S"),
             "interval": "0s",
             "on-event": script,
             "comment": "fabwiz dead-man rollback: removed when the fix is verified",
         },
     )
-    return script
+    return script, when
 
 
 async def disarm_switch_rollback(api: RouterOsApi, name: str) -> bool:

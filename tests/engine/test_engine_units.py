@@ -124,6 +124,7 @@ def test_cli_rendering_and_rollback_script() -> None:
     script = fixes.rollback_script(SPLIT_CAGE, "fabwiz-rb-1")
     assert script.splitlines() == [
         "# fabwiz dead-man rollback fabwiz-rb-1",
+        ':log warning "fabwiz rollback fabwiz-rb-1 ran"',
         ":do { /interface bridge port add bridge=bridge-mgmt interface=qsfp56-dd-2-5 hw=yes }"
         ' on-error={ :log warning "fabwiz rollback fabwiz-rb-1: step 1 failed, state left as'
         ' found" }',
