@@ -320,6 +320,7 @@ def resume_from(loaded: LoadedSession) -> Resume:
             verified=f.status == "verified",
             rolled_back=f.status == "rolled_back",
             export=f.export,
+            state="interrupted" if f.status == "previewed" else "",
         )
         for f in st.fixes.values()
     )
@@ -350,6 +351,11 @@ def resume_from(loaded: LoadedSession) -> Resume:
         guard=DrainGuard.from_events(started),
         fixes=fixes,
         healthy_before=_healthy_before(loaded),
+        exports={
+            e.switch: e.contents
+            for e in started
+            if isinstance(e, ExportTaken) and e.purpose == "pre-fix" and e.contents
+        },
     )
 
 

@@ -232,6 +232,7 @@ class Resume:
     guard: DrainGuard | None = None
     fixes: tuple[FixRecord, ...] = ()
     healthy_before: bool | None = None
+    exports: dict[str, str] = field(default_factory=dict)  # switch -> last pre-fix export text
 
 
 # --- the engine ------------------------------------------------------------------------------
@@ -1120,12 +1121,21 @@ class Engine:
                         self.note(f"{fix_id}: {settled.detail}", "error")
                     continue
                 ran = await self._run_rollback_now(target, name)
+                restored = False
+                if target in self.fabric.switches:
+                    restored = await self._compare_with_export(target, name, self._resume_exports())
+                    ran += (
+                        "; the switch equals its pre-fix export"
+                        if restored
+                        else "; the switch DIFFERS from its pre-fix export (or none was kept)"
+                    )
                 self.emit(
                     FixRolledBack(
                         step=self._step,
                         fix_id=fix_id,
                         fault=fix_id.split(":")[1] if ":" in fix_id else fix_id,
                         reason=f"interrupted before verification: rollback {name} on {target} {ran}",
+                        restored=restored,
                     )
                 )
                 self.note(
@@ -1133,6 +1143,48 @@ class Engine:
                 )
             except Exception as exc:  # the target may still be away: say so, go on
                 self.note(f"could not settle rollback {name} on {target}: {exc}", "error")
+        await self._settle_orphans()
+
+    def _resume_exports(self) -> list[ExportStatus]:
+        saved = self._resume.exports if self._resume else {}
+        return [ExportStatus(sw, "the pre-fix export", True, contents=t) for sw, t in saved.items()]
+
+    async def _settle_orphans(self) -> None:
+        """Rollback entries of this session on a switch that the log does not hold as armed
+        (the session died between the scheduler `add` and its record): each would fire later
+        and undo whatever is then on the switch. Run each now, then compare the switch with
+        its pre-fix export."""
+        assert self._resume is not None
+        prefix = f"fabwiz-rb-{self.session_id}-"
+        settled = {name for _f, _t, name, _v in self._resume.pending_rollbacks}
+        for switch in self.fabric.switches:
+            try:
+                rows = await self.fabric.api(switch).call("/system/scheduler", "print")
+            except Exception as exc:  # away: its entries fire on their own; say so
+                self.note(
+                    f"{switch}: could not look for this session's rollback entries ({exc}); "
+                    "any left there fire when due",
+                    "error",
+                )
+                continue
+            for row in rows:
+                name = row.get("name", "")
+                if not name.startswith(prefix) or name in settled:
+                    continue
+                try:
+                    ran = await self._run_rollback_now(switch, name)
+                    same = await self._compare_with_export(switch, name, self._resume_exports())
+                except Exception as exc:  # went away meanwhile
+                    self.note(
+                        f"{switch}: could not settle orphaned rollback {name}: {exc}", "error"
+                    )
+                    continue
+                self.note(
+                    f"{switch}: orphaned rollback entry {name} (armed, then the session stopped "
+                    f"before recording it) {ran}; the switch "
+                    f"{'equals' if same else 'DIFFERS from'} its pre-fix export",
+                    "warn" if same else "error",
+                )
 
     async def _restore_cabling(self) -> None:
         """The session stopped during the direct-connect test: put the cables back first, with

@@ -140,3 +140,63 @@ async def test_old_date_switch_gets_an_old_date_entry_on_its_own_clock() -> None
         sw.tick()
         assert not [r for r in sw.tables["scheduler"] if r["name"] == "fabwiz-rb-t-1"]
         assert any(deadman.ran_marker("fabwiz-rb-t-1") in e["message"] for e in sw.tables["log"])
+
+
+class Killed(BaseException):
+    """fabwiz dying (nothing of it catches this)."""
+
+
+async def test_orphaned_rollback_entry_is_found_and_settled_on_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from flows.bisection import FLOW
+    from screens.compose import open_wizard
+    from screens.terminal import TerminalOperator
+    from wizard.session import load_session
+
+    real_arm = fixes.arm_switch_rollback_at
+
+    async def arm_then_die(*args: Any, **kwargs: Any) -> Any:
+        await real_arm(*args, **kwargs)
+        raise Killed  # the entry is on the switch, the log never heard of it
+
+    async with Lab(SCENARIO, time_scale=100.0) as lab:
+        sw: Any = lab.world.switches["crs804"]
+        monkeypatch.setattr(fixes, "arm_switch_rollback_at", arm_then_die)
+        with pytest.raises(Killed):
+            await walk(lab, tmp_path, STEPS, traffic=False)
+        monkeypatch.setattr(fixes, "arm_switch_rollback_at", real_arm)
+        orphans = [r["name"] for r in sw.tables["scheduler"] if r["name"].startswith("fabwiz-rb-")]
+        assert len(orphans) == 1
+        loaded = load_session(tmp_path / "session")
+        assert not [e for e in loaded.events if isinstance(e, RollbackArmed)]
+
+        events: list[Any] = []
+        console = Console(file=io.StringIO(), width=160)
+        wiring = await open_wizard(
+            operator=TerminalOperator(console, yes=True, interactive=False),
+            sinks=[events.append],
+            lab_object=lab,
+            resume=loaded,
+            command="resume",
+            fsync=False,
+        )
+        wiring.engine.flow = [s for s in FLOW if s.id in STEPS]
+        try:
+            result = await wiring.engine.run()
+        finally:
+            await wiring.close()
+        notes = [e.text for e in events if isinstance(e, Note)]
+        assert any(f"orphaned rollback entry {orphans[0]}" in n for n in notes), notes
+        assert any("equals its pre-fix export" in n for n in notes if orphans[0] in n)
+        assert orphans[0] not in {r["name"] for r in sw.tables["scheduler"]}
+        states = [f["state"] for f in result.to_json()["fixes"]]
+        assert states == ["interrupted", "verified"]
+        # nothing of the dead session fires later and undoes the verified fix
+        lab.world.set_clock(lab.world.now() + WINDOW_PAST)
+        sw.tick()
+        assert sw.hw_offloaded_bridge() == "roce-br"
