@@ -427,6 +427,7 @@ def run_fix_command(
     session_dir: Path | None,
     accept_new_host_keys: bool,
     time_scale: float | None,
+    break_stale_lock: bool = False,
 ) -> int:
     from screens.terminal import EventPrinter, TerminalOperator
 
@@ -452,6 +453,7 @@ def run_fix_command(
         except FabwizError as exc:
             console.print(f"[red]fabwiz fix: {exc}[/]")
             return 2
+        wiring.engine.break_stale_locks = break_stale_lock
         folder = wiring.log.folder
         result = await _walk(wiring)
         return _finish(result, console, as_json, folder)
@@ -459,7 +461,9 @@ def run_fix_command(
     return asyncio.run(main())
 
 
-def resume_fix(session: Path | str, *, yes: bool, as_json: bool) -> int:
+def resume_fix(
+    session: Path | str, *, yes: bool, as_json: bool, break_stale_lock: bool = False
+) -> int:
     """`fabwiz resume SESSION`: continue a cut-off session from where it stopped."""
     from screens.terminal import EventPrinter, TerminalOperator
 
@@ -481,6 +485,7 @@ def resume_fix(session: Path | str, *, yes: bool, as_json: bool) -> int:
         except FabwizError as exc:
             console.print(f"[red]fabwiz resume: {exc}[/]")
             return 2
+        wiring.engine.break_stale_locks = break_stale_lock
         folder = wiring.log.folder
         result = await _walk(wiring)
         return _finish(result, console, as_json, folder)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from wizard import deadman, fixes
+from wizard import deadman, fixes, locks
 from wizard.drain import FAULT_ID as UNDRAINED
 from wizard.drain import DrainGuard
 from wizard.errors import FabwizError
@@ -267,8 +267,10 @@ class Engine:
         physical_timeout_s: float = 900.0,
         resume: Resume | None = None,
         disarm_budget_s: float = 60.0,
+        break_stale_locks: bool = False,
     ) -> None:
         self.fabric = fabric
+        self.break_stale_locks = break_stale_locks  # the operator asked: stale locks may go
         self.disarm_budget_s = disarm_budget_s  # retries of a lost disarm reply
         self._fire_at: dict[str, dt.datetime] = {}  # rollback name -> when it fires (switch)
         self.operator = operator
@@ -677,6 +679,63 @@ class Engine:
         return out
 
     async def _offer_and_apply(self, verdict: Verdict, plan: FixPlan) -> bool:
+        """Offer one fix under the locks of every switch and node it changes; True when it was
+        applied and verified. A target locked by another session refuses the fix."""
+        fix_id = self._fix_id(verdict)
+        if fix_id in self._verified_fixes or not (plan.switch_changes or plan.host_changes):
+            return await self._offer_and_apply_locked(verdict, plan)
+        held: list[tuple[str, str]] = []
+        try:
+            for change in plan.switch_changes:
+                if ("switch", change.switch) not in held:
+                    await locks.lock_switch(
+                        self.fabric.api(change.switch),
+                        change.switch,
+                        self.session_id,
+                        self._lock_hold_s(),
+                        break_stale=self.break_stale_locks,
+                    )
+                    held.append(("switch", change.switch))
+            for hchange in plan.host_changes:
+                if ("node", hchange.node) not in held:
+                    await locks.lock_node(
+                        _Runner(self.fabric),
+                        hchange.node,
+                        self.session_id,
+                        self._lock_hold_s(),
+                        now=dt.datetime.fromtimestamp(self.clock(), dt.UTC).replace(tzinfo=None),
+                        break_stale=self.break_stale_locks,
+                    )
+                    held.append(("node", hchange.node))
+        except Exception as exc:  # held by another session, or the target did not answer
+            await self._release_locks(held)
+            record = FixRecord(fix_id=fix_id, fault=plan.fault, target=plan.target)
+            hint = getattr(exc, "hint", None)
+            why = getattr(exc, "message", str(exc)) + (f" ({hint})" if hint else "")
+            return self._refuse(plan, record, f"not changed: {why}")
+        try:
+            return await self._offer_and_apply_locked(verdict, plan)
+        finally:
+            await self._release_locks(held)
+
+    def _lock_hold_s(self) -> float:
+        """How long a lock stays valid without its session: the dead-man window, the disarm
+        retries and time to verify."""
+        return self.rollback_window_s + self.disarm_budget_s + 600.0
+
+    async def _release_locks(self, held: Sequence[tuple[str, str]]) -> None:
+        for kind, target in held:
+            try:
+                if kind == "switch":
+                    await locks.unlock_switch(self.fabric.api(target), self.session_id)
+                else:
+                    await locks.unlock_node(_Runner(self.fabric), target, self.session_id)
+            except Exception as exc:  # away: the lock expires on its own
+                self.note(
+                    f"{target}: could not release the fabwiz lock ({exc}); it expires", "warn"
+                )
+
+    async def _offer_and_apply_locked(self, verdict: Verdict, plan: FixPlan) -> bool:
         """Offer one fix; True when it was applied and verified."""
         fix_id = self._fix_id(verdict)
         record = FixRecord(fix_id=fix_id, fault=plan.fault, target=plan.target)
