@@ -90,6 +90,8 @@ def same_config(before: str, after: str) -> bool:
             command = str(getattr(it, "command", "") or "")
             target = str(getattr(it, "target", "") or "")
             args = tuple(sorted(dict(getattr(it, "args", {})).items()))
+            if menu == "/system scheduler" and dict(args).get("name", "").startswith("fabwiz-"):
+                continue  # fabwiz's own lock and dead-man entries are not the configuration
             out.append((menu, command, target, args))
         return sorted(out)
 
@@ -196,8 +198,8 @@ async def take_export(
                 contents = rows[0].get("contents") or ""
                 if size > 0 and not contents:
                     contents = await _read_file(api, file, size)
-                if contents:
-                    break
+                if contents and not export_incomplete(contents, size):
+                    break  # a file still being written is read again until whole
             if time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.1)
@@ -206,8 +208,35 @@ async def take_export(
     if not contents.strip():
         why = "missing" if not size and not contents else "empty"
         return ExportStatus(switch, file, False, size=size, error=f"{file} is {why} on {switch}")
+    incomplete = export_incomplete(contents, size)
+    if incomplete:
+        return ExportStatus(
+            switch, file, False, size=size, error=f"{file} on {switch} is incomplete: {incomplete}"
+        )
     digest = hashlib.sha256(contents.encode()).hexdigest()
     return ExportStatus(switch, file, True, size=len(contents), sha256=digest, contents=contents)
+
+
+def export_incomplete(contents: str, size: int) -> str | None:
+    """Why an export read back is not a whole RouterOS export, or None: its size is what the
+    switch reported, it starts with RouterOS' header, it ends at the end of a line (not inside
+    a `\\` continuation), and it parses."""
+    from wizard.errors import ParseError
+    from wizard.parsers.routeros import parse_export
+
+    got = len(contents.encode("utf-8"))
+    if size and got != size:
+        return f"{got} bytes read, the switch reports {size}"
+    first = contents.lstrip().splitlines()[0] if contents.strip() else ""
+    if not (first.startswith("#") and " by RouterOS " in first):
+        return "it does not start with RouterOS' `# <date> by RouterOS <version>` header"
+    if not contents.endswith("\n") or contents.rstrip("\n").endswith("\\"):
+        return "it stops in the middle of a line"
+    try:
+        parse_export(contents)
+    except ParseError as exc:
+        return f"it does not parse ({exc.message})"
+    return None
 
 
 async def _read_file(api: RouterOsApi, file: str, size: int) -> str:
