@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from flows.base import Context
+from wizard import hostvalues
 from wizard.model import (
     ApiCommand,
     FixPlan,
@@ -27,6 +28,7 @@ from wizard.model import (
     SwitchChange,
     Verdict,
 )
+from wizard.rosquote import Unrepresentable, cli_command
 
 if TYPE_CHECKING:
     from flows.checks.nccl_config import NcclConfig
@@ -49,12 +51,12 @@ RSTP_UPLINK_COST = "200000000"
 def _cli(
     path: str, verb: str, args: Iterable[tuple[str, str]], select: tuple[str, str] | None
 ) -> str:
-    where = f" [find {select[0]}={select[1]}]" if select else ""
-    if verb == "unset":
-        words = " ".join(v for _k, v in args)
-    else:
-        words = " ".join(f"{k}={v}" for k, v in args)
-    return f"{path} {verb}{where} {words}".strip()
+    """RouterOS CLI text with every value quoted; "" when a value cannot be written (the engine
+    then refuses the change with the reason)."""
+    try:
+        return cli_command(path, verb, args, select)
+    except Unrepresentable:
+        return ""
 
 
 def api(
@@ -68,13 +70,16 @@ def api(
     )
 
 
+_UNWRITABLE = "# (a value here cannot be written in RouterOS script: the fix is refused)"
+
+
 def _preview(changes: Iterable[SwitchChange]) -> str:
     lines: list[str] = []
     for c in changes:
         lines.append(f"# {c.switch}")
-        lines.extend(cmd.cli for cmd in c.commands)
+        lines.extend(cmd.cli or _UNWRITABLE for cmd in c.commands)
         lines.append(f"# rollback on {c.switch}")
-        lines.extend(f"#   {cmd.cli}" for cmd in c.rollback)
+        lines.extend(f"#   {cmd.cli or _UNWRITABLE}" for cmd in c.rollback)
     return "\n".join(lines)
 
 
@@ -300,6 +305,7 @@ def netplan_text(node: str, ctx: Context) -> str:
     host = host_index(node, ctx)
     eths: dict[str, object] = {}
     for rail in sorted(rails, key=lambda r: (r.port, r.half, r.netdev)):
+        hostvalues.netdev(rail.netdev, node=node, where=NETPLAN_PATH)
         eths[rail.netdev] = {
             "addresses": [pattern.format(rail=rail_index(rail, rails), host=host)],
             "mtu": ctx.expectations.fabric_mtu,
@@ -388,14 +394,17 @@ def sysctl_plan(verdict: Verdict, ctx: Context) -> FixPlan | None:
     return _host_plan(verdict, f"persist the ARP sysctls in {SYSCTL_PATH} and load them", changes)
 
 
-_IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
-
-
 def safe_netdevs(netdevs: Sequence[str]) -> list[str]:
     """Interface names as the kernel allows them (no spaces, quotes or slashes, at most 15
     characters): a name read from a node's output that is anything else never reaches a
     command line or a unit file."""
-    return [n for n in netdevs if _IFNAME.match(n)]
+    out = []
+    for n in netdevs:
+        try:
+            out.append(hostvalues.netdev(n))
+        except hostvalues.HostValueError:
+            continue
+    return out
 
 
 def pfc_unit_text(netdevs: Sequence[str]) -> str:
@@ -457,15 +466,18 @@ def nccl_plan(n: NcclConfig, verdict: Verdict, ctx: Context) -> FixPlan | None:
         profile_lines = ["# written by fabwiz: the NCCL settings every job should inherit"]
         if verdict.fault == "nccl.hca-filter":
             rails = [r for r in ctx.rails.get(node.node, ()) if r.up and r.addresses]
-            conf["NCCL_IB_HCA"] = "=" + ",".join(r.rdma for r in rails)
-            conf["NCCL_SOCKET_IFNAME"] = "=" + ",".join(r.netdev for r in rails)
+            where = f"{NCCL_PROFILE_PATH} and {NCCL_CONF_PATH}"
+            hcas = [hostvalues.rdma_device(r.rdma, node=node.node, where=where) for r in rails]
+            ifs = [hostvalues.netdev(r.netdev, node=node.node, where=where) for r in rails]
+            conf["NCCL_IB_HCA"] = "=" + ",".join(hcas)
+            conf["NCCL_SOCKET_IFNAME"] = "=" + ",".join(ifs)
             profile_lines += [
-                f"export NCCL_IB_HCA={conf['NCCL_IB_HCA']}",
-                f"export NCCL_SOCKET_IFNAME={conf['NCCL_SOCKET_IFNAME']}",
+                hostvalues.export_line("NCCL_IB_HCA", conf["NCCL_IB_HCA"]),
+                hostvalues.export_line("NCCL_SOCKET_IFNAME", conf["NCCL_SOCKET_IFNAME"]),
             ]
         else:
             profile_lines.append("unset NCCL_NET NCCL_IB_DISABLE")
-        conf_text = "".join(f"{k}={v}\n" for k, v in conf.items())
+        conf_text = "".join(hostvalues.conf_line(k, v) + "\n" for k, v in conf.items())
         changes.append(
             HostChange(
                 node=node.node,

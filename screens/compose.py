@@ -320,6 +320,7 @@ def resume_from(loaded: LoadedSession) -> Resume:
             verified=f.status == "verified",
             rolled_back=f.status == "rolled_back",
             export=f.export,
+            state="interrupted" if f.status == "previewed" else "",
         )
         for f in st.fixes.values()
     )
@@ -351,6 +352,11 @@ def resume_from(loaded: LoadedSession) -> Resume:
         fixes=fixes,
         healthy_before=_healthy_before(loaded),
         deferred=_deferred(started),
+        exports={
+            e.switch: e.contents
+            for e in started
+            if isinstance(e, ExportTaken) and e.purpose == "pre-fix" and e.contents
+        },
     )
 
 
@@ -432,6 +438,7 @@ def run_fix_command(
     session_dir: Path | None,
     accept_new_host_keys: bool,
     time_scale: float | None,
+    break_stale_lock: bool = False,
 ) -> int:
     from screens.terminal import EventPrinter, TerminalOperator
 
@@ -457,6 +464,7 @@ def run_fix_command(
         except FabwizError as exc:
             console.print(f"[red]fabwiz fix: {exc}[/]")
             return 2
+        wiring.engine.break_stale_locks = break_stale_lock
         folder = wiring.log.folder
         result = await _walk(wiring)
         return _finish(result, console, as_json, folder)
@@ -464,7 +472,9 @@ def run_fix_command(
     return asyncio.run(main())
 
 
-def resume_fix(session: Path | str, *, yes: bool, as_json: bool) -> int:
+def resume_fix(
+    session: Path | str, *, yes: bool, as_json: bool, break_stale_lock: bool = False
+) -> int:
     """`fabwiz resume SESSION`: continue a cut-off session from where it stopped."""
     from screens.terminal import EventPrinter, TerminalOperator
 
@@ -486,6 +496,7 @@ def resume_fix(session: Path | str, *, yes: bool, as_json: bool) -> int:
         except FabwizError as exc:
             console.print(f"[red]fabwiz resume: {exc}[/]")
             return 2
+        wiring.engine.break_stale_locks = break_stale_lock
         folder = wiring.log.folder
         result = await _walk(wiring)
         return _finish(result, console, as_json, folder)

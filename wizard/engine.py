@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from wizard import bisect, boots, fixes
+from wizard import bisect, boots, deadman, fixes, locks
 from wizard.drain import FAULT_ID as UNDRAINED
 from wizard.drain import DrainGuard
 from wizard.errors import FabwizError
@@ -54,6 +54,7 @@ from wizard.machine import Phase, StepLifecycle
 from wizard.model import (
     Evidence,
     FixPlan,
+    HostChange,
     Measurement,
     PhysicalAction,
     ProbeResult,
@@ -160,6 +161,20 @@ class FixRecord:
     rolled_back: bool = False
     export: str | None = None
     refused: str | None = None
+    state: str = ""  # final state, when the flags do not say it (see `final_state`)
+
+    @property
+    def final_state(self) -> str:
+        """verified, rolled-back, undone-by-rollback, rollback-armed, refused, declined..."""
+        if self.state:
+            return self.state
+        if self.refused:
+            return "refused"
+        if self.rolled_back:
+            return "rolled-back"
+        if self.verified:
+            return "verified"
+        return "applied" if self.applied else "declined"
 
 
 @dataclass(slots=True)
@@ -191,6 +206,7 @@ class RunResult:
                     "verified": f.verified,
                     "rolled_back": f.rolled_back,
                     "export": f.export,
+                    "state": f.final_state,
                 }
                 for f in self.fixes
             ],
@@ -220,6 +236,7 @@ class Resume:
     fixes: tuple[FixRecord, ...] = ()
     healthy_before: bool | None = None
     deferred: tuple[str, ...] = ()  # the direct-connect test waits for these findings' fixes
+    exports: dict[str, str] = field(default_factory=dict)  # switch -> last pre-fix export text
 
 
 # --- the engine ------------------------------------------------------------------------------
@@ -253,8 +270,13 @@ class Engine:
         poll_interval_s: float = 1.0,
         physical_timeout_s: float = 900.0,
         resume: Resume | None = None,
+        disarm_budget_s: float = 60.0,
+        break_stale_locks: bool = False,
     ) -> None:
         self.fabric = fabric
+        self.break_stale_locks = break_stale_locks  # the operator asked: stale locks may go
+        self.disarm_budget_s = disarm_budget_s  # retries of a lost disarm reply
+        self._fire_at: dict[str, dt.datetime] = {}  # rollback name -> when it fires (switch)
         self.operator = operator
         self._emit = emit
         self.flow = list(flow)
@@ -700,6 +722,63 @@ class Engine:
         return out
 
     async def _offer_and_apply(self, verdict: Verdict, plan: FixPlan) -> bool:
+        """Offer one fix under the locks of every switch and node it changes; True when it was
+        applied and verified. A target locked by another session refuses the fix."""
+        fix_id = self._fix_id(verdict)
+        if fix_id in self._verified_fixes or not (plan.switch_changes or plan.host_changes):
+            return await self._offer_and_apply_locked(verdict, plan)
+        held: list[tuple[str, str]] = []
+        try:
+            for change in plan.switch_changes:
+                if ("switch", change.switch) not in held:
+                    await locks.lock_switch(
+                        self.fabric.api(change.switch),
+                        change.switch,
+                        self.session_id,
+                        self._lock_hold_s(),
+                        break_stale=self.break_stale_locks,
+                    )
+                    held.append(("switch", change.switch))
+            for hchange in plan.host_changes:
+                if ("node", hchange.node) not in held:
+                    await locks.lock_node(
+                        _Runner(self.fabric),
+                        hchange.node,
+                        self.session_id,
+                        self._lock_hold_s(),
+                        now=dt.datetime.fromtimestamp(self.clock(), dt.UTC).replace(tzinfo=None),
+                        break_stale=self.break_stale_locks,
+                    )
+                    held.append(("node", hchange.node))
+        except Exception as exc:  # held by another session, or the target did not answer
+            await self._release_locks(held)
+            record = FixRecord(fix_id=fix_id, fault=plan.fault, target=plan.target)
+            hint = getattr(exc, "hint", None)
+            why = getattr(exc, "message", str(exc)) + (f" ({hint})" if hint else "")
+            return self._refuse(plan, record, f"not changed: {why}")
+        try:
+            return await self._offer_and_apply_locked(verdict, plan)
+        finally:
+            await self._release_locks(held)
+
+    def _lock_hold_s(self) -> float:
+        """How long a lock stays valid without its session: the dead-man window, the disarm
+        retries and time to verify."""
+        return self.rollback_window_s + self.disarm_budget_s + 600.0
+
+    async def _release_locks(self, held: Sequence[tuple[str, str]]) -> None:
+        for kind, target in held:
+            try:
+                if kind == "switch":
+                    await locks.unlock_switch(self.fabric.api(target), self.session_id)
+                else:
+                    await locks.unlock_node(_Runner(self.fabric), target, self.session_id)
+            except Exception as exc:  # away: the lock expires on its own
+                self.note(
+                    f"{target}: could not release the fabwiz lock ({exc}); it expires", "warn"
+                )
+
+    async def _offer_and_apply_locked(self, verdict: Verdict, plan: FixPlan) -> bool:
         """Offer one fix; True when it was applied and verified."""
         fix_id = self._fix_id(verdict)
         record = FixRecord(fix_id=fix_id, fault=plan.fault, target=plan.target)
@@ -720,8 +799,12 @@ class Engine:
         )
         if plan.physical is not None and not plan.switch_changes and not plan.host_changes:
             return await self._physical_fix(plan, record, fix_id)
-        # Safety first: the management-path guard, before any export or change.
+        # Safety first: every value must be writable as RouterOS script text, and the
+        # management-path guard holds, before any export or change.
         for change in plan.switch_changes:
+            why = fixes.unwritable(change)
+            if why:
+                return self._refuse(plan, record, why)
             bridge_of = await self._bridge_of(change.switch)
             why = fixes.management_conflict(
                 change, self.fabric.management_ports(change.switch), bridge_of
@@ -773,7 +856,10 @@ class Engine:
             for change in plan.switch_changes:
                 api = self.fabric.api(change.switch)
                 name = f"fabwiz-rb-{self.session_id}-{self._fix_counter}"
-                script = await fixes.arm_switch_rollback(api, change, name, self.rollback_window_s)
+                script, fire_at = await fixes.arm_switch_rollback_at(
+                    api, change, name, self.rollback_window_s
+                )
+                self._fire_at[name] = fire_at
                 armed.append((change, name))
                 self._armed(fix_id, change.switch, name, script)
                 await fixes.apply_switch_change(api, change)
@@ -837,18 +923,10 @@ class Engine:
             FixVerified(step=self._step, fix_id=fix_id, fault=plan.fault, ok=ok, detail=detail)
         )
         if ok:
-            for change, name in armed:
-                if hasattr(change, "switch"):
-                    await fixes.disarm_switch_rollback(self.fabric.api(change.switch), name)
-                    target = change.switch
-                else:
-                    await fixes.disarm_host_revert(_Runner(self.fabric), change.node, name)
-                    target = change.node
-                self.emit(
-                    RollbackDisarmed(step=self._step, fix_id=fix_id, target=target, name=name)
-                )
             record.verified = True
-            self._verified_fixes.add(fix_id)
+            kept = await self._disarm_verified(fix_id, plan, armed, exports, record)
+            if kept:
+                self._verified_fixes.add(fix_id)
             self._fire("verified")
         else:
             restored = await self._roll_back(plan, armed, exports)
@@ -865,6 +943,105 @@ class Engine:
             self._fire("rolled_back")
         self.result.fixes.append(record)
         return ok
+
+    async def _disarm_verified(
+        self,
+        fix_id: str,
+        plan: FixPlan,
+        armed: list[tuple[Any, str]],
+        exports: list[ExportStatus],
+        record: FixRecord,
+    ) -> bool:
+        """Disarm every rollback of a verified fix, retried and checked on the target; True
+        when the fix is known to stay. Anything else is said and recorded, never silent."""
+        kept = True
+        for change, name in armed:
+            switch = hasattr(change, "switch")
+            target = change.switch if switch else change.node
+            if switch:
+                settled = await deadman.disarm_switch(
+                    self.fabric.api(target),
+                    name,
+                    budget_s=self.disarm_budget_s,
+                    fire_at=self._fire_at.get(name),
+                    sleep=self.sleep,
+                    notify=lambda text: self.note(text, "warn"),
+                )
+            else:
+                settled = await deadman.disarm_host(
+                    _Runner(self.fabric),
+                    change,
+                    name,
+                    budget_s=self.disarm_budget_s,
+                    sleep=self.sleep,
+                    notify=lambda text: self.note(text, "warn"),
+                )
+            if settled.state == "disarmed":
+                self.emit(
+                    RollbackDisarmed(step=self._step, fix_id=fix_id, target=target, name=name)
+                )
+                continue
+            kept = False
+            if settled.state == "rolled-back":
+                restored = (
+                    await self._compare_with_export(target, name, exports) if switch else True
+                )
+                record.rolled_back = True
+                record.state = "undone-by-rollback"
+                reason = f"verified, then {settled.detail}"
+                self.emit(
+                    FixRolledBack(
+                        step=self._step,
+                        fix_id=fix_id,
+                        fault=plan.fault,
+                        reason=reason,
+                        restored=restored,
+                    )
+                )
+                await self.operator.error(
+                    "Fix undone by the dead-man rollback",
+                    f"{plan.fault} on {target}: {reason}",
+                    "re-run the step: the fault is probed again and the fix offered anew",
+                )
+            else:
+                record.state = "rollback-armed"
+                self.note(f"{plan.fault} on {target}: {settled.detail}", "error")
+                how = (
+                    f"/system scheduler remove [find name={name}]"
+                    if switch
+                    else f"sudo systemctl stop {name}.timer"
+                )
+                await self.operator.error(
+                    "Rollback still armed",
+                    f"{plan.fault} on {target}: {settled.detail}",
+                    f"to keep the fix, run `{how}` on {target} before it fires, or "
+                    "`fabwiz resume` this session when the target answers",
+                )
+        if kept:
+            record.state = "verified"
+        return kept
+
+    async def _compare_with_export(
+        self, switch: str, name: str, exports: Sequence[ExportStatus]
+    ) -> bool:
+        """Whether the switch now equals its pre-fix export (said, and returned)."""
+        before = next((e for e in exports if e.switch == switch), None)
+        try:
+            after = await fixes.take_export(self.fabric.api(switch), switch, f"{name}-after")
+        except Exception as exc:  # unreachable again: say so
+            self.note(f"{switch}: could not export after rollback {name}: {exc}", "error")
+            return False
+        same = bool(
+            before is not None
+            and after.verified
+            and fixes.same_config(before.contents, after.contents)
+        )
+        self.note(
+            f"{switch}: configuration {'equals' if same else 'DIFFERS from'} the pre-fix export "
+            f"{before.file if before else '?'} after rollback {name}",
+            "info" if same else "error",
+        )
+        return same
 
     async def _found_after_loss(self, exports: Sequence[ExportStatus]) -> str:
         """A switch fix stopped mid-way (the API session broke): reconnect, let the rollback
@@ -1021,22 +1198,46 @@ class Engine:
         for fix_id, target, name, verified in self._resume.pending_rollbacks:
             try:
                 if verified:
-                    await self._disarm(target, name)
-                    self.emit(
-                        RollbackDisarmed(step=self._step, fix_id=fix_id, target=target, name=name)
-                    )
-                    self.note(
-                        f"{fix_id}: verified before the interruption; rollback {name} on "
-                        f"{target} disarmed"
-                    )
+                    settled = await self._disarm(target, name)
+                    if settled.state == "disarmed":
+                        self.emit(
+                            RollbackDisarmed(
+                                step=self._step, fix_id=fix_id, target=target, name=name
+                            )
+                        )
+                        self.note(
+                            f"{fix_id}: verified before the interruption; rollback {name} on "
+                            f"{target} disarmed"
+                        )
+                    elif settled.state == "rolled-back":
+                        self.emit(
+                            FixRolledBack(
+                                step=self._step,
+                                fix_id=fix_id,
+                                fault=fix_id.split(":")[1] if ":" in fix_id else fix_id,
+                                reason=f"verified before the interruption, then {settled.detail}",
+                            )
+                        )
+                        self.note(f"{fix_id}: {settled.detail}; it is offered again", "warn")
+                    else:
+                        self.note(f"{fix_id}: {settled.detail}", "error")
                     continue
                 ran = await self._run_rollback_now(target, name)
+                restored = False
+                if target in self.fabric.switches:
+                    restored = await self._compare_with_export(target, name, self._resume_exports())
+                    ran += (
+                        "; the switch equals its pre-fix export"
+                        if restored
+                        else "; the switch DIFFERS from its pre-fix export (or none was kept)"
+                    )
                 self.emit(
                     FixRolledBack(
                         step=self._step,
                         fix_id=fix_id,
                         fault=fix_id.split(":")[1] if ":" in fix_id else fix_id,
                         reason=f"interrupted before verification: rollback {name} on {target} {ran}",
+                        restored=restored,
                     )
                 )
                 self.note(
@@ -1044,6 +1245,48 @@ class Engine:
                 )
             except Exception as exc:  # the target may still be away: say so, go on
                 self.note(f"could not settle rollback {name} on {target}: {exc}", "error")
+        await self._settle_orphans()
+
+    def _resume_exports(self) -> list[ExportStatus]:
+        saved = self._resume.exports if self._resume else {}
+        return [ExportStatus(sw, "the pre-fix export", True, contents=t) for sw, t in saved.items()]
+
+    async def _settle_orphans(self) -> None:
+        """Rollback entries of this session on a switch that the log does not hold as armed
+        (the session died between the scheduler `add` and its record): each would fire later
+        and undo whatever is then on the switch. Run each now, then compare the switch with
+        its pre-fix export."""
+        assert self._resume is not None
+        prefix = f"fabwiz-rb-{self.session_id}-"
+        settled = {name for _f, _t, name, _v in self._resume.pending_rollbacks}
+        for switch in self.fabric.switches:
+            try:
+                rows = await self.fabric.api(switch).call("/system/scheduler", "print")
+            except Exception as exc:  # away: its entries fire on their own; say so
+                self.note(
+                    f"{switch}: could not look for this session's rollback entries ({exc}); "
+                    "any left there fire when due",
+                    "error",
+                )
+                continue
+            for row in rows:
+                name = row.get("name", "")
+                if not name.startswith(prefix) or name in settled:
+                    continue
+                try:
+                    ran = await self._run_rollback_now(switch, name)
+                    same = await self._compare_with_export(switch, name, self._resume_exports())
+                except Exception as exc:  # went away meanwhile
+                    self.note(
+                        f"{switch}: could not settle orphaned rollback {name}: {exc}", "error"
+                    )
+                    continue
+                self.note(
+                    f"{switch}: orphaned rollback entry {name} (armed, then the session stopped "
+                    f"before recording it) {ran}; the switch "
+                    f"{'equals' if same else 'DIFFERS from'} its pre-fix export",
+                    "warn" if same else "error",
+                )
 
     async def _restore_cabling(self) -> None:
         """The session stopped during the direct-connect test: put the cables back first, with
@@ -1073,11 +1316,26 @@ class Engine:
             )
         )
 
-    async def _disarm(self, target: str, name: str) -> None:
+    async def _disarm(self, target: str, name: str) -> deadman.Settled:
+        def warn(text: str) -> None:
+            self.note(text, "warn")
+
         if target in self.fabric.switches:
-            await fixes.disarm_switch_rollback(self.fabric.api(target), name)
-        else:
-            await fixes.disarm_host_revert(_Runner(self.fabric), target, name)
+            return await deadman.disarm_switch(
+                self.fabric.api(target),
+                name,
+                budget_s=self.disarm_budget_s,
+                sleep=self.sleep,
+                notify=warn,
+            )
+        return await deadman.disarm_host(
+            _Runner(self.fabric),
+            HostChange(node=target, files=()),
+            name,
+            budget_s=self.disarm_budget_s,
+            sleep=self.sleep,
+            notify=warn,
+        )
 
     async def _run_rollback_now(self, target: str, name: str) -> str:
         if target not in self.fabric.switches:
@@ -1091,13 +1349,14 @@ class Engine:
         if not rows:
             return "had already run"
         # A one-shot entry whose start is past never runs: make it due in two seconds.
-        when = await fixes.switch_now(api) + dt.timedelta(seconds=2)
+        now, old_dates = await fixes.switch_clock(api)
+        when = now + dt.timedelta(seconds=2)
         await api.call(
             "/system/scheduler",
             "set",
             **{
                 ".id": rows[0][".id"],
-                "start-date": when.strftime("%Y-%m-%d"),
+                "start-date": fixes.scheduler_date(when, old_dates),
                 "start-time": when.strftime("%H:%M:%S"),
             },
         )

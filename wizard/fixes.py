@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import hashlib
+import re
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +25,7 @@ from typing import Protocol
 
 from wizard.errors import FixRefused
 from wizard.model import ApiCommand, HostChange, ProbeResult, SwitchChange
+from wizard.rosquote import cli_command, quote
 
 
 class RouterOsApi(Protocol):
@@ -50,23 +52,14 @@ class ExportStatus:
 
 
 def to_cli(cmd: ApiCommand) -> str:
-    """RouterOS CLI text for an API command (for previews and scheduler scripts)."""
-    if cmd.cli:
-        return cmd.cli
-    menu = cmd.path.strip("/").replace("/", " ")
-    parts = [f"/{menu}", cmd.verb]
-    if cmd.select is not None:
-        key, value = cmd.select
-        parts.append(f"[find {key}={_cli_quote(value)}]")
-    parts.extend(f"{k}={_cli_quote(v)}" for k, v in cmd.args)
-    return " ".join(parts)
+    """RouterOS CLI text for an API command (for previews and scheduler scripts), built from its
+    fields with every value quoted. Raises `Unrepresentable` (a `FixRefused`) for a value that
+    RouterOS script text cannot carry."""
+    text = cli_command(cmd.path, cmd.verb, cmd.args, cmd.select)
+    return "/" + cmd.path.strip("/").replace("/", " ") + text[len(cmd.path) :]
 
 
-def _cli_quote(value: str) -> str:
-    if value and all(c.isalnum() or c in "-_.:*/" for c in value):
-        return value
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
-    return f'"{escaped}"'
+_cli_quote = quote
 
 
 def _strip_export_header(text: str) -> str:
@@ -97,6 +90,8 @@ def same_config(before: str, after: str) -> bool:
             command = str(getattr(it, "command", "") or "")
             target = str(getattr(it, "target", "") or "")
             args = tuple(sorted(dict(getattr(it, "args", {})).items()))
+            if menu == "/system scheduler" and dict(args).get("name", "").startswith("fabwiz-"):
+                continue  # fabwiz's own lock and dead-man entries are not the configuration
             out.append((menu, command, target, args))
         return sorted(out)
 
@@ -188,6 +183,8 @@ async def take_export(
     empty file: the status says so, and the caller refuses the change. RouterOS leaves sensitive
     values out unless `show-sensitive` is given: only when the operator asked for it."""
     file = f"{name}.rsc"
+    if not _ENTRY_NAME.fullmatch(name):
+        return ExportStatus(switch, file, False, error=f"export name {name!r} is not a plain name")
     try:
         extra = {"show-sensitive": ""} if show_sensitive else {}
         await api.call("/", "export", file=name, **extra)
@@ -201,8 +198,8 @@ async def take_export(
                 contents = rows[0].get("contents") or ""
                 if size > 0 and not contents:
                     contents = await _read_file(api, file, size)
-                if contents:
-                    break
+                if contents and not export_incomplete(contents, size):
+                    break  # a file still being written is read again until whole
             if time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.1)
@@ -211,8 +208,35 @@ async def take_export(
     if not contents.strip():
         why = "missing" if not size and not contents else "empty"
         return ExportStatus(switch, file, False, size=size, error=f"{file} is {why} on {switch}")
+    incomplete = export_incomplete(contents, size)
+    if incomplete:
+        return ExportStatus(
+            switch, file, False, size=size, error=f"{file} on {switch} is incomplete: {incomplete}"
+        )
     digest = hashlib.sha256(contents.encode()).hexdigest()
     return ExportStatus(switch, file, True, size=len(contents), sha256=digest, contents=contents)
+
+
+def export_incomplete(contents: str, size: int) -> str | None:
+    """Why an export read back is not a whole RouterOS export, or None: its size is what the
+    switch reported, it starts with RouterOS' header, it ends at the end of a line (not inside
+    a `\\` continuation), and it parses."""
+    from wizard.errors import ParseError
+    from wizard.parsers.routeros import parse_export
+
+    got = len(contents.encode("utf-8"))
+    if size and got != size:
+        return f"{got} bytes read, the switch reports {size}"
+    first = contents.lstrip().splitlines()[0] if contents.strip() else ""
+    if not (first.startswith("#") and " by RouterOS " in first):
+        return "it does not start with RouterOS' `# <date> by RouterOS <version>` header"
+    if not contents.endswith("\n") or contents.rstrip("\n").endswith("\\"):
+        return "it stops in the middle of a line"
+    try:
+        parse_export(contents)
+    except ParseError as exc:
+        return f"it does not parse ({exc.message})"
+    return None
 
 
 async def _read_file(api: RouterOsApi, file: str, size: int) -> str:
@@ -230,20 +254,89 @@ async def _read_file(api: RouterOsApi, file: str, size: int) -> str:
     return "".join(chunks)
 
 
-async def switch_now(api: RouterOsApi, fallback: Callable[[], float] = time.time) -> dt.datetime:
-    """The switch's own clock (the scheduler fires on it), or ours if it does not say."""
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+def parse_switch_clock(date: str, time_text: str) -> tuple[dt.datetime, bool] | None:
+    """The switch's `/system/clock` date and time, in either format RouterOS prints: ISO
+    `2026-12-01` (7.10+) or the older `dec/01/2026`. Also says whether it is the old format
+    (the scheduler then wants its start-date written the same way)."""
+    date, time_text = date.strip().lower(), time_text.strip()
+    m = re.fullmatch(r"(\d{2}):(\d{2}):(\d{2})", time_text)
+    if not m:
+        return None
+    hh, mm, ss = (int(g) for g in m.groups())
+    iso = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", date)
+    old = re.fullmatch(r"([a-z]{3})/(\d{1,2})/(\d{4})", date)
+    try:
+        if iso:
+            y, mo, d = (int(g) for g in iso.groups())
+            return dt.datetime(y, mo, d, hh, mm, ss), False
+        if old and old.group(1) in _MONTHS:
+            y, mo, d = int(old.group(3)), _MONTHS.index(old.group(1)) + 1, int(old.group(2))
+            return dt.datetime(y, mo, d, hh, mm, ss), True
+    except ValueError:
+        return None
+    return None
+
+
+def scheduler_date(when: dt.datetime, old_format: bool) -> str:
+    if old_format:
+        return f"{_MONTHS[when.month - 1]}/{when.day:02d}/{when.year}"
+    return when.strftime("%Y-%m-%d")
+
+
+async def switch_clock(api: RouterOsApi) -> tuple[dt.datetime, bool]:
+    """The switch's own clock (the scheduler fires on it) and whether it prints old-style dates.
+    Raises FixRefused when it cannot be read: a dead-man entry timed on another clock could
+    fire at once or never."""
     try:
         rows = await api.call("/system/clock", "print")
-        if rows and rows[0].get("date") and rows[0].get("time"):
-            return dt.datetime.fromisoformat(f"{rows[0]['date']}T{rows[0]['time']}")
-    except (ValueError, KeyError, OSError):  # an old RouterOS without the ISO date
-        return dt.datetime.fromtimestamp(fallback())
-    return dt.datetime.fromtimestamp(fallback())
+    except Exception as exc:  # transport errors arrive as many types
+        raise FixRefused(f"cannot read the switch clock: {exc}") from None
+    row = rows[0] if rows else {}
+    parsed = parse_switch_clock(row.get("date", ""), row.get("time", ""))
+    if parsed is None:
+        raise FixRefused(
+            f"the switch clock reads {row.get('date')!r} {row.get('time')!r}, a format fabwiz "
+            "does not know: the dead-man rollback cannot be timed",
+            hint="check /system clock print on the switch",
+        )
+    return parsed
+
+
+async def switch_now(api: RouterOsApi, fallback: Callable[[], float] = time.time) -> dt.datetime:
+    """The switch's own clock (the scheduler fires on it)."""
+    return (await switch_clock(api))[0]
+
+
+_ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,120}")
+
+
+def unwritable(change: SwitchChange) -> str | None:
+    """Why a change cannot be written as RouterOS CLI text (preview and dead-man script), or
+    None: a change whose rollback cannot be armed exactly is refused before anything is sent."""
+    try:
+        for cmd in change.commands:
+            to_cli(cmd)
+        rollback_script(change, "fabwiz-check")
+    except FixRefused as exc:
+        return f"{change.switch}: {exc.message}; nothing was changed"
+    return None
 
 
 def rollback_script(change: SwitchChange, name: str) -> str:
-    lines = [to_cli(c) for c in change.rollback]
-    lines.append(f'/system scheduler remove [find name="{name}"]')
+    """The dead-man script: each inverse command in its own `:do {} on-error={}` so that a line
+    meeting a state it did not expect (a port already back, an item already gone) is logged and
+    the next line still runs, and the removal of its own scheduler entry always runs last.
+    Running it twice leaves the switch as running it once."""
+    if not _ENTRY_NAME.fullmatch(name):
+        raise FixRefused(f"rollback entry name {name!r} is not a plain RouterOS name")
+    lines = [f"# fabwiz dead-man rollback {name}", f':log warning "fabwiz rollback {name} ran"']
+    for index, cmd in enumerate(change.rollback, 1):
+        failed = quote(f"fabwiz rollback {name}: step {index} failed, state left as found")
+        lines.append(f":do {{ {to_cli(cmd)} }} on-error={{ :log warning {failed} }}")
+    lines.append(f':do {{ /system scheduler remove [find name="{name}"] }} on-error={{ }}')
     return "\n".join(lines)
 
 
@@ -251,21 +344,30 @@ async def arm_switch_rollback(
     api: RouterOsApi, change: SwitchChange, name: str, window_s: float
 ) -> str:
     """Arm the dead-man rollback; returns the script it holds."""
+    return (await arm_switch_rollback_at(api, change, name, window_s))[0]
+
+
+async def arm_switch_rollback_at(
+    api: RouterOsApi, change: SwitchChange, name: str, window_s: float
+) -> tuple[str, dt.datetime]:
+    """Arm the dead-man rollback on the switch's clock; returns the script and when it fires
+    (switch time)."""
     script = rollback_script(change, name)
-    when = await switch_now(api) + dt.timedelta(seconds=window_s)
+    now, old_format = await switch_clock(api)
+    when = now + dt.timedelta(seconds=window_s)
     await api.call(
         "/system/scheduler",
         "add",
         name=name,
         **{
-            "start-date": when.strftime("%Y-%m-%d"),
+            "start-date": scheduler_date(when, old_format),
             "start-time": when.strftime("%H:%M:%S"),
             "interval": "0s",
             "on-event": script,
             "comment": "fabwiz dead-man rollback: removed when the fix is verified",
         },
     )
-    return script
+    return script, when
 
 
 async def disarm_switch_rollback(api: RouterOsApi, name: str) -> bool:

@@ -18,6 +18,11 @@ from screens.options import target_options, walk_options
 @click.command(name="fix")
 @target_options
 @walk_options
+@click.option(
+    "--break-stale-lock",
+    is_flag=True,
+    help="Take over a switch or node lock whose session is gone and whose expiry is past.",
+)
 def fix(
     inventory: Path | None,
     lab: str | None,
@@ -26,6 +31,7 @@ def fix(
     session_dir: Path | None,
     accept_new_host_keys: bool,
     time_scale: float | None,
+    break_stale_lock: bool,
 ) -> None:
     """Walk the bisection headless: evidence, verdicts, fixes (export first), measurements.
 
@@ -46,5 +52,6 @@ def fix(
             session_dir=session_dir,
             accept_new_host_keys=accept_new_host_keys,
             time_scale=time_scale,
+            break_stale_lock=break_stale_lock,
         )
     )

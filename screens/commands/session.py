@@ -47,7 +47,12 @@ def _load(session: str) -> Any:
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the same final JSON object as `fix --json`."
 )
-def resume(session: Path, yes: bool, as_json: bool) -> None:
+@click.option(
+    "--break-stale-lock",
+    is_flag=True,
+    help="Take over a switch or node lock whose session is gone and whose expiry is past.",
+)
+def resume(session: Path, yes: bool, as_json: bool, break_stale_lock: bool) -> None:
     """Continue SESSION (a folder or its events.jsonl) from where it stopped.
 
     Applied fixes are not sent again, and the drain guard knows every link transition recorded.
@@ -55,7 +60,9 @@ def resume(session: Path, yes: bool, as_json: bool) -> None:
     loaded = _load(str(session))
     from screens.compose import resume_fix
 
-    sys.exit(resume_fix(loaded.folder, yes=yes, as_json=as_json))
+    sys.exit(
+        resume_fix(loaded.folder, yes=yes, as_json=as_json, break_stale_lock=break_stale_lock)
+    )
 
 
 async def _await(awaitable: Any) -> Any:

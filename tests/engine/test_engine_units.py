@@ -123,8 +123,12 @@ def test_cli_rendering_and_rollback_script() -> None:
     )
     script = fixes.rollback_script(SPLIT_CAGE, "fabwiz-rb-1")
     assert script.splitlines() == [
-        "/interface bridge port add bridge=bridge-mgmt interface=qsfp56-dd-2-5 hw=yes",
-        '/system scheduler remove [find name="fabwiz-rb-1"]',
+        "# fabwiz dead-man rollback fabwiz-rb-1",
+        ':log warning "fabwiz rollback fabwiz-rb-1 ran"',
+        ":do { /interface bridge port add bridge=bridge-mgmt interface=qsfp56-dd-2-5 hw=yes }"
+        ' on-error={ :log warning "fabwiz rollback fabwiz-rb-1: step 1 failed, state left as'
+        ' found" }',
+        ':do { /system scheduler remove [find name="fabwiz-rb-1"] } on-error={ }',
     ]
     assert fixes._cli_quote('a "b" $c') == '"a \\"b\\" \\$c"'
 
@@ -150,8 +154,14 @@ def test_host_revert_script_quotes_paths() -> None:
 class FakeApi:
     """An in-memory RouterOS API for the export/rollback helpers (the lab tests use the real one)."""
 
-    def __init__(self, *, export_empty: bool = False) -> None:
+    EXPORT = "# 2026-11-30 23:59:30 by RouterOS 7.23.1\n/interface bridge\nadd name=bridge\n"
+
+    def __init__(
+        self, *, export_empty: bool = False, export: str | None = None, size: int | None = None
+    ) -> None:
         self.export_empty = export_empty
+        self.export = self.EXPORT if export is None else export
+        self.size = size
         self.files: dict[str, str] = {}
         self.sched: list[dict[str, str]] = []
         self.calls: list[tuple[str, str, dict[str, str]]] = []
@@ -159,12 +169,13 @@ class FakeApi:
     async def call(self, path: str, verb: str, **args: str) -> list[dict[str, str]]:
         self.calls.append((path, verb, args))
         if verb == "export":
-            self.files[args["file"] + ".rsc"] = (
-                "" if self.export_empty else "# x by RouterOS 7\n/a\n"
-            )
+            self.files[args["file"] + ".rsc"] = "" if self.export_empty else self.export
             return []
         if path == "/file" and verb == "print":
-            return [{"name": k, "size": str(len(v)), "contents": v} for k, v in self.files.items()]
+            return [
+                {"name": k, "size": str(self.size or len(v.encode())), "contents": v}
+                for k, v in self.files.items()
+            ]
         if path == "/system/clock":
             return [{"date": "2026-11-30", "time": "23:59:30"}]
         if path == "/system/scheduler" and verb == "add":
@@ -184,6 +195,22 @@ async def test_export_is_verified_or_refused() -> None:
     empty = await fixes.take_export(FakeApi(export_empty=True), "crs804", "x", wait_s=0.2)
     assert not empty.verified
     assert empty.error == "x.rsc is empty on crs804" or "missing" in (empty.error or "")
+
+
+@pytest.mark.parametrize(
+    ("export", "size", "why"),
+    [
+        (FakeApi.EXPORT, len(FakeApi.EXPORT) + 4096, "bytes read, the switch reports"),
+        (FakeApi.EXPORT[:-1] + "\\\n", None, "middle of a line"),
+        (FakeApi.EXPORT.rstrip("\n"), None, "middle of a line"),
+        ("/interface bridge\nadd name=bridge\n", None, "header"),
+        ("# 2026-11-30 23:59:30 by RouterOS 7.23.1\nadd name=bridge\n", None, "does not parse"),
+    ],
+)
+async def test_incomplete_export_is_refused(export: str, size: int | None, why: str) -> None:
+    status = await fixes.take_export(FakeApi(export=export, size=size), "crs804", "x", wait_s=0.2)
+    assert not status.verified
+    assert "incomplete" in (status.error or "") and why in (status.error or ""), status.error
 
 
 async def test_rollback_is_armed_on_the_switch_clock_and_disarmed() -> None:

@@ -162,4 +162,4 @@ def test_resume_hands_the_session_folder_to_the_composition_root(
     monkeypatch.setattr(screens.compose, "resume_fix", fake)
     res = CliRunner().invoke(cli, ["resume", str(session / "events.jsonl"), "--yes", "--json"])
     assert res.exit_code == 1
-    assert seen == {"folder": session, "yes": True, "as_json": True}
+    assert seen == {"folder": session, "yes": True, "as_json": True, "break_stale_lock": False}

@@ -1471,7 +1471,9 @@ async def _systemctl(ctx: Ctx, args: list[str]) -> int:
             ctx.out("enabled\n" if enabled else ("disabled\n" if exists else "not-found\n"))
             status = 0 if enabled else 1
         elif verb in ("status", "is-active"):
-            active = unit in node.enabled_units
+            # a transient timer of systemd-run is active until it fires or is stopped
+            timer = unit.endswith(".timer") and unit.removesuffix(".timer") in ctx.host.timers
+            active = unit in node.enabled_units or timer
             ctx.out("active\n" if active else "inactive\n")
             status = 0 if active else 3
     if world.traffic is not None:

@@ -15,6 +15,7 @@ before sending: RouterOS ids change after a reboot.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import ssl
 import time
 from collections.abc import Iterable, Mapping
@@ -32,7 +33,27 @@ from librouteros.exceptions import (
 
 from wizard.model import ApiCommand, ProbeResult
 
-__all__ = ["RouterOsTarget", "RouterOsTransport"]
+__all__ = ["WIRE_ENCODING", "RouterOsTarget", "RouterOsTransport"]
+
+# librouteros decodes with the ASCII codec and errors="ignore": a comment "café" would come back
+# as "caf" and a rollback would write that back. Words are UTF-8 on the wire (as WinBox and the
+# CLI write them); a byte that is not UTF-8 becomes U+FFFD, visibly, and a change that would have
+# to write such a value back is refused (wizard/rosquote.py) rather than corrupting it.
+WIRE_ENCODING = "fabwiz-routeros-utf8"
+
+
+def _wire_codec(name: str) -> codecs.CodecInfo | None:
+    if name.replace("_", "-") != WIRE_ENCODING:
+        return None
+    utf8 = codecs.lookup("utf-8")
+
+    def decode(data: Any, errors: str = "strict", /) -> tuple[str, int]:
+        return codecs.utf_8_decode(data, "replace", True)
+
+    return codecs.CodecInfo(utf8.encode, decode, name=WIRE_ENCODING)
+
+
+codecs.register(_wire_codec)
 
 FILE_CHUNK = 32768
 _READ_ONLY = frozenset({"print", "getall", "monitor"})
@@ -370,6 +391,7 @@ class RouterOsTransport:
                     port=t.api_port,
                     timeout=t.timeout_s,
                     ssl_wrapper=context,
+                    encoding=WIRE_ENCODING,
                 ),
                 t.timeout_s + 1,
             )

@@ -116,3 +116,14 @@ class Menu:
         for item in targets:
             self.items(sw).remove(item)
         sw.recompute()
+
+    def unset(self, sw: SwitchState, refs: str, props: list[str]) -> None:
+        """`unset`: the named properties go back to their defaults (dropped from the item)."""
+        targets = self.resolve(sw, refs)
+        for prop in props:
+            if prop not in self.schema:
+                raise MenuError(f"unknown parameter {prop}")
+        for item in targets:
+            for prop in props:
+                item.pop(prop, None)
+        sw.recompute()

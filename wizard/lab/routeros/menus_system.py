@@ -101,7 +101,9 @@ class ClockMenu(Menu):
         return [
             {
                 "time": now.strftime("%H:%M:%S"),
-                "date": now.strftime("%Y-%m-%d"),
+                "date": now.strftime("%b/%d/%Y").lower()
+                if sw.old_dates
+                else now.strftime("%Y-%m-%d"),
                 "time-zone-autodetect": "true",
                 "time-zone-name": "UTC",
                 "gmt-offset": "+00:00",

@@ -4,9 +4,9 @@ The engine arms a dead-man rollback as a scheduler entry holding the inverse com
 example `/interface bridge port add bridge=bridge interface=qsfp56-dd-1-2` or
 `/interface bridge port set [find interface=qsfp56-dd-1-1] hw=yes`, and relies on it running
 when due. Supported: menu paths (absolute or relative, also as a line of their own as in an
-export), `add`/`set`/`remove`/`enable`/`disable` with `key=value` arguments, item references
+export), `add`/`set`/`unset`/`remove`/`enable`/`disable` with `key=value` arguments, item references
 by id, name or `[ find <conditions> ]` (`=`, `!=`, `~`, `and`, `or`, `where`), `:delay`,
-`:log`, `:put`, `/system reboot`, `/import file-name=`, commands separated by `;` or newlines,
+`:log`, `:put`, `:do { } on-error={ }`, `/system reboot`, `/import file-name=`, commands separated by `;` or newlines,
 and `\\` line continuations. Anything else fails the script and is logged, as RouterOS does.
 """
 
@@ -20,7 +20,7 @@ from wizard.lab.routeros.switch import ScriptRun, SwitchState, parse_duration
 
 __all__ = ["ScriptError", "resume", "run", "split_commands", "tokenize"]
 
-VERBS = ("add", "set", "remove", "enable", "disable", "print", "reboot", "export", "find")
+VERBS = ("add", "set", "unset", "remove", "enable", "disable", "print", "reboot", "export", "find")
 _ESCAPES = {
     "n": "\n",
     "r": "\r",
@@ -41,37 +41,59 @@ class ScriptError(Exception):
     """A script line RouterOS would refuse."""
 
 
+def _skip_quoted(text: str, i: int) -> int:
+    """Index just past the string that opens at `text[i] == '"'`."""
+    i += 1
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == '"':
+            return i + 1
+        i += 1
+    raise ScriptError("syntax error (missing closing quote)")
+
+
+def _skip_group(text: str, i: int) -> int:
+    """Index just past the `[...]` or `{...}` that opens at `text[i]`, quotes respected."""
+    pairs = {"[": "]", "{": "}"}
+    stack = [pairs[text[i]]]
+    i += 1
+    while i < len(text) and stack:
+        ch = text[i]
+        if ch == '"':
+            i = _skip_quoted(text, i)
+            continue
+        if ch in pairs:
+            stack.append(pairs[ch])
+        elif ch == stack[-1]:
+            stack.pop()
+        elif ch in "]}":
+            raise ScriptError(f"syntax error (unexpected {ch})")
+        i += 1
+    if stack:
+        raise ScriptError(f"syntax error (missing closing {stack[-1]})")
+    return i
+
+
 def split_commands(text: str) -> list[str]:
-    """Split a script into commands at `;` and newlines outside quotes and brackets."""
+    """Split a script into commands at `;` and newlines outside quotes, brackets and braces, as
+    RouterOS does: an unquoted `;` always ends a command."""
     text = re.sub(r"\\\r?\n[ \t]*", "", text)
     out: list[str] = []
     buf: list[str] = []
-    depth = 0
-    quoted = False
     i = 0
     while i < len(text):
         ch = text[i]
-        if quoted:
-            buf.append(ch)
-            if ch == "\\" and i + 1 < len(text):
-                buf.append(text[i + 1])
-                i += 2
-                continue
-            if ch == '"':
-                quoted = False
-        elif ch == '"':
-            quoted = True
-            buf.append(ch)
-        elif ch == "[":
-            depth += 1
-            buf.append(ch)
-        elif ch == "]":
-            depth -= 1
-            buf.append(ch)
-        elif ch in ";\n\r" and depth == 0:
+        if ch == '"' or ch in "[{":
+            end = _skip_quoted(text, i) if ch == '"' else _skip_group(text, i)
+            buf.append(text[i:end])
+            i = end
+            continue
+        if ch in ";\n\r":
             out.append("".join(buf))
             buf = []
-        elif ch == "#" and not "".join(buf).strip() and depth == 0:
+        elif ch == "#" and not "".join(buf).strip():
             while i < len(text) and text[i] != "\n":
                 i += 1
             continue
@@ -82,8 +104,17 @@ def split_commands(text: str) -> list[str]:
     return [c.strip() for c in out if c.strip()]
 
 
+def _variable(text: str, i: int) -> None:
+    """`$` starts a variable substitution in RouterOS, inside quotes too: the lab's scripts
+    define none, so a bare `$name` fails the script as an undefined variable would."""
+    m = re.match(r"\$[\w(\[{]", text[i:])
+    if m:
+        raise ScriptError(f"undefined variable {text[i : i + 12]!r}")
+
+
 def tokenize(command: str) -> list[str]:
-    """Words of one command; quoted strings are unescaped, `[...]` stays one token."""
+    """Words of one command; quoted strings are unescaped (`\\XX` hex escapes too), `[...]` and
+    `{...}` stay whole in their word."""
     tokens: list[str] = []
     i = 0
     n = len(command)
@@ -98,31 +129,29 @@ def tokenize(command: str) -> list[str]:
                 i += 1
                 while i < n and command[i] != '"':
                     if command[i] == "\\" and i + 1 < n:
+                        hexa = command[i + 1 : i + 3]
+                        if re.fullmatch(r"[0-9A-F]{2}", hexa):
+                            buf.append(chr(int(hexa, 16)))
+                            i += 3
+                            continue
                         buf.append(_ESCAPES.get(command[i + 1], command[i + 1]))
                         i += 2
                         continue
+                    if command[i] == "$":
+                        _variable(command, i)
                     buf.append(command[i])
                     i += 1
                 if i >= n:
                     raise ScriptError("syntax error (missing closing quote)")
                 i += 1
                 continue
-            if ch == "[":
-                depth = 0
-                start = i
-                while i < n:
-                    if command[i] == "[":
-                        depth += 1
-                    elif command[i] == "]":
-                        depth -= 1
-                        if depth == 0:
-                            break
-                    i += 1
-                if i >= n:
-                    raise ScriptError("syntax error (missing closing bracket)")
-                buf.append(command[start : i + 1])
-                i += 1
+            if ch in "[{":
+                end = _skip_group(command, i)
+                buf.append(command[i:end])
+                i = end
                 continue
+            if ch == "$":
+                _variable(command, i)
             buf.append(ch)
             i += 1
         tokens.append("".join(buf))
@@ -219,6 +248,8 @@ def _execute(
             return path, 0.0
         if head == ":put":
             return path, 0.0
+        if head == ":do":
+            return _do(sw, path, words[1:], owner)
         raise ScriptError(f"unsupported command {head}")
     cur = list(path)
     if head.startswith("/"):
@@ -245,8 +276,20 @@ def _execute(
     menu = find_menu(new_path)
     if menu is None:
         raise ScriptError(f"no such command or directory ({'/'.join(new_path)})")
+    if verb == "unset":
+        # `unset [find ...] path-cost` or `unset numbers=X value-name=path-cost`
+        ids = [i for w in rest if w.startswith("[") for i in _find(sw, new_path, w)]
+        words = [w for w in rest if not w.startswith("[")]
+        names = [w.split("=", 1)[1] if w.startswith("value-name=") else w for w in words]
+        if not any(w.startswith("[") for w in rest) and names:
+            ids, names = names[0].removeprefix("numbers=").split(","), names[1:]
+        if ids:
+            menu.unset(sw, ",".join(ids), names)
+        return new_path, 0.0
     refs, attrs = _split_args(sw, new_path, rest)
     if verb == "add":
+        if refs is not None:
+            raise ScriptError(f"expected end of command (near {refs.split(',')[0][:20]!r})")
         menu.add(sw, attrs)
     elif verb == "set":
         menu.set(sw, refs or "", attrs)
@@ -259,6 +302,43 @@ def _execute(
     else:
         raise ScriptError(f"unsupported command {verb}")
     return new_path, 0.0
+
+
+def _block(text: str) -> str:
+    if not (text.startswith("{") and text.endswith("}")):
+        raise ScriptError(f"syntax error (expected a {{ }} block near {text[:20]!r})")
+    return text[1:-1]
+
+
+def _do(
+    sw: SwitchState, path: tuple[str, ...], words: list[str], owner: str
+) -> tuple[tuple[str, ...], float]:
+    """`:do { ... } on-error={ ... }`: run the block; when a command in it fails, run the
+    on-error block instead of failing the script."""
+    if not words:
+        raise ScriptError("syntax error (:do without a block)")
+    body = _block(words[0])
+    handler: str | None = None
+    for word in words[1:]:
+        if word.startswith("on-error="):
+            handler = _block(word[len("on-error=") :])
+        else:
+            raise ScriptError(f"unsupported :do argument {word[:20]!r}")
+    try:
+        _run_block(sw, path, body, owner)
+    except (ScriptError, MenuError, ValueError, KeyError, IndexError):
+        if handler is None:
+            raise
+        _run_block(sw, path, handler, owner)
+    return path, 0.0
+
+
+def _run_block(sw: SwitchState, path: tuple[str, ...], text: str, owner: str) -> None:
+    cur = path
+    for command in split_commands(text):
+        cur, delay = _execute(sw, cur, command, owner)
+        if delay > 0:
+            raise ScriptError(":delay inside a block is not supported by the lab")
 
 
 def _import(sw: SwitchState, words: list[str], owner: str, now: float) -> None:
