@@ -318,6 +318,7 @@ class SshTransport:
                 # dropped before the banner: let the server's other handshakes finish first
                 self.retried_handshakes += 1
                 await asyncio.sleep(0.05 * 2**attempt * (1 + random.random()))
+            assert conn is not None  # the loop either broke with a connection or raised
             self._conns[name] = conn
             return conn
 
