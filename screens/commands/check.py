@@ -15,20 +15,20 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from flows.expectations import DEFAULT
-from flows.registry import checks_for, make_context, probes_of
 from wizard.errors import FabwizError, InventoryError
-from wizard.events import Event
-from wizard.inventory import Inventory, load_inventory, resolve_password
 from wizard.model import Evidence, Measurement, Status, Verdict
-from wizard.probes import Observations
-from wizard.sweep import Sweeper
-from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
-from wizard.transports.ssh import SshTarget, SshTransport
+
+if TYPE_CHECKING:
+    from wizard.events import Event
+    from wizard.inventory import Inventory
+    from wizard.probes import Observations
+
+# The sweep's modules (the checks, the inventory models, the transports) are imported when the
+# command runs, not when `fabwiz --help` or `fabwiz check --help` lists it.
 
 UNREACHABLE = "preflight.unreachable"  # not a FAULTS.md id: a target the sweep could not reach
 
@@ -120,6 +120,13 @@ async def run_check(
 ) -> CheckReport:
     """Sweep the fabric of `inv`, judge every check, return the report (no printing)."""
     import time
+
+    from flows.expectations import DEFAULT
+    from flows.registry import checks_for, make_context, probes_of
+    from wizard.inventory import resolve_password
+    from wizard.sweep import Sweeper
+    from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
+    from wizard.transports.ssh import SshTarget, SshTransport
 
     t0 = time.monotonic()
     try:
@@ -240,6 +247,7 @@ def _nodes_json(inv: Inventory, obs: Observations, rails: Any) -> list[dict[str,
 
 
 async def _check_lab(scenario: str, **kw: Any) -> CheckReport:
+    from wizard.inventory import load_inventory
     from wizard.lab.lab import Lab
 
     async with Lab(scenario, time_scale=kw.pop("time_scale")) as lab:
@@ -299,6 +307,8 @@ def check(
             )
         else:
             assert inventory is not None
+            from wizard.inventory import load_inventory
+
             inv = load_inventory(inventory, expectation_keys=_expectation_keys())
             report = asyncio.run(
                 run_check(inv, perf=perf, accept_new_host_keys=accept_new_host_keys, prompt=prompt)
@@ -314,4 +324,6 @@ def check(
 
 
 def _expectation_keys() -> set[str]:
+    from flows.expectations import DEFAULT
+
     return {f.name for f in dataclasses.fields(DEFAULT)}
