@@ -122,7 +122,6 @@ async def run_check(
     import time
 
     from flows.expectations import DEFAULT
-    from flows.registry import checks_for, make_context, probes_of
     from wizard.inventory import resolve_password
     from wizard.sweep import Sweeper
     from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
@@ -152,9 +151,11 @@ async def run_check(
         switches[s.name] = RouterOsTransport(RouterOsTarget.from_spec(s, pw))
     nodes = [n.name for n in inv.nodes]
     sweeper = Sweeper(ssh=ssh, nodes=nodes, switches=switches, sink=sink)
-    checks = checks_for(traffic=perf)
     try:
-        obs = await sweeper.sweep(probes_of(checks))
+        # handshakes and logins first: the checks load while their round trips are in flight
+        sweeper.open()
+        checks, probes, make_context = await asyncio.to_thread(_load_checks, perf)
+        obs = await sweeper.sweep(probes)
         if password_errors:
             obs = dataclasses.replace(obs, unreachable={**obs.unreachable, **password_errors})
         if perf:
@@ -179,6 +180,7 @@ async def run_check(
         management={s.name: tuple(s.management_ports) for s in inv.switches},
         addressing={"pattern": inv.addressing_pattern},
         known_good_firmware=inv.known_good_firmware,
+        discovered=sweeper.rails,
     )
     verdicts: list[Verdict] = []
     for c in checks:
@@ -213,6 +215,14 @@ async def run_check(
         seconds=time.monotonic() - t0,
     )
     return report
+
+
+def _load_checks(perf: bool) -> tuple[list[Any], list[Any], Callable[..., Any]]:
+    """Every check of a sweep (and its probes): the largest import of `check`."""
+    from flows.registry import checks_for, make_context, probes_of
+
+    checks = checks_for(traffic=perf)
+    return list(checks), list(probes_of(checks)), make_context
 
 
 def _nodes_json(inv: Inventory, obs: Observations, rails: Any) -> list[dict[str, Any]]:
