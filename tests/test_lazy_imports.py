@@ -68,6 +68,7 @@ def test_check_sweeps_without_importing_textual() -> None:
     assert all(n["reachable"] and n["rails"] for n in report["nodes"])
     assert {"asyncssh", "librouteros"} <= loaded  # it really talked SSH and the API
     assert "textual" not in loaded and "transitions" not in loaded, loaded
+    assert "rich" not in loaded  # --json prints no table
 
 
 def test_analyze_of_a_file_opens_no_connection_library(tmp_path: Path) -> None:

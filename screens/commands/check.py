@@ -292,9 +292,6 @@ def check(
     time_scale: float,
 ) -> None:
     """Headless read-only sweep of every check; exit 0 healthy, 1 findings, 2 nothing checked."""
-    from screens.console import make_console, print_report
-
-    console = make_console(stderr=json_out)
     if (inventory is None) == (lab is None):
         click.echo("error: give exactly one of -i INVENTORY or --lab NAME|FILE", err=True)
         sys.exit(2)
@@ -329,7 +326,9 @@ def check(
     if json_out:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
-        print_report(console, report)
+        from screens.console import make_console, print_report  # rich: only to print
+
+        print_report(make_console(), report)
     sys.exit(report.exit_code)
 
 
