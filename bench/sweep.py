@@ -1,167 +1,390 @@
-"""Bench: the concurrent sweep vs. a technician's `ssh host command`, one after another.
+"""Bench: `fabwiz check` against the fan-out tools a cluster engineer would use instead.
 
-    .venv/bin/python bench/sweep.py [--sizes 4,8,16,32] [--quick]
+    .venv/bin/python bench/sweep.py [--sizes 8,16,32,64] [--runs 5] [--quick]
 
-For labs of 4, 8, 16 and 32 nodes (CRS804-4DDQ switches, one cable per node), it times:
-  sweep     every read-only probe of `fabwiz check` through wizard.sweep.Sweeper: one persistent
-            SSH connection per node, the node's probes batched into two round trips, all nodes
-            and switches at once (handshakes bounded at 8);
-  by hand   the same commands, each as its own `ssh host command` (a new connection per command),
-            one after another, and one API login per switch print;
-  1 node    the sweep of the slowest single node alone (the floor the sweep should approach);
-and prints both times and their ratio.
+For labs of 8, 16, 32 and 64 nodes (CRS804-4DDQ switches in a chain, one cable per node; the lab
+runs in a child process, so its servers use their own CPU as real nodes do), it times whole
+commands, start-up and judging included, in alternating runs, and prints medians:
+
+  fabwiz    `fabwiz check -i INVENTORY --json`: every read-only probe of every node and switch,
+            then every verdict;
+  clush     ClusterShell `clush -f 32` running the same node commands (the by-hand set for the
+            same picture, batched as fabwiz batches them) over OpenSSH, host keys checked;
+  pssh      parallel-ssh (libssh2) with a pool of 32, the same commands (it checks no host key);
+  ansible   `ansible all -m raw -f 32`, the same commands, OpenSSH without ControlPersist.
+
+The fan-out tools only run the node commands; fabwiz also reads every switch over its API and
+judges. Each tool's output is checked to hold every node's every section before it counts.
+They run from a bench-only virtualenv (`.venv-bench`, or $FABWIZ_BENCH_VENV):
+
+    python3 -m venv .venv-bench && .venv-bench/bin/pip install clustershell parallel-ssh ansible-core
+
+and a tool that is not installed is skipped with the reason. It also prints fabwiz's client CPU
+(the whole command's user+system time, and per node: the slope between the smallest and the
+largest lab) and the import time to the first useful work.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from flows.registry import checks_for, probes_of  # noqa: E402
-from wizard.discovery import DISCOVERY_HOST_PROBES  # noqa: E402
-from wizard.inventory import Inventory, load_inventory, resolve_password  # noqa: E402
-from wizard.lab import scenarios  # noqa: E402
-from wizard.lab.lab import Lab  # noqa: E402
-from wizard.probes import HostProbe, SwitchProbe  # noqa: E402
-from wizard.sweep import Sweeper  # noqa: E402
-from wizard.transports.routeros import RouterOsTarget, RouterOsTransport  # noqa: E402
-from wizard.transports.ssh import SshTarget, SshTransport  # noqa: E402
-
-RAILS = [
-    ("enp1s0f0np0", "rocep1s0f0"),
-    ("enP2p1s0f0np0", "roceP2p1s0f0"),
-    ("enp1s0f1np1", "rocep1s0f1"),
-    ("enP2p1s0f1np1", "roceP2p1s0f1"),
-]
+FORKS = 32
 
 
-def scenario(nodes: int) -> scenarios.Scenario:
-    # one CRS804 holds 8 legs alone, 7 when it also carries an inter-switch link
-    switches = 1 if nodes <= 8 else (nodes + 6) // 7
-    topo = scenarios.Topology.model_construct(
-        nodes=nodes,
-        switches=[scenarios.SwitchSpec(model="CRS804-4DDQ") for _ in range(switches)],
-        cables_per_node=1,
-        isl=False,
-    )
-    return scenarios.Scenario.model_construct(
-        name=f"bench-{nodes}", description="", source=None, seed=0, topology=topo, faults=[]
+def scenario_text(nodes: int) -> str:
+    """A chain of CRS804s just big enough: 8 legs alone, 7 at an end of a chain, 6 inside."""
+    switches = 1 if nodes <= 8 else 2 + max(0, -(-(nodes - 14) // 6))
+    models = ", ".join(["{model: CRS804-4DDQ}"] * switches)
+    return (
+        f"name: bench-{nodes}\ndescription: {nodes} nodes on {switches} CRS804\n"
+        f"topology: {{nodes: {nodes}, switches: [{models}], cables_per_node: 1}}\nfaults: []\n"
     )
 
 
-def _switches(inv: Inventory) -> dict[str, RouterOsTransport]:
-    return {
-        s.name: RouterOsTransport(RouterOsTarget.from_spec(s, resolve_password(s)))
-        for s in inv.switches
-    }
-
-
-async def time_sweep(inv: Inventory, nodes: list[str], with_switches: bool = True) -> float:
-    probes = probes_of(checks_for(traffic=False))
-    ssh = SshTransport([SshTarget.from_spec(inv.node(n)) for n in nodes], ssh_config=None)
-    sws = _switches(inv) if with_switches else {}
-    t0 = time.monotonic()
-    sweeper = Sweeper(ssh=ssh, nodes=nodes, switches=sws)
-    obs = await sweeper.sweep(probes)
-    took = time.monotonic() - t0
-    assert not obs.unreachable, obs.unreachable
-    await ssh.close()
-    for t in sws.values():
-        await t.close()
-    return took
-
-
-async def time_by_hand(inv: Inventory, *, rails_per_node: int) -> tuple[float, int]:
-    probes = probes_of(checks_for(traffic=False))
-    host = [p for p in probes if isinstance(p, HostProbe)]
-    names = {p.name for p in host}
-    host += [p for p in DISCOVERY_HOST_PROBES if p.name not in names]
-    switch = [p for p in probes if isinstance(p, SwitchProbe)]
-    count = 0
-    t0 = time.monotonic()
-    for n in inv.nodes:
-        rails = RAILS[:rails_per_node]
-        for p in host:
-            cmds = (
-                [p.command.replace("{netdev}", d).replace("{rdma}", r) for d, r in rails]
-                if p.per_rail
-                else [p.command]
-            )
-            for cmd in cmds:
-                # a new connection per command, as `ssh host cmd` does
-                one = SshTransport([SshTarget.from_spec(n)], ssh_config=None)
-                res = await one.run(n.name, f"sudo -n {cmd}" if p.sudo else cmd)
-                assert res.error is None or "sudo" in (res.error or ""), res.error
-                await one.close()
-                count += 1
-    for s in inv.switches:
-        for p in switch:
-            t = RouterOsTransport(RouterOsTarget.from_spec(s, resolve_password(s)))
-            if p.verb == "monitor":
-                await t.monitor_once(["qsfp56-dd-1-1", "qsfp56-dd-1-5"])
-            else:
-                await t.call(p.path, p.verb)
-            await t.close()
-            count += 1
-    return time.monotonic() - t0, count
-
-
-async def serve(n: int) -> None:
+async def serve(nodes: int) -> None:
     """Child mode: run the lab in this process, print the inventory path, wait for stdin EOF."""
-    async with Lab(scenario(n), time_scale=1000.0) as lab:
+    from wizard.lab import scenarios
+    from wizard.lab.lab import Lab
+
+    scen = scenarios.load_text(scenario_text(nodes), path=f"bench-{nodes}.yaml")
+    async with Lab(scen, time_scale=1000.0) as lab:
         print(lab.inventory_path, flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
 
 
-async def bench(sizes: list[int]) -> None:
-    print("lab in a child process (its servers use their own CPU, as real nodes do)")
-    print(
-        f"{'nodes':>5} {'switches':>8} {'sweep s':>8} {'1 node s':>8} {'by hand s':>9} {'cmds':>5} {'ratio':>6}"
+# --- running a whole command ------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    wall: float
+    cpu: float  # user + system of the command and every child it waited for
+    out: str
+    rc: int
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Run:
+    with tempfile.TemporaryFile("w+") as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=cwd
+        )
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        return Run(wall, usage.ru_utime + usage.ru_stime, out.read(), proc.returncode)
+
+
+# --- the same picture by hand ------------------------------------------------------------------
+
+
+def node_script(inventory: Path) -> tuple[str, list[str], str]:
+    """The node commands of `fabwiz check` (both phases, every rail), as one `sh -c` script, the
+    keys of its sections, and its marker."""
+    from flows.registry import checks_for, probes_of
+    from wizard.discovery import DISCOVERY_HOST_PROBES
+    from wizard.model import Rail
+    from wizard.probes import HostProbe
+    from wizard.sweep import Section, _fill, build_script
+
+    probes = [p for p in probes_of(checks_for(traffic=False)) if isinstance(p, HostProbe)]
+    names = {p.name for p in probes}
+    probes += [p for p in DISCOVERY_HOST_PROBES if p.name not in names]
+    check = run([str(ROOT / ".venv/bin/fabwiz"), "check", "-i", str(inventory), "--json"])
+    first = json.loads(check.out[check.out.index("{") :])["nodes"][0]
+    rails = [
+        Rail(node=first["name"], netdev=r["netdev"], rdma=r["rdma"], port=r["port"], half=r["half"])
+        for r in first["rails"]
+    ]
+    sections = [Section(p.name, _fill(p, None)) for p in probes if not p.per_rail]
+    sections += [
+        Section(f"{p.name}:{r.netdev}", _fill(p, r)) for r in rails for p in probes if p.per_rail
+    ]
+    marker = "@@BENCH@@"
+    return build_script(sections, marker), [s.key for s in sections], marker
+
+
+@dataclass
+class Tools:
+    venv: Path
+    work: Path
+    nodes: list[dict[str, object]] = field(default_factory=list)
+    key: str = ""
+    known_hosts: str = ""
+    user: str = ""
+
+    def skipped(self) -> dict[str, str]:
+        why: dict[str, str] = {}
+        if not (self.venv / "bin/clush").exists():
+            why["clush"] = f"ClusterShell not installed in {self.venv}"
+        if shutil.which("ssh") is None:
+            why["clush"] = why["ansible"] = "no OpenSSH client (ssh) on PATH"
+        if run([str(self.venv / "bin/python"), "-c", "import pssh.clients"]).rc != 0:
+            why["pssh"] = f"parallel-ssh not installed in {self.venv}"
+        if not (self.venv / "bin/ansible").exists():
+            why.setdefault("ansible", f"ansible-core not installed in {self.venv}")
+        return why
+
+    def setup(self, inventory: Path) -> None:
+        import yaml
+
+        inv = yaml.safe_load(inventory.read_text())
+        base = inventory.parent
+        self.nodes = inv["nodes"]
+        self.key = str(base / inv["defaults"]["identity_file"])
+        self.known_hosts = str(base / inv["defaults"]["known_hosts"])
+        self.user = str(inv["defaults"]["user"])
+        cfg = [
+            f"Host {n['name']}\n  HostName 127.0.0.1\n  Port {n['port']}\n  User {self.user}\n"
+            f"  IdentityFile {self.key}\n  IdentitiesOnly yes\n  UserKnownHostsFile "
+            f"{self.known_hosts}\n  StrictHostKeyChecking yes\n  BatchMode yes\n"
+            for n in self.nodes
+        ]
+        (self.work / "ssh_config").write_text("".join(cfg))
+        lines = ["[all]"] + [
+            f"{n['name']} ansible_host=127.0.0.1 ansible_port={n['port']}" for n in self.nodes
+        ]
+        lines += [
+            "[all:vars]",
+            f"ansible_user={self.user}",
+            f"ansible_ssh_private_key_file={self.key}",
+            f"ansible_ssh_common_args='-o UserKnownHostsFile={self.known_hosts} "
+            "-o StrictHostKeyChecking=yes -o IdentitiesOnly=yes'",
+        ]
+        (self.work / "hosts.ini").write_text("\n".join(lines) + "\n")
+        hosts = [("127.0.0.1", int(str(n["port"]))) for n in self.nodes]
+        (self.work / "pssh.json").write_text(
+            json.dumps({"hosts": hosts, "user": self.user, "key": self.key})
+        )
+
+    def clush(self, script: str) -> Run:
+        names = ",".join(str(n["name"]) for n in self.nodes)
+        return run(
+            [
+                str(self.venv / "bin/clush"),
+                "-f",
+                str(FORKS),
+                "-w",
+                names,
+                "-o",
+                f"-F {self.work / 'ssh_config'}",
+                script,
+            ]
+        )
+
+    def pssh(self, script: str) -> Run:
+        return run(
+            [
+                str(self.venv / "bin/python"),
+                str(ROOT / "bench/_pssh_run.py"),
+                str(self.work / "pssh.json"),
+                str(FORKS),
+                script,
+            ]
+        )
+
+    def ansible(self, script: str) -> Run:
+        env = {
+            **os.environ,
+            "ANSIBLE_SSH_ARGS": "-o ControlMaster=no",
+            "ANSIBLE_LOCAL_TEMP": str(self.work / "ansible-tmp"),
+            "ANSIBLE_HOME": str(self.work / "ansible-home"),
+            "ANSIBLE_HOST_KEY_CHECKING": "True",
+            "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",
+        }
+        return run(
+            [
+                str(self.venv / "bin/ansible"),
+                "all",
+                "-i",
+                str(self.work / "hosts.ini"),
+                "-m",
+                "raw",
+                "-a",
+                script,
+                "-f",
+                str(FORKS),
+            ],
+            env=env,
+        )
+
+
+def complete(r: Run, keys: list[str], marker: str, nodes: int) -> bool:
+    """Every node answered every section (an END line with its status)."""
+    ends = sum(r.out.count(f"{marker} {k} END ") for k in keys)
+    return ends >= nodes * len(keys)
+
+
+def fabwiz_ok(r: Run, nodes: int) -> bool:
+    try:
+        doc = json.loads(r.out[r.out.index("{") :])
+    except ValueError:
+        return False
+    return len(doc["nodes"]) == nodes and all(n["reachable"] for n in doc["nodes"])
+
+
+# --- import time --------------------------------------------------------------------------------
+
+IMPORT_PROBE = """
+import time
+t0 = time.perf_counter()
+import screens.cli, screens.commands.check, wizard.inventory
+t1 = time.perf_counter()
+import flows.registry, wizard.sweep, wizard.transports.routeros, wizard.transports.ssh
+import asyncssh, librouteros
+t2 = time.perf_counter()
+import screens.console
+t3 = time.perf_counter()
+print(t1 - t0, t2 - t0, t3 - t0)
+"""
+
+
+def import_times(runs: int) -> tuple[float, float, float]:
+    samples = []
+    for _ in range(runs):
+        r = run([str(ROOT / ".venv/bin/python"), "-c", IMPORT_PROBE], cwd=ROOT)
+        samples.append([float(x) for x in r.out.split()])
+    return tuple(statistics.median(s[i] for s in samples) for i in range(3))  # type: ignore[return-value]
+
+
+# --- the bench ----------------------------------------------------------------------------------
+
+
+def bench_size(
+    n: int, tools: Tools, runs: int, skipped: dict[str, str]
+) -> tuple[dict[str, float], float, dict[str, str]]:
+    """Median wall time per tool, fabwiz's median CPU, and the tools whose output fell short."""
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(n)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
+    assert child.stdout is not None and child.stdin is not None
+    inventory = Path(child.stdout.readline().strip())
+    times: dict[str, list[float]] = {}
+    cpus: list[float] = []
+    bad: dict[str, str] = {}
+    try:
+        tools.setup(inventory)
+        script, keys, marker = node_script(inventory)
+        fabwiz_cmd = [str(ROOT / ".venv/bin/fabwiz"), "check", "-i", str(inventory), "--json"]
+        contenders: dict[str, Callable[[], Run]] = {
+            "fabwiz": lambda: run(fabwiz_cmd),
+            "clush": lambda: tools.clush(script),
+            "pssh": lambda: tools.pssh(script),
+            "ansible": lambda: tools.ansible(script),
+        }
+        for name in skipped:
+            contenders.pop(name, None)
+        times = {k: [] for k in contenders}
+        for fn in contenders.values():
+            fn()  # warm-up: caches, host keys, the lab's first answers
+        for i in range(runs):
+            order = list(contenders)
+            if i % 2:
+                order.reverse()
+            for name in order:
+                r = contenders[name]()
+                ok = fabwiz_ok(r, n) if name == "fabwiz" else complete(r, keys, marker, n)
+                if not ok:
+                    bad[name] = r.out[-300:]
+                    continue
+                times[name].append(r.wall)
+                if name == "fabwiz":
+                    cpus.append(r.cpu)
+    finally:
+        child.stdin.close()
+        child.wait()
+    med = {k: statistics.median(v) if v else float("nan") for k, v in times.items()}
+    return med, statistics.median(cpus) if cpus else float("nan"), bad
+
+
+def row(n: int, med: dict[str, float], cpu: float) -> str:
+    def cell(k: str, width: int) -> str:
+        return f"{med[k]:>{width}.2f}" if k in med else f"{'-':>{width}}"
+
+    def ratio(k: str, width: int) -> str:
+        return f"{med['fabwiz'] / med[k]:>{width}.2f}" if k in med else f"{'-':>{width}}"
+
+    return (
+        f"{n:>5} {med['fabwiz']:>8.2f} {cell('clush', 8)} {cell('pssh', 7)} "
+        f"{cell('ansible', 9)} {ratio('clush', 8)} {ratio('pssh', 7)} {ratio('ansible', 7)} "
+        f"{cpu:>8.2f} {cpu / n * 1000:>11.1f}"
+    )
+
+
+def bench(sizes: list[int], runs: int, venv: Path) -> None:
+    work = Path(tempfile.mkdtemp(prefix="fabwiz-bench-"))
+    tools = Tools(venv=venv, work=work)
+    skipped = tools.skipped()
+    for name, why in skipped.items():
+        print(f"skipped {name}: {why}")
+    first, loaded, printed = import_times(max(runs, 5))
+    print(
+        f"import: {first:.3f} s to the first useful work (command parsed, inventory loader "
+        f"ready); {loaded:.3f} s with everything a check loads before its first connection; "
+        f"{printed:.3f} s with the console printer"
+    )
+    print(f"alternating runs, medians of {runs}; forks {FORKS}; lab in a child process")
+    head = (
+        f"{'nodes':>5} {'fabwiz s':>8} {'clush s':>8} {'pssh s':>7} {'ansible s':>9} "
+        f"{'fw/clush':>8} {'fw/pssh':>7} {'fw/ans':>7} {'fw cpu s':>8} {'cpu/node ms':>11}"
+    )
+    print(head)
+    cpu_by_size: dict[int, float] = {}
     for n in sizes:
-        child = await asyncio.create_subprocess_exec(
-            sys.executable,
-            __file__,
-            "--serve",
-            str(n),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-        )
-        assert child.stdout is not None and child.stdin is not None
-        path = (await child.stdout.readline()).decode().strip()
-        try:
-            inv = load_inventory(path)
-            nodes = [x.name for x in inv.nodes]
-            await time_sweep(inv, nodes)  # warm-up (imports, key loading)
-            sweep_s = await time_sweep(inv, nodes)
-            single = max([await time_sweep(inv, [x], with_switches=False) for x in nodes[:4]])
-            hand_s, count = await time_by_hand(inv, rails_per_node=4)
-        finally:
-            child.stdin.close()
-            await child.wait()
+        med, cpu, bad = bench_size(n, tools, runs, skipped)
+        for name, tail in bad.items():
+            print(f"  {name} at {n} nodes: incomplete output in some runs: {tail!r}")
+        cpu_by_size[n] = cpu
+        print(row(n, med, cpu), flush=True)
+    if len(cpu_by_size) >= 2:
+        lo, hi = min(cpu_by_size), max(cpu_by_size)
+        slope = (cpu_by_size[hi] - cpu_by_size[lo]) / (hi - lo) * 1000
         print(
-            f"{n:>5} {len(inv.switches):>8} {sweep_s:>8.2f} {single:>8.2f} {hand_s:>9.2f} "
-            f"{count:>5} {hand_s / sweep_s:>5.1f}x"
+            f"fabwiz client CPU per node: {slope:.1f} ms (slope of the command's CPU from {lo} to "
+            f"{hi} nodes; the fixed part is start-up and imports)"
         )
+    print("ratios are fabwiz time / tool time: below 1.00 fabwiz is faster")
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--sizes", default="4,8,16,32", help="comma-separated node counts")
+    ap.add_argument("--sizes", default="8,16,32,64", help="comma-separated node counts")
+    ap.add_argument("--runs", type=int, default=5, help="alternating runs per tool and size")
+    ap.add_argument("--quick", action="store_true", help="8 and 16 nodes, 3 runs")
+    ap.add_argument(
+        "--venv",
+        default=os.environ.get("FABWIZ_BENCH_VENV", str(ROOT / ".venv-bench")),
+        help="the virtualenv holding clush, parallel-ssh and ansible",
+    )
     ap.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
         asyncio.run(serve(args.serve))
-    else:
-        asyncio.run(bench([int(x) for x in args.sizes.split(",")]))
+        return
+    sizes = [8, 16] if args.quick else [int(x) for x in args.sizes.split(",")]
+    bench(sizes, 3 if args.quick else args.runs, Path(args.venv))
 
 
 if __name__ == "__main__":

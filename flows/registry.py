@@ -33,6 +33,7 @@ from flows.checks import (
 )
 from flows.expectations import DEFAULT, Expectations
 from wizard.discovery import rails_from_observations
+from wizard.model import Rail
 from wizard.probes import Observations, Probe
 
 CHECKS: tuple[Check, ...] = (
@@ -90,8 +91,9 @@ def make_context(
     management: Mapping[str, tuple[str, ...]] | None = None,
     addressing: Mapping[str, Any] | None = None,
     known_good_firmware: str | None = None,
+    discovered: Mapping[str, tuple[Rail, ...]] | None = None,
 ) -> Context:
-    rails = rails_from_observations(obs, cabling)
+    rails = rails_from_observations(obs, cabling, discovered)
     every_cable = dict(cabling or {})
     for rs in rails.values():
         for r in rs:

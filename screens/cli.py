@@ -8,9 +8,14 @@ file. Exit codes: 0 healthy/success, 1 findings, 2 error (bad input, nothing cou
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
+
+# fabwiz uses no pydantic plugins: without this, pydantic's first model scans every installed
+# distribution's entry points for them (tens of milliseconds on each start).
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from wizard import __version__
 

@@ -207,12 +207,18 @@ def apply_cabling(
 
 
 def rails_from_observations(
-    obs: Observations, cabling: Mapping[str, tuple[str, str]] | None = None
+    obs: Observations,
+    cabling: Mapping[str, tuple[str, str]] | None = None,
+    discovered: Mapping[str, tuple[Rail, ...]] | None = None,
 ) -> dict[str, tuple[Rail, ...]]:
     """Every reachable node's rails from a sweep, with cabling from the inventory's map, else
-    from the switches' host tables."""
+    from the switches' host tables. `discovered`: rails the sweep already worked out from these
+    same observations (not worked out again)."""
     rails: dict[str, tuple[Rail, ...]] = {}
     for node, results in obs.nodes.items():
+        if discovered is not None and discovered.get(node):
+            rails[node] = discovered[node]
+            continue
         ib = results.get(IBDEV.name)
         if ib is None or not ib.ok:
             continue

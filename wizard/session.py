@@ -2,8 +2,13 @@
 
 A troubleshooting session is evidence, and the machine running fabwiz is often one of the nodes
 being drained: every event is written as one line (`Event.to_json()` plus a `seq` number) in one
-`write(2)`, then fsynced, so a crash or a power cut loses at most the line being written. That
-torn last line still loads (`LoadedSession.torn_tail`); a log from a future fabwiz is refused.
+`write(2)` at once, so a crash of fabwiz loses at most the line being written. Against a power
+cut, the durability rule: every event that precedes or records a switch or host change (exports,
+consents, armed rollbacks, applied/verified/rolled-back fixes, physical actions, drains, steps,
+notes...) is fsynced before `write` returns, and with it every line before it; the high-volume
+observations (probes sent and answered, verdicts, measurements) are fsynced in batches, at most
+`BATCH_FSYNC_S` after they were written, and at close. That torn last line still loads
+(`LoadedSession.torn_tail`); a log from a future fabwiz is refused.
 
 `SessionState` is rebuilt purely from the events (a fold): the current step and phase, verdicts,
 fixes and their status, exports, operator answers, physical actions, link transitions and drains
@@ -174,8 +179,17 @@ def _encode_line(record: dict[str, Any]) -> bytes:
     return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
 
 
+# Observations, written by the hundred during a sweep: fsynced in batches. Every other event
+# type (any new one too) is fsynced as it is written; it comes before or records a change.
+BATCHED_EVENTS: frozenset[str] = frozenset(
+    {ProbeSent.type, ProbeAnswered.type, VerdictReached.type, MeasurementTaken.type}
+)
+BATCH_FSYNC_S = 0.5  # the longest a batched line waits for its fsync
+
+
 class SessionLog:
-    """An open session folder: appends events to `events.jsonl`, one fsynced line each.
+    """An open session folder: appends events to `events.jsonl`, one line each, fsynced by the
+    durability rule of this module (changes at once, observations in batches).
 
     Create a new one with `SessionLog.create(...)`, reopen one to resume with
     `SessionLog.reopen(...)`. `write(event)` (also `log(event)`) is the engine's event sink.
@@ -200,6 +214,9 @@ class SessionLog:
         self._lock = threading.Lock()
         self._fd: int | None = fd if fd is not None else _open_locked(self.path)
         self.path.chmod(_FILE_MODE)
+        self._dirty = False  # lines written since the last fsync
+        self._timer: threading.Timer | None = None
+        self.fsyncs = 0  # fsync calls of the log file, for tests and the bench
 
     # -- construction
 
@@ -299,8 +316,12 @@ class SessionLog:
             end = os.lseek(self._fd, 0, os.SEEK_END)
             try:
                 _write_all(self._fd, line)
+                self._dirty = True
                 if self._fsync:
-                    os.fsync(self._fd)
+                    if event.type in BATCHED_EVENTS:
+                        self._sync_later()
+                    else:
+                        self._sync_now()
             except OSError as exc:
                 # Never leave half a line in the middle of the log (disk full): cut it back.
                 try:
@@ -315,6 +336,40 @@ class SessionLog:
             return seq
 
     __call__ = write
+
+    def flush(self) -> None:
+        """fsync every line written so far (the batched ones too)."""
+        with self._lock:
+            if self._fd is not None and self._fsync:
+                self._sync_now()
+
+    def _sync_now(self) -> None:
+        """Under the lock: fsync the log if a line is waiting (one fsync covers every line)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._dirty and self._fd is not None:
+            os.fsync(self._fd)
+            self.fsyncs += 1
+            self._dirty = False
+
+    def _sync_later(self) -> None:
+        """Under the lock: make sure a batch fsync comes within BATCH_FSYNC_S."""
+        if self._timer is None:
+            self._timer = threading.Timer(BATCH_FSYNC_S, self._timed_sync)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _timed_sync(self) -> None:
+        with self._lock:
+            self._timer = None
+            if self._fd is None:
+                return
+            try:
+                self._sync_now()
+            except OSError:
+                # the next durable write or close fsyncs again and reports the error there
+                self._dirty = True
 
     def start(
         self,
@@ -375,8 +430,12 @@ class SessionLog:
     def close(self) -> None:
         with self._lock:
             if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+                try:
+                    if self._fsync:
+                        self._sync_now()
+                finally:
+                    os.close(self._fd)
+                    self._fd = None
 
     def __enter__(self) -> SessionLog:
         return self

@@ -21,7 +21,7 @@ import re
 import secrets
 import shlex
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -182,10 +182,28 @@ class Sweeper:
     mgmt: dict[str, tuple[str, str]] = field(default_factory=dict)
     # the inventory's `tools:`, by node: tool -> path
     tool_paths: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    _opening: dict[str, asyncio.Future[str | None]] = field(default_factory=dict, repr=False)
 
     def _emit(self, event: Event) -> None:
         if self.sink is not None:
             self.sink(event)
+
+    def open(self) -> None:
+        """Start every node's SSH handshake and every switch's login now, in the background;
+        the sweep then reuses them. A caller with work of its own to do first (loading the
+        checks) overlaps it with the handshakes' round trips. Failures surface in the sweep."""
+        for n in self.nodes:
+            self._opening[f"node:{n}"] = asyncio.ensure_future(self.ssh.connect(n))
+        for name, api in self.switches.items():
+            self._opening[f"switch:{name}"] = asyncio.ensure_future(api.connect())
+
+    async def _connected(
+        self, name: str, connect: Callable[[], Awaitable[str | None]]
+    ) -> str | None:
+        """The outcome of the handshake `open` started for `name` (one try per sweep), else a
+        fresh one."""
+        pending = self._opening.pop(name, None)
+        return await (pending if pending is not None else connect())
 
     async def sweep(self, probes: Sequence[Probe]) -> Observations:
         host = [p for p in probes if isinstance(p, HostProbe)]
@@ -260,7 +278,7 @@ class Sweeper:
     async def _sweep_node(
         self, node: str, probes: list[HostProbe]
     ) -> tuple[str, dict[str, ProbeResult], str | None]:
-        err = await self.ssh.connect(node)
+        err = await self._connected(f"node:{node}", lambda: self.ssh.connect(node))
         if err is not None:
             return node, {}, err
         node_wide = [p for p in probes if not p.per_rail]
@@ -272,18 +290,18 @@ class Sweeper:
         if err is not None:
             return node, {}, err
         self._note_readiness(node, out)
-        rails = self._rails_from(node, out)
-        if per_rail and rails:
+        ports = _rail_names(node, out)
+        if per_rail and ports:
             sections = [
-                Section(f"{p.name}:{r.netdev}", _fill(p, r)) for r in rails for p in per_rail
+                Section(f"{p.name}:{r.netdev}", _fill(p, r)) for r in ports for p in per_rail
             ]
             more, err2 = await self._batch(node, sections, timeout)
             if err2 is not None:
                 for s in sections:
                     out[s.key] = ProbeResult(target=node, kind="ssh", command=s.command, error=err2)
             out.update(more)
-            rails = self._rails_from(node, out)
-        self.rails[node] = rails
+        # worked out once, from both phases' outputs
+        self.rails[node] = self._rails_from(node, out) if ports else ()
         return node, out, None
 
     def _node_command(self, node: str, probe: HostProbe) -> str:
@@ -331,7 +349,7 @@ class Sweeper:
     async def _sweep_switch(
         self, name: str, api: SwitchApi, probes: list[SwitchProbe]
     ) -> tuple[str, dict[str, ProbeResult], str | None]:
-        err = await api.connect()
+        err = await self._connected(f"switch:{name}", api.connect)
         if err is not None:
             return name, {}, err
         out: dict[str, ProbeResult] = {}
@@ -573,6 +591,21 @@ class Sweeper:
         )
         self._emit(MeasurementTaken(step=self.step, measurement=m))
         return m, res
+
+
+def _rail_names(node: str, out: Mapping[str, ProbeResult]) -> tuple[Rail, ...]:
+    """The netdev/RDMA pairs of phase 1's ibdev2netdev, enough to address phase 2's per-rail
+    probes (the rest of each rail is worked out once, after phase 2)."""
+    ib = out.get(IBDEV.name)
+    if ib is None or not ib.ok:
+        return ()
+    try:
+        mapping = parse_ibdev2netdev(ib.stdout)
+    except ParseError:
+        return ()
+    return tuple(
+        Rail(node=node, netdev=m.netdev, rdma=m.rdma, port=0, half="A") for m in mapping.mappings
+    )
 
 
 def _rail_at(rails: Sequence[Rail], idx: int) -> Rail | None:

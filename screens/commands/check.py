@@ -15,20 +15,20 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from flows.expectations import DEFAULT
-from flows.registry import checks_for, make_context, probes_of
 from wizard.errors import FabwizError, InventoryError
-from wizard.events import Event
-from wizard.inventory import Inventory, load_inventory, resolve_password
 from wizard.model import Evidence, Measurement, Status, Verdict
-from wizard.probes import Observations
-from wizard.sweep import Sweeper
-from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
-from wizard.transports.ssh import SshTarget, SshTransport
+
+if TYPE_CHECKING:
+    from wizard.events import Event
+    from wizard.inventory import Inventory
+    from wizard.probes import Observations
+
+# The sweep's modules (the checks, the inventory models, the transports) are imported when the
+# command runs, not when `fabwiz --help` or `fabwiz check --help` lists it.
 
 UNREACHABLE = "preflight.unreachable"  # not a FAULTS.md id: a target the sweep could not reach
 
@@ -121,6 +121,12 @@ async def run_check(
     """Sweep the fabric of `inv`, judge every check, return the report (no printing)."""
     import time
 
+    from flows.expectations import DEFAULT
+    from wizard.inventory import resolve_password
+    from wizard.sweep import Sweeper
+    from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
+    from wizard.transports.ssh import SshTarget, SshTransport
+
     t0 = time.monotonic()
     try:
         expectations = DEFAULT.with_overrides(inv.expectations)
@@ -151,9 +157,11 @@ async def run_check(
         sink=sink,
         tool_paths={n.name: n.tools for n in inv.nodes if n.tools},
     )
-    checks = checks_for(traffic=perf)
     try:
-        obs = await sweeper.sweep(probes_of(checks))
+        # handshakes and logins first: the checks load while their round trips are in flight
+        sweeper.open()
+        checks, probes, make_context = await asyncio.to_thread(_load_checks, perf)
+        obs = await sweeper.sweep(probes)
         if password_errors:
             obs = dataclasses.replace(obs, unreachable={**obs.unreachable, **password_errors})
         if perf:
@@ -178,6 +186,7 @@ async def run_check(
         management={s.name: tuple(s.management_ports) for s in inv.switches},
         addressing={"pattern": inv.addressing_pattern},
         known_good_firmware=inv.known_good_firmware,
+        discovered=sweeper.rails,
     )
     verdicts: list[Verdict] = []
     for c in checks:
@@ -214,6 +223,14 @@ async def run_check(
     return report
 
 
+def _load_checks(perf: bool) -> tuple[list[Any], list[Any], Callable[..., Any]]:
+    """Every check of a sweep (and its probes): the largest import of `check`."""
+    from flows.registry import checks_for, make_context, probes_of
+
+    checks = checks_for(traffic=perf)
+    return list(checks), list(probes_of(checks)), make_context
+
+
 def _nodes_json(inv: Inventory, obs: Observations, rails: Any) -> list[dict[str, Any]]:
     out = []
     for n in inv.nodes:
@@ -246,6 +263,7 @@ def _nodes_json(inv: Inventory, obs: Observations, rails: Any) -> list[dict[str,
 
 
 async def _check_lab(scenario: str, **kw: Any) -> CheckReport:
+    from wizard.inventory import load_inventory
     from wizard.lab.lab import Lab
 
     async with Lab(scenario, time_scale=kw.pop("time_scale")) as lab:
@@ -280,9 +298,6 @@ def check(
     time_scale: float,
 ) -> None:
     """Headless read-only sweep of every check; exit 0 healthy, 1 findings, 2 nothing checked."""
-    from screens.console import make_console, print_report
-
-    console = make_console(stderr=json_out)
     if (inventory is None) == (lab is None):
         click.echo("error: give exactly one of -i INVENTORY or --lab NAME|FILE", err=True)
         sys.exit(2)
@@ -305,6 +320,8 @@ def check(
             )
         else:
             assert inventory is not None
+            from wizard.inventory import load_inventory
+
             inv = load_inventory(inventory, expectation_keys=_expectation_keys())
             report = asyncio.run(
                 run_check(inv, perf=perf, accept_new_host_keys=accept_new_host_keys, prompt=prompt)
@@ -315,9 +332,13 @@ def check(
     if json_out:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
-        print_report(console, report)
+        from screens.console import make_console, print_report  # rich: only to print
+
+        print_report(make_console(), report)
     sys.exit(report.exit_code)
 
 
 def _expectation_keys() -> set[str]:
+    from flows.expectations import DEFAULT
+
     return {f.name for f in dataclasses.fields(DEFAULT)}

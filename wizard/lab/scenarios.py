@@ -44,8 +44,8 @@ class SwitchSpec(BaseModel):
 
 class Topology(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    nodes: int = Field(ge=1, le=16)
-    switches: list[SwitchSpec] = Field(default_factory=list, max_length=4)
+    nodes: int = Field(ge=1, le=64)
+    switches: list[SwitchSpec] = Field(default_factory=list, max_length=12)
     cables_per_node: Literal[1, 2] = 1
     isl: bool = True
 
@@ -117,7 +117,10 @@ def _check_topology(s: Scenario, path: str) -> None:
             path=path,
             field="topology.nodes",
         )
-    capacity = sum(len(_node_ports(sw.model, len(t.switches) > 1)) for sw in t.switches)
+    capacity = sum(
+        len(_node_ports(sw.model, len(t.switches) > 1, _middle(i, len(t.switches), t.isl)))
+        for i, sw in enumerate(t.switches)
+    )
     if t.switches and t.nodes * t.cables_per_node > capacity:
         raise ScenarioError(
             f"{t.nodes} nodes x {t.cables_per_node} cables need more than the {capacity} "
@@ -228,16 +231,28 @@ def list_builtin() -> list[ScenarioInfo]:
 # --- building the world ---------------------------------------------------------------------
 
 
-def _node_ports(model: str, multi: bool) -> list[str]:
+def _node_ports(model: str, multi: bool, middle: bool = False) -> list[str]:
+    """The 200G ports nodes are cabled to; a switch inside a chain keeps a second ISL port."""
     if model == CRS812:
         ports = ["qsfp56-dd-1-1", "qsfp56-dd-1-5", "qsfp56-dd-2-1", "qsfp56-dd-2-5", "qsfp56-2"]
-        return ports if multi else [*ports, "qsfp56-1"]
-    ports = [f"qsfp56-dd-{c}-{leg}" for c in range(1, 5) for leg in (1, 5)]
-    return ports[:-1] if multi else ports
+        ports = ports if multi else [*ports, "qsfp56-1"]
+    else:
+        ports = [f"qsfp56-dd-{c}-{leg}" for c in range(1, 5) for leg in (1, 5)]
+        ports = ports[:-1] if multi else ports
+    return [p for p in ports if p != _second_isl_port(model)] if middle else ports
 
 
 def _isl_port(model: str) -> str:
     return "qsfp56-1" if model == CRS812 else "qsfp56-dd-4-5"
+
+
+def _second_isl_port(model: str) -> str:
+    """A chained switch's ISL towards the next switch (its first ISL faces the previous one)."""
+    return "qsfp56-2" if model == CRS812 else "qsfp56-dd-4-1"
+
+
+def _middle(index: int, count: int, isl: bool) -> bool:
+    return isl and 0 < index < count - 1
 
 
 def switch_names(t: Topology) -> list[str]:
@@ -266,8 +281,8 @@ def build_world(scenario: Scenario, *, time_scale: float = 1.0) -> World:
         multi = len(t.switches) > 1
         slots = [
             (name, port)
-            for name, spec in zip(names, t.switches, strict=True)
-            for port in _node_ports(spec.model, multi)
+            for i, (name, spec) in enumerate(zip(names, t.switches, strict=True))
+            for port in _node_ports(spec.model, multi, _middle(i, len(names), t.isl))
         ]
         if multi:
             # fill the DD legs of each switch first, as the 003 build did (4 + 2)
@@ -279,10 +294,11 @@ def build_world(scenario: Scenario, *, time_scale: float = 1.0) -> World:
                 k += 1
                 world.connect(End("node", f"spark{i}", f"port{p}"), End("switch", sw, port))
         if multi and t.isl:
-            for a, b, sa, sb in zip(names, names[1:], t.switches, t.switches[1:], strict=False):
-                world.connect(
-                    End("switch", a, _isl_port(sa.model)), End("switch", b, _isl_port(sb.model))
-                )
+            for i, (a, b, sa, sb) in enumerate(
+                zip(names, names[1:], t.switches, t.switches[1:], strict=False)
+            ):
+                out = _second_isl_port(sa.model) if i > 0 else _isl_port(sa.model)
+                world.connect(End("switch", a, out), End("switch", b, _isl_port(sb.model)))
         for name, spec in zip(names, t.switches, strict=True):
             if spec.uplink:
                 world.connect(End("switch", name, "ether1"), End("campus", "campus", "lan"))

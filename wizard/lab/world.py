@@ -20,6 +20,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any, Literal
 
 import yaml
@@ -600,6 +601,9 @@ class World:
                 mtu=min(f1.min_mtu, f2.min_mtu),
                 isl=((a.name, b.name),),
             )
+        route = self._isl_route(a.name, b.name) if isl is None else None
+        if route is not None:
+            return self._chain_path(route, a.port, b.port)
         up_a, up_b = self.uplink(a.name), self.uplink(b.name)
         if up_a is not None and up_b is not None:
             f1 = sa.forwarding(a.port, up_a)
@@ -616,6 +620,59 @@ class World:
                 detour=True,
             )
         return L2Path(False, "no path between switches")
+
+    def _isl_route(self, a: str, b: str) -> list[str] | None:
+        """The switches from a to b across forwarding ISLs (a chain of more than two switches),
+        shortest first; None when the ISLs do not join them."""
+        blocked = ("alternate-port", "backup-port", "disabled-port")
+        prev: dict[str, str] = {a: a}
+        todo = [a]
+        while todo:
+            here = todo.pop(0)
+            for there in sorted(self.switches):
+                if there in prev:
+                    continue
+                ports = self.isl(here, there)
+                if ports is None or (
+                    self.switches[here].port_role(ports[0]) in blocked
+                    or self.switches[there].port_role(ports[1]) in blocked
+                ):
+                    continue
+                prev[there] = here
+                todo.append(there)
+        if b not in prev:
+            return None
+        route = [b]
+        while route[-1] != a:
+            route.append(prev[route[-1]])
+        return route[::-1]
+
+    def _chain_path(self, route: list[str], first_port: str, last_port: str) -> L2Path:
+        """A frame's path through every switch of `route`, entering at first_port."""
+        hops: list[Hop] = []
+        fwds = []
+        ingress = first_port
+        for i, name in enumerate(route):
+            if i + 1 < len(route):
+                ports = self.isl(name, route[i + 1])
+                assert ports is not None
+                egress, next_in = ports
+            else:
+                egress, next_in = last_port, ""
+            f = self.switches[name].forwarding(ingress, egress)
+            if f.blocked or not f.same_bridge:
+                return L2Path(False, f.reason or "not bridged")
+            hops.append(Hop(name, ingress, egress, f.offloaded))
+            fwds.append(f)
+            ingress = next_in
+        return L2Path(
+            True,
+            hops=tuple(hops),
+            lossless=any(f.lossless for f in fwds),
+            l2mtu=min(f.min_l2mtu for f in fwds),
+            mtu=min(f.min_mtu for f in fwds),
+            isl=tuple(pairwise(route)),
+        )
 
     # --- addresses ----------------------------------------------------------------------------
 

@@ -2,7 +2,11 @@
 
 Why this shape: a sweep runs dozens of probes on each node; a new SSH handshake per command costs
 more than the commands themselves, and OpenSSH drops more than 10 unauthenticated connections at
-once (MaxStartups), so handshakes are bounded by a semaphore. Host keys are checked against
+once (MaxStartups), so handshakes are bounded by a semaphore below that, and a handshake the
+server drops before it began is retried after a short, jittered pause. Client CPU per node is kept
+small: AES-GCM is preferred where both ends offer it (falling back to asyncssh's defaults), and
+`known_hosts` and identity files are read once per run, not once per connection. asyncssh itself
+is imported on the first connection, so commands that never open one start fast. Host keys are checked against
 known_hosts by default; a host that is not there yet is accepted only when the operator asked
 (`accept_new_host_keys`), and then recorded; a host whose key changed is always refused, with the
 commands to check it. Every failure comes back as a `ProbeResult` whose `error` names the target
@@ -12,21 +16,45 @@ and says what to do: the sweep goes on with the other nodes.
 from __future__ import annotations
 
 import asyncio
+import random
 import socket
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import asyncssh
+from typing import TYPE_CHECKING, Any
 
 from wizard.model import ProbeResult
+
+if TYPE_CHECKING:
+    import asyncssh
 
 __all__ = ["SshTarget", "SshTransport", "sudo_error"]
 
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
+# OpenSSH's MaxStartups starts dropping unauthenticated connections at 10: stay below it.
+DEFAULT_MAX_HANDSHAKES = 8
+# AES-GCM runs in the AES instructions of both ends; asyncssh's default (chacha20-poly1305)
+# costs the client several times more CPU per byte. Asked for first; the defaults follow.
+PREFERRED_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
+# A handshake the server dropped before its banner (MaxStartups, a busy sshd) is tried again.
+HANDSHAKE_RETRIES = 3
+
+
+def _asyncssh() -> Any:
+    """asyncssh, imported on first use (it costs ~0.1 s, which `--help` and replay never pay)."""
+    import asyncssh
+
+    return asyncssh
+
+
+def encryption_algs() -> list[str]:
+    """The cipher preference sent to the server: AES-GCM first, then asyncssh's defaults."""
+    from asyncssh.encryption import get_default_encryption_algs
+
+    rest = [a.decode() for a in get_default_encryption_algs()]
+    return [*PREFERRED_CIPHERS, *(a for a in rest if a not in PREFERRED_CIPHERS)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +99,7 @@ def sudo_error(target: str, command: str, stderr: str) -> str | None:
     return None
 
 
-class _HostKeyPolicy(asyncssh.SSHClient):
+class _HostKeyPolicy:
     """Decides on host keys known_hosts does not trust: accept a *new* host when allowed."""
 
     def __init__(self, transport: SshTransport, target: SshTarget, known: Any) -> None:
@@ -79,6 +107,10 @@ class _HostKeyPolicy(asyncssh.SSHClient):
         self._target = target
         self._known = known
         self.refusal: str | None = None
+        self.authenticated = False
+
+    def auth_completed(self) -> None:
+        self.authenticated = True
 
     def validate_host_public_key(
         self, host: str, addr: str, port: int, key: asyncssh.SSHKey
@@ -96,6 +128,7 @@ class _HostKeyPolicy(asyncssh.SSHClient):
                 f"the old entry with `ssh-keygen -R '{pattern}' -f {kh}` and run again"
             )
             return False
+
         if self._transport.accept_new_host_keys:
             self._transport.record_host_key(self._target, pattern, key)
             return True
@@ -107,6 +140,17 @@ class _HostKeyPolicy(asyncssh.SSHClient):
         return False
 
 
+_POLICY_CLASS: type | None = None
+
+
+def _make_policy(transport: SshTransport, target: SshTarget, known: Any) -> Any:
+    """A `_HostKeyPolicy` that is also an `asyncssh.SSHClient` (built on first use)."""
+    global _POLICY_CLASS
+    if _POLICY_CLASS is None:
+        _POLICY_CLASS = type("HostKeyPolicy", (_HostKeyPolicy, _asyncssh().SSHClient), {})
+    return _POLICY_CLASS(transport, target, known)
+
+
 class SshTransport:
     """A pool of persistent SSH connections, one per node, opened on first use."""
 
@@ -115,7 +159,7 @@ class SshTransport:
         targets: Iterable[SshTarget] = (),
         *,
         accept_new_host_keys: bool = False,
-        max_handshakes: int = 8,
+        max_handshakes: int = DEFAULT_MAX_HANDSHAKES,
         connect_timeout: float = 10.0,
         command_timeout: float = 30.0,
         ssh_config: str | Path | None = DEFAULT_SSH_CONFIG,
@@ -129,6 +173,10 @@ class SshTransport:
         self._known_hosts = Path(known_hosts).expanduser()
         self._handshake = asyncio.Semaphore(max_handshakes)
         self._conns: dict[str, asyncssh.SSHClientConnection] = {}
+        self._known_cache: dict[Path, Any] = {}  # known_hosts path -> parsed, read once per run
+        self._keys_cache: dict[str, Any] = {}  # identity file -> loaded key pairs
+        self._ciphers: list[str] | None = None
+        self.retried_handshakes = 0  # handshakes dropped by the server and tried again
         self._locks: dict[str, asyncio.Lock] = {}
         self.handshakes = 0  # connections opened, for tests and the bench
         self.max_concurrent_handshakes = 0
@@ -192,7 +240,7 @@ class SshTransport:
                 error=f"{name}: `{_short(command)}` gave no answer within {limit:g} s; "
                 "the node may be overloaded or the command hung"
             )
-        except (asyncssh.Error, OSError) as exc:
+        except (_asyncssh().Error, OSError) as exc:
             self._drop(name)
             return result(
                 error=f"{name}: the SSH connection broke during `{_short(command)}`: "
@@ -225,7 +273,7 @@ class SshTransport:
         for c in conns:
             try:
                 await asyncio.wait_for(c.wait_closed(), 2.0)
-            except (TimeoutError, asyncssh.Error, OSError):
+            except (TimeoutError, _asyncssh().Error, OSError):
                 pass
 
     async def __aenter__(self) -> SshTransport:
@@ -253,28 +301,77 @@ class SshTransport:
             target = self.targets.get(name)
             if target is None:
                 raise _ConnectFailed(f"{name}: not in the inventory")
-            async with self._handshake:
-                self._in_handshake += 1
-                self.max_concurrent_handshakes = max(
-                    self.max_concurrent_handshakes, self._in_handshake
-                )
-                try:
-                    conn = await self._open(target)
-                finally:
-                    self._in_handshake -= 1
+            for attempt in range(HANDSHAKE_RETRIES + 1):
+                async with self._handshake:
+                    self._in_handshake += 1
+                    self.max_concurrent_handshakes = max(
+                        self.max_concurrent_handshakes, self._in_handshake
+                    )
+                    try:
+                        conn = await self._open(target)
+                        break
+                    except _Dropped as exc:
+                        if attempt == HANDSHAKE_RETRIES:
+                            raise _ConnectFailed(exc.message) from None
+                    finally:
+                        self._in_handshake -= 1
+                # dropped before the banner: let the server's other handshakes finish first
+                self.retried_handshakes += 1
+                await asyncio.sleep(0.05 * 2**attempt * (1 + random.random()))
+            assert conn is not None  # the loop either broke with a connection or raised
             self._conns[name] = conn
             return conn
 
-    async def _open(self, target: SshTarget) -> asyncssh.SSHClientConnection:
+    def _parsed_known_hosts(self, target: SshTarget) -> Any:
+        """The parsed known_hosts of `target`: each file is read once per run."""
         kh_path = self.known_hosts_path(target)
-        try:
-            kh_text = kh_path.read_text(encoding="utf-8") if kh_path.exists() else ""
-            known = asyncssh.import_known_hosts(kh_text)
-        except (OSError, ValueError) as exc:
-            raise _ConnectFailed(
-                f"{target.name}: cannot read known_hosts {kh_path}: {exc}; fix or move it"
-            ) from None
-        policy = _HostKeyPolicy(self, target, known)
+        known = self._known_cache.get(kh_path)
+        if known is None:
+            try:
+                kh_text = kh_path.read_text(encoding="utf-8") if kh_path.exists() else ""
+                known = _asyncssh().import_known_hosts(kh_text)
+            except (OSError, ValueError) as exc:
+                raise _ConnectFailed(
+                    f"{target.name}: cannot read known_hosts {kh_path}: {exc}; fix or move it"
+                ) from None
+            self._known_cache[kh_path] = known
+        return known
+
+    def _client_keys(self, target: SshTarget) -> Any:
+        """The key pairs of the target's identity file, loaded once per run."""
+        path = str(target.identity_file)
+        keys = self._keys_cache.get(path)
+        if keys is None:
+            asyncssh = _asyncssh()
+            try:
+                keys = asyncssh.load_keypairs([str(Path(path).expanduser())])
+            except (OSError, asyncssh.KeyImportError, ValueError) as exc:
+                raise _ConnectFailed(
+                    f"{target.name}: cannot load identity file {target.identity_file}: "
+                    f"{getattr(exc, 'strerror', None) or exc}; check the path in the inventory"
+                ) from None
+            self._keys_cache[path] = keys
+        return keys
+
+    def _cipher_options(self) -> list[str] | None:
+        """AES-GCM first, unless the operator's ssh config chooses the ciphers itself."""
+        if self._ciphers is None:
+            chosen = False
+            if self._ssh_config is not None and self._ssh_config.is_file():
+                try:
+                    text = self._ssh_config.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    text = ""
+                chosen = any(
+                    line.strip().lower().startswith("ciphers") for line in text.splitlines()
+                )
+            self._ciphers = [] if chosen else encryption_algs()
+        return self._ciphers or None
+
+    async def _open(self, target: SshTarget) -> asyncssh.SSHClientConnection:
+        asyncssh = _asyncssh()
+        known = self._parsed_known_hosts(target)
+        policy = _make_policy(self, target, known)
         options: dict[str, Any] = {
             "known_hosts": known,
             "connect_timeout": self.connect_timeout,
@@ -289,8 +386,11 @@ class SshTransport:
             options["port"] = target.port
         if target.user is not None:
             options["username"] = target.user
+        ciphers = self._cipher_options()
+        if ciphers:
+            options["encryption_algs"] = ciphers
         if target.identity_file is not None:
-            options["client_keys"] = [target.identity_file]
+            options["client_keys"] = self._client_keys(target)
         self.handshakes += 1
         try:
             return await asyncio.wait_for(
@@ -305,7 +405,15 @@ class SshTransport:
                 f"identity_file ({target.identity_file or 'default keys'}) and that its public "
                 f"key is in ~{user}/.ssh/authorized_keys on the node"
             ) from None
-        except (TimeoutError, asyncssh.ConnectionLost) as exc:
+        except (asyncssh.ConnectionLost, ConnectionResetError) as exc:
+            if not policy.authenticated:
+                raise _Dropped(
+                    f"{target.name}: {target.where} dropped the SSH handshake "
+                    f"({_reason(exc) or 'connection lost'}) on every try: sshd may be refusing "
+                    "new connections (MaxStartups) or restarting; try again in a moment"
+                ) from None
+            raise _ConnectFailed(f"{target.name}: SSH failed: {_reason(exc)}") from None
+        except TimeoutError as exc:
             raise _ConnectFailed(
                 f"{target.name}: no SSH answer from {target.where} within "
                 f"{self.connect_timeout:g} s ({_reason(exc) or 'timeout'}): is the node up and "
@@ -335,6 +443,10 @@ class _ConnectFailed(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class _Dropped(_ConnectFailed):
+    """The server closed the connection before the handshake got anywhere: worth a retry."""
 
 
 def _reason(exc: BaseException) -> str:

@@ -1,0 +1,85 @@
+"""The sweep's economy against the lab: handshakes started early and reused, rails worked out
+once per node, an unreachable node tried once, `check` judging from the sweep's own rails."""
+
+from __future__ import annotations
+
+import pytest
+
+import wizard.sweep as sweep_mod
+from flows.registry import checks_for, probes_of
+from screens.commands.check import run_check
+from wizard import discovery
+from wizard.inventory import load_inventory, resolve_password
+from wizard.lab.lab import Lab
+from wizard.model import Rail
+from wizard.sweep import Sweeper
+from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
+from wizard.transports.ssh import SshTarget, SshTransport
+
+
+def _count_discovery(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    calls: list[str] = []
+    real = discovery.discover_rails
+
+    def counting(node: str, *a: object, **kw: object) -> tuple[Rail, ...]:
+        calls.append(node)
+        return real(node, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(discovery, "discover_rails", counting)
+    monkeypatch.setattr(sweep_mod, "discover_rails", counting)
+    return calls
+
+
+@pytest.mark.lab
+async def test_open_starts_every_handshake_and_the_sweep_reuses_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _count_discovery(monkeypatch)
+    async with Lab("healthy-4node-crs804", time_scale=1000.0) as lab:
+        await lab.ssh["spark4"].stop()
+        inv = load_inventory(lab.inventory_path)
+        ssh = SshTransport(
+            [SshTarget.from_spec(n) for n in inv.nodes], ssh_config=None, connect_timeout=2.0
+        )
+        sws = {
+            s.name: RouterOsTransport(RouterOsTarget.from_spec(s, resolve_password(s)))
+            for s in inv.switches
+        }
+        sweeper = Sweeper(ssh=ssh, nodes=[n.name for n in inv.nodes], switches=sws)
+        sweeper.open()
+        obs = await sweeper.sweep(probes_of(checks_for(traffic=False)))
+        await ssh.close()
+        for t in sws.values():
+            await t.close()
+    # one handshake per node, the dead one tried once (not again by the sweep)
+    assert ssh.handshakes == 4
+    assert list(obs.unreachable) == ["spark4"]
+    assert obs.unreachable["spark4"].startswith("spark4: cannot reach 127.0.0.1:")
+    assert sorted(obs.nodes) == ["spark1", "spark2", "spark3"]
+    assert "crs804" in obs.switches and "bridge_host" in obs.switches["crs804"]
+    # the rails of each reachable node were worked out once, after both phases
+    assert sorted(calls) == ["spark1", "spark2", "spark3"]
+    spark1 = sweeper.rails["spark1"]
+    assert [r.netdev for r in spark1] == [
+        "enp1s0f0np0",
+        "enP2p1s0f0np0",
+        "enp1s0f1np1",
+        "enP2p1s0f1np1",
+    ]
+    assert [(r.port, r.half) for r in spark1] == [(0, "A"), (0, "B"), (1, "A"), (1, "B")]
+    assert spark1[0].speed_mbps == 200000  # from phase 2's ethtool
+    assert spark1[0].addresses == ("10.9.1.1/24",)
+
+
+@pytest.mark.lab
+async def test_check_judges_from_the_sweeps_rails(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _count_discovery(monkeypatch)
+    async with Lab("fault-host-mtu", time_scale=1000.0) as lab:
+        inv = load_inventory(lab.inventory_path)
+        report = await run_check(inv, ssh_config=None)
+    assert sorted(calls) == ["spark1", "spark2", "spark3", "spark4"]  # once each, in total
+    faults = {v.fault for v in report.findings if v.is_finding}
+    assert "host.mtu" in faults
+    spark2 = next(n for n in report.nodes if n["name"] == "spark2")
+    assert {r["mtu"] for r in spark2["rails"]} == {1500}
+    assert all(r["switch"] == "crs804" for r in spark2["rails"])

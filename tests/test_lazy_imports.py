@@ -1,0 +1,79 @@
+"""Modules are loaded when used: each command imports what it needs and nothing more.
+
+Each case runs `fabwiz ...` in a fresh interpreter and reports which heavy packages ended up in
+`sys.modules` when it exited (no timing: what is imported is the behaviour under test).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("asyncssh", "textual", "rich", "pydantic", "yaml", "librouteros", "transitions")
+
+_PROBE = """
+import atexit, json, sys
+def _report():
+    heavy = {heavy!r}
+    loaded = sorted(h for h in heavy if h in sys.modules)
+    sys.__stderr__.write("\\nLOADED " + json.dumps(loaded) + "\\n")
+atexit.register(_report)
+sys.argv = ["fabwiz", *{args!r}]
+from screens.cli import main
+main()
+"""
+
+
+def _loaded(*args: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    code = _PROBE.format(heavy=HEAVY, args=list(args))
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    line = [x for x in proc.stderr.splitlines() if x.startswith("LOADED ")]
+    assert line, proc.stderr[-2000:]
+    return set(json.loads(line[-1].removeprefix("LOADED "))), proc
+
+
+def test_help_imports_neither_ssh_nor_the_ui() -> None:
+    loaded, proc = _loaded("--help")
+    assert proc.returncode == 0
+    assert "check" in proc.stdout and "demo" in proc.stdout
+    assert loaded == set(), loaded
+
+
+def test_check_help_does_not_load_the_sweep() -> None:
+    loaded, proc = _loaded("check", "--help")
+    assert proc.returncode == 0 and "--perf" in proc.stdout
+    assert not loaded & {"asyncssh", "textual", "pydantic", "librouteros"}, loaded
+
+
+@pytest.mark.lab
+def test_check_sweeps_without_importing_textual() -> None:
+    loaded, proc = _loaded("check", "--lab", "healthy-2node-direct", "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert report["healthy"] is True
+    assert [n["name"] for n in report["nodes"]] == ["spark1", "spark2"]
+    assert all(n["reachable"] and n["rails"] for n in report["nodes"])
+    assert {"asyncssh", "librouteros"} <= loaded  # it really talked SSH and the API
+    assert "textual" not in loaded and "transitions" not in loaded, loaded
+    assert "rich" not in loaded  # --json prints no table
+
+
+def test_analyze_of_a_file_opens_no_connection_library(tmp_path: Path) -> None:
+    sample = tmp_path / "ibdev2netdev.txt"
+    sample.write_text("rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)\n")
+    loaded, proc = _loaded("analyze", str(sample))
+    assert proc.returncode == 0 and "ibdev2netdev" in proc.stdout, proc.stderr[-1000:]
+    assert "asyncssh" not in loaded and "textual" not in loaded, (loaded, proc.stderr[-1000:])
