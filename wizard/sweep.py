@@ -17,12 +17,13 @@ MeasurementTaken) go to an optional sink so the session log and the TUI see them
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import secrets
 import shlex
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from wizard.discovery import (
@@ -365,10 +366,54 @@ class Sweeper:
                             timeout=timeout_s,
                         )
                     )
-                for m in await asyncio.gather(*jobs):
+                for m in await self.with_switch_cpu(jobs, delay=server_start_delay_s):
                     out.append(m)
                     self._emit(MeasurementTaken(step=self.step, measurement=m))
         return out
+
+    async def with_switch_cpu(
+        self, jobs: Sequence[Awaitable[Measurement]], *, delay: float, interval_s: float = 0.25
+    ) -> list[Measurement]:
+        """Run bandwidth jobs while sampling every switch's `/system/resource` cpu-load; each
+        measurement carries the highest load seen during it (`extra["switch_cpu"]`). Only
+        samples sent at least `interval_s` after the clients started and answered at least
+        `interval_s` before the last one ended count: a sample that may have missed the
+        transfer is no evidence of an idle CPU."""
+        if not jobs:
+            return []
+        done = asyncio.Event()
+        samples: list[tuple[float, float, str, float]] = []  # sent, answered, switch, load
+
+        async def sample() -> None:
+            await asyncio.sleep(delay + interval_s)  # the clients start after the servers
+            while not done.is_set():
+                for name, api in self.switches.items():
+                    sent = time.monotonic()
+                    res = await api.call("/system/resource", "print", timeout=5.0)
+                    for row in res.rows if res.error is None else ():
+                        load = row.get("cpu-load", "")
+                        if load.strip().isdigit():
+                            samples.append((sent, time.monotonic(), name, float(load)))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(done.wait(), interval_s)
+
+        started = time.monotonic() + delay
+        sampler = asyncio.ensure_future(sample()) if self.switches else None
+        try:
+            results = await asyncio.gather(*jobs)
+        finally:
+            ended = time.monotonic()
+            done.set()
+            if sampler is not None:
+                with contextlib.suppress(Exception):
+                    await sampler
+        peaks: dict[str, float] = {}
+        for sent, answered, name, load in samples:
+            if sent >= started + interval_s and answered <= ended - interval_s:
+                peaks[name] = max(peaks.get(name, 0.0), load)
+        if not peaks:
+            return list(results)
+        return [replace(m, extra={**m.extra, "switch_cpu": dict(peaks)}) for m in results]
 
     async def _one_rail_test(
         self,

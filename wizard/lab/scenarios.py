@@ -294,5 +294,10 @@ def build_world(scenario: Scenario, *, time_scale: float = 1.0) -> World:
         fault_mod.inject(
             world, f.id, nodes=f.nodes, switches=f.switches, ports=f.ports, params=f.params
         )
+    for key, pf in scenario.facts.ports.items():
+        sw_name, _, port = key.partition("/")
+        lose = getattr(world.switches.get(sw_name), "lose_offload", None)
+        if pf.hw_offload is False and lose is not None:
+            lose(port)  # offload lost with no modelled cause
     world.traffic.recompute()
     return world
