@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from flows.base import Context, Observations
-from flows.checks._common import SW_BRIDGE_HOST, SW_LOG, SW_RESOURCE, is_true, rows
+from flows.checks._common import SW_BRIDGE, SW_BRIDGE_HOST, SW_LOG, SW_RESOURCE, is_true, rows
+from wizard.mgmt import MANAGEMENT_PROBES, ManagementPath, management_ports, paths_from_rows
 from wizard.model import Evidence, Status
 
 # CPU-attached ports per switch model (FAULTS.md, "The hardware in one paragraph"): they never
@@ -223,3 +224,41 @@ def cpu_evidence(obs: Observations, switch: str, max_pct: float) -> Evidence:
 def cpu_busy(obs: Observations, switch: str, max_pct: float) -> bool:
     during = cpu_during_transfer(obs, switch)
     return during is not None and during > max_pct
+
+
+def management(obs: Observations, switch: str) -> list[ManagementPath] | None:
+    """The management paths `switch` shows (None: a probe it needs was not read)."""
+    got: dict[str, tuple[dict[str, str], ...] | None] = {}
+    for probe in (*MANAGEMENT_PROBES, SW_BRIDGE_HOST, SW_BRIDGE):
+        value, _why, _res = rows(obs, switch, probe)
+        got[probe.name] = value
+    return paths_from_rows(got)
+
+
+def management_evidence(obs: Observations, switch: str, listed: Iterable[str]) -> Evidence:
+    """The management path read from the switch, cross-checked with the inventory's list."""
+    listed = tuple(listed)
+    command = "/user/active, /ip/arp, /interface/bridge/host, /ip/address print"
+    expected = f"the API session on a port the inventory lists ({', '.join(listed) or 'none'})"
+    paths = management(obs, switch)
+    if not paths:
+        return Evidence(
+            switch,
+            command,
+            "management path not read" if paths is None else "no API session listed",
+            expected,
+            Status.UNKNOWN,
+        )
+    ports = sorted(management_ports(paths))
+    text = "; ".join(p.describe() for p in paths)
+    extra = [p for p in ports if p not in listed]
+    if extra:
+        return Evidence(
+            switch,
+            command,
+            f"{text}: the inventory's management_ports ({', '.join(listed) or 'none'}) miss "
+            f"{', '.join(extra)}; fixes keep off the ports the switch shows",
+            expected,
+            Status.WARN,
+        )
+    return Evidence(switch, command, text, expected, Status.PASS)

@@ -22,6 +22,7 @@ from flows import plans
 from flows.base import Check, Context, Observations
 from flows.checks import forwarding
 from flows.checks._common import (
+    SW_BRIDGE,
     SW_BRIDGE_HOST,
     SW_BRIDGE_PORT,
     SW_ETHERNET,
@@ -36,6 +37,7 @@ from flows.checks._common import (
     listing,
     rows,
 )
+from wizard.mgmt import MANAGEMENT_PROBES
 from wizard.model import Evidence, FixPlan, Status, Verdict
 
 CMD = "/interface/bridge/port print"
@@ -130,11 +132,20 @@ def parse(obs: Observations, ctx: Context) -> Offload:
             SwitchBridges(
                 sw,
                 ports,
-                tuple(ctx.management.get(sw, ("ether1",))),
+                _management_ports(obs, sw, ctx),
                 forwarding.cpu_ports(obs, sw),
             )
         )
     return Offload(tuple(out), tuple(bad), obs)
+
+
+def _management_ports(obs: Observations, sw: str, ctx: Context) -> tuple[str, ...]:
+    """The ports the switch shows the API session on, then the inventory's."""
+    from wizard.mgmt import management_ports
+
+    found = sorted(management_ports(forwarding.management(obs, sw) or []))
+    listed = ctx.management.get(sw, () if found else ("ether1",))
+    return tuple(dict.fromkeys((*found, *listed)))
 
 
 def _ev(p: BridgePort, expected: str) -> Evidence:
@@ -211,6 +222,7 @@ def runtime_evidence(
     return [
         forwarding.log_evidence(obs, sw.switch, bridge, ports or ()),
         *forwarding.host_evidence(obs, sw.switch, ctx, ports)[:8],
+        forwarding.management_evidence(obs, sw.switch, ctx.management.get(sw.switch, ())),
         forwarding.cpu_evidence(obs, sw.switch, ctx.expectations.switch_cpu_idle_max_pct),
     ]
 
@@ -351,7 +363,16 @@ CHECK = Check(
     description=__doc__ or "",
     faults=FAULTS,
     step="offload",
-    probes=(SW_BRIDGE_PORT, SW_ETHERNET, SW_MONITOR, SW_LOG, SW_BRIDGE_HOST, SW_RESOURCE),
+    probes=(
+        SW_BRIDGE_PORT,
+        SW_ETHERNET,
+        SW_MONITOR,
+        SW_LOG,
+        SW_BRIDGE_HOST,
+        SW_RESOURCE,
+        SW_BRIDGE,
+        *MANAGEMENT_PROBES,
+    ),
     parse=parse,
     judge=judge,
     fix=fix,

@@ -194,3 +194,80 @@ async def test_cpu_load_sampled_during_the_transfer_shows_software_forwarding() 
     rails = {v.fault: v for v in perf_rails.CHECK.run(obs, ctx)}  # type: ignore[arg-type]
     assert rails["switch.offload-lost"].status == Status.FAIL
     assert rails["host.cx7-degraded"].status == Status.PASS  # never straight to an AC drain
+
+
+def test_management_path_follows_session_arp_and_host_table() -> None:
+    from wizard.mgmt import management_paths, management_ports
+
+    paths = management_paths(
+        ip_address=[{"address": "192.168.88.1/24", "interface": "bridge"}],
+        ip_arp=[
+            {"address": "192.168.88.7", "mac-address": "aa:bb:cc:00:00:01", "interface": "bridge"}
+        ],
+        bridge_host=[
+            {"mac-address": "AA:BB:CC:00:00:01", "on-interface": "ether2", "local": "false"},
+            {"mac-address": "AA:BB:CC:00:00:09", "on-interface": "bridge", "local": "true"},
+        ],
+        user_active=[
+            {"address": "192.168.88.7", "via": "api"},
+            {"address": "10.0.0.9", "via": "ssh"},
+        ],
+        bridges=["bridge"],
+    )
+    assert [(p.session_ip, p.ports, p.switch_address) for p in paths] == [
+        ("192.168.88.7", ("ether2",), "192.168.88.1/24")
+    ]
+    # an address straight on a port (no bridge): that port
+    direct = management_paths(
+        ip_address=[{"address": "10.1.1.2/24", "interface": "ether1"}],
+        ip_arp=[{"address": "10.1.1.9", "mac-address": "aa:00:00:00:00:02", "interface": "ether1"}],
+        bridge_host=[],
+        user_active=[{"address": "10.1.1.9", "via": "api"}],
+        bridges=["bridge"],
+    )
+    assert management_ports(direct) == {"ether1"}
+
+
+MGMT_ETHER2 = """
+name: mgmt-ether2
+topology: {nodes: 2, switches: [{model: CRS804-4DDQ}], cables_per_node: 1}
+facts:
+  switches:
+    crs804: {management_port: ether2}
+"""
+
+
+@pytest.mark.lab
+async def test_management_path_is_read_from_the_switch_and_cross_checks_the_inventory() -> None:
+    async with Lab(load_text(MGMT_ETHER2, path="mgmt.yaml"), time_scale=1000.0) as lab:
+        obs, ctx = await _sweep(lab, perf=False)
+    paths = forwarding.management(obs, "crs804")
+    assert paths is not None and [p.ports for p in paths] == [("ether2",)]
+    assert paths[0].interface == "ether2"  # ether2 is in no bridge on a CRS804
+    ev = forwarding.management_evidence(obs, "crs804", ("ether1",))
+    assert ev.status == Status.WARN and "miss ether2" in ev.observed
+    assert forwarding.management_evidence(obs, "crs804", ("ether2",)).status == Status.PASS
+    off = switch_offload.parse(obs, ctx)  # type: ignore[arg-type]
+    assert off.switches[0].management_ports[0] == "ether2"
+
+
+@pytest.mark.lab
+async def test_the_fix_guard_protects_the_port_the_switch_shows_not_only_the_inventory() -> None:
+    from flows.checks.switch_offload import CHECK as OFFLOAD
+    from wizard.fabric import InventoryFabric
+
+    async with Lab(load_text(MGMT_ETHER2, path="mgmt.yaml"), time_scale=1000.0) as lab:
+        inv = load_inventory(lab.inventory_path)
+        assert tuple(inv.switch("crs804").management_ports) == ("ether1",)
+        ssh = SshTransport([SshTarget.from_spec(n) for n in inv.nodes], ssh_config=None)
+        sws = {
+            s.name: RouterOsTransport(RouterOsTarget.from_spec(s, resolve_password(s)))
+            for s in inv.switches
+        }
+        fabric = InventoryFabric(inv, ssh, sws)
+        assert fabric.management_ports("crs804") == ("ether1",)
+        await fabric.sweep(OFFLOAD.probes)
+        await ssh.close()
+        for t in sws.values():
+            await t.close()
+    assert fabric.management_ports("crs804") == ("ether2", "ether1")

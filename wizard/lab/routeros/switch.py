@@ -192,6 +192,9 @@ class SwitchState:
     # ports (default names) whose hardware offload is lost for a reason the lab does not model
     # (the scenario fact `ports: {sw/port: {hw-offload: false}}`)
     offload_lost: set[str] = field(default_factory=set)
+    # where the wizard's API session arrives; "" for a switch outside a world (no management
+    # network modelled: /ip/address, /ip/arp and /user/active are empty)
+    management_port: str = ""
 
     def lose_offload(self, port: str) -> None:
         """The chip stops offloading `port` with no configuration cause (the switch logs the
@@ -768,6 +771,7 @@ class SwitchState:
             "mac_seed": self._mac_seed,
             "runs": [[r.owner, r.commands, r.resume_at] for r in self._runs],
             "offload_lost": sorted(self.offload_lost),
+            "management_port": self.management_port,
         }
 
     @classmethod
@@ -787,6 +791,7 @@ class SwitchState:
         sw._mac_seed = int(state["mac_seed"])
         sw._runs = [ScriptRun(o, list(c), float(t)) for o, c, t in state.get("runs", [])]
         sw.offload_lost = set(state.get("offload_lost", ()))
+        sw.management_port = str(state.get("management_port", ""))
         sw._offload_seen = {}
         holder = sw.hw_offloaded_bridge()
         if holder is not None:
