@@ -84,6 +84,7 @@ def make_context(
     management: Mapping[str, tuple[str, ...]] | None = None,
     addressing: Mapping[str, Any] | None = None,
     known_good_firmware: str | None = None,
+    nccl_devices: str | None = None,
 ) -> Context:
     rails = rails_from_observations(obs, cabling)
     every_cable = dict(cabling or {})
@@ -100,4 +101,5 @@ def make_context(
         management=dict(management or {}),
         addressing=dict(addressing or {}),
         known_good_firmware=known_good_firmware or expectations.known_good_firmware,
+        nccl_devices=nccl_devices,
     )

@@ -371,6 +371,40 @@ class Sweeper:
                     self._emit(MeasurementTaken(step=self.step, measurement=m))
         return out
 
+    async def gid_index(self, rail: Rail) -> tuple[int | None, str]:
+        """The RoCE v2 GID index of the rail's IPv4 address on its RDMA device, read now (an
+        address change shifts it): `show_gids`, else sysfs `gids`/`gid_attrs/types`."""
+        from wizard.gids import (
+            SHOW_GIDS,
+            gids_from_show_gids,
+            parse_sysfs_gids,
+            roce_v2_index,
+            sysfs_command,
+        )
+
+        if not rail.addresses:
+            return None, f"{rail.key} has no IPv4 address"
+        ip = rail.addresses[0].split("/")[0]
+        why = ""
+        for command, parse in (
+            (SHOW_GIDS, gids_from_show_gids),
+            (sysfs_command(rail.rdma), parse_sysfs_gids),
+        ):
+            res = await self.ssh.run(rail.node, command, timeout=10.0)
+            if not res.ok:
+                why = f"`{command.split()[0]}` on {rail.node}: {res.error or res.stderr.strip()[:120]}"
+                continue
+            try:
+                gids = parse(res.stdout)
+            except ParseError as exc:
+                why = f"`{command.split()[0]}` on {rail.node}: {exc}"
+                continue
+            index = roce_v2_index(gids, rail.rdma, ip)
+            if index is not None:
+                return index, ""
+            why = f"no RoCE v2 GID of {ip} on {rail.rdma} ({rail.node}, `{command.split()[0]}`)"
+        return None, why
+
     async def with_switch_cpu(
         self, jobs: Sequence[Awaitable[Measurement]], *, delay: float, interval_s: float = 0.25
     ) -> list[Measurement]:
@@ -424,12 +458,38 @@ class Sweeper:
         duration_s: int,
         delay: float,
         timeout: float,
+        qps: int = 1,
+        bidir: bool = False,
     ) -> Measurement:
-        base = f"ib_write_bw -d {{rdma}} -x 3 -q 1 -D {int(duration_s)} -F --report_gbits -p {port}"
-        server_cmd = base.replace("{rdma}", shlex.quote(server.rdma))
-        client_ip = server.addresses[0].split("/")[0]
-        client_cmd = base.replace("{rdma}", shlex.quote(client.rdma)) + f" {shlex.quote(client_ip)}"
         target = f"{client.key}->{server.key}"
+        (cgid, cwhy), (sgid, swhy) = await asyncio.gather(
+            self.gid_index(client), self.gid_index(server)
+        )
+        if cgid is None or sgid is None:
+            # no RoCE v2 GID for the rail's address: nothing to measure, and no number
+            return Measurement(
+                kind="rail",
+                target=target,
+                value=0.0,
+                unit="Gb/s",
+                valid=False,
+                reason=f"no RoCE v2 GID index: {cwhy if cgid is None else swhy}",
+                extra={
+                    "client": client.node,
+                    "server": server.node,
+                    "client_netdev": client.netdev,
+                    "server_netdev": server.netdev,
+                },
+            )
+        base = f"ib_write_bw -d {{rdma}} -x {{gid}} -q {qps} -D {int(duration_s)} -F --report_gbits -p {port}"
+        if bidir:
+            base += " -b"
+        server_cmd = base.replace("{rdma}", shlex.quote(server.rdma)).replace("{gid}", str(sgid))
+        client_ip = server.addresses[0].split("/")[0]
+        client_cmd = (
+            base.replace("{rdma}", shlex.quote(client.rdma)).replace("{gid}", str(cgid))
+            + f" {shlex.quote(client_ip)}"
+        )
         self._emit(ProbeSent(step=self.step, target=server.node, command=server_cmd))
         srv = asyncio.ensure_future(self.ssh.run(server.node, server_cmd, timeout=timeout))
         await asyncio.sleep(delay)
@@ -481,6 +541,9 @@ class Sweeper:
                 "half": client.half,
                 "port": client.port,
                 "command": client_cmd,
+                "gid_index": {"client": cgid, "server": sgid},
+                "qps": qps,
+                "bidir": bidir,
                 "raw": cli.stdout,
                 "exit_status": cli.exit_status,
                 "server_raw": srv_res.stdout,

@@ -116,6 +116,12 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
             f">= {e.rail_pass_gate_gbps:g} Gb/s (~{e.rail_switched_gbps:g} through a switch)",
             raw=str(m.extra.get("raw", "")) or None,
         )
+        if not m.valid:
+            # no number was taken (no GID for the address, a lost session): not evidence
+            f["host.cx7-degraded"].unknown.append(
+                Evidence(ev.target, ev.command, ev.observed, ev.expected, Status.UNKNOWN, ev.raw)
+            )
+            continue
         if m.value >= e.rail_pass_gate_gbps and not m.reason:
             for k in FAULTS:
                 f[k].ok(ev)

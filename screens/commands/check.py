@@ -172,6 +172,7 @@ async def run_check(
         management={s.name: tuple(s.management_ports) for s in inv.switches},
         addressing={"pattern": inv.addressing_pattern},
         known_good_firmware=inv.known_good_firmware,
+        nccl_devices=inv.nccl_devices,
     )
     verdicts: list[Verdict] = []
     for c in checks:
