@@ -140,6 +140,7 @@ FLOW: tuple[StepSpec, ...] = (
             "switch.offload-split-cage",
             "switch.offload-second-bridge",
             "switch.offload-disabled",
+            "switch.offload-lost",
         ),
         traffic=True,
     ),

@@ -468,13 +468,24 @@ def nccl_plan(n: NcclConfig, verdict: Verdict, ctx: Context) -> FixPlan | None:
             rails = [r for r in ctx.rails.get(node.node, ()) if r.up and r.addresses]
             where = f"{NCCL_PROFILE_PATH} and {NCCL_CONF_PATH}"
             hcas = [hostvalues.rdma_device(r.rdma, node=node.node, where=where) for r in rails]
-            ifs = [hostvalues.netdev(r.netdev, node=node.node, where=where) for r in rails]
             conf["NCCL_IB_HCA"] = "=" + ",".join(hcas)
-            conf["NCCL_SOCKET_IFNAME"] = "=" + ",".join(ifs)
+            # bootstrap over the management interface (seed 000's canonical launch); GIDs
+            # picked by RoCE version, never a pinned index
+            conf.pop("NCCL_IB_GID_INDEX", None)
+            conf["NCCL_IB_ROCE_VERSION_NUM"] = "2"
             profile_lines += [
                 hostvalues.export_line("NCCL_IB_HCA", conf["NCCL_IB_HCA"]),
-                hostvalues.export_line("NCCL_SOCKET_IFNAME", conf["NCCL_SOCKET_IFNAME"]),
+                hostvalues.export_line("NCCL_IB_ROCE_VERSION_NUM", "2"),
+                "unset NCCL_IB_GID_INDEX",
             ]
+            if node.management is not None and safe_netdevs([node.management]):
+                conf["NCCL_SOCKET_IFNAME"] = "=" + node.management
+                profile_lines.append(
+                    hostvalues.export_line("NCCL_SOCKET_IFNAME", conf["NCCL_SOCKET_IFNAME"])
+                )
+            else:
+                conf.pop("NCCL_SOCKET_IFNAME", None)
+                profile_lines.append("unset NCCL_SOCKET_IFNAME")
         else:
             profile_lines.append("unset NCCL_NET NCCL_IB_DISABLE")
         conf_text = "".join(hostvalues.conf_line(k, v) + "\n" for k, v in conf.items())
@@ -488,7 +499,8 @@ def nccl_plan(n: NcclConfig, verdict: Verdict, ctx: Context) -> FixPlan | None:
             )
         )
     summary = (
-        "list every active RDMA device exactly in NCCL_IB_HCA (and NCCL_SOCKET_IFNAME)"
+        "list every active RDMA device exactly in NCCL_IB_HCA, NCCL_IB_ROCE_VERSION_NUM=2 "
+        "instead of a pinned GID index, NCCL_SOCKET_IFNAME on the management interface"
         if verdict.fault == "nccl.hca-filter"
         else "remove the NCCL_NET=Socket / NCCL_IB_DISABLE=1 overrides"
     )

@@ -92,6 +92,7 @@ def make_context(
     addressing: Mapping[str, Any] | None = None,
     known_good_firmware: str | None = None,
     discovered: Mapping[str, tuple[Rail, ...]] | None = None,
+    nccl_devices: str | None = None,
 ) -> Context:
     rails = rails_from_observations(obs, cabling, discovered)
     every_cable = dict(cabling or {})
@@ -108,4 +109,5 @@ def make_context(
         management=dict(management or {}),
         addressing=dict(addressing or {}),
         known_good_firmware=known_good_firmware or expectations.known_good_firmware,
+        nccl_devices=nccl_devices,
     )

@@ -100,6 +100,7 @@ def context_factory(inv: Inventory) -> Callable[[Observations, DrainGuard], Any]
             management=management,
             addressing={"pattern": inv.addressing_pattern},
             known_good_firmware=inv.known_good_firmware,
+            nccl_devices=inv.nccl_devices,
         )
         from flows.base import Transition
 

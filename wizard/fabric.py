@@ -92,6 +92,7 @@ class InventoryFabric:
         # The engine emits MeasurementTaken itself (after the drain guard): the sweeper's
         # own measurement events are dropped here so that nothing is recorded twice.
         self._sink = sink
+        self._management: dict[str, tuple[str, ...]] = {}  # switch -> ports read from it
         self.sweeper = Sweeper(
             ssh=ssh,
             nodes=[n.name for n in inventory.nodes],
@@ -126,7 +127,19 @@ class InventoryFabric:
         self.sweeper.step = step
 
     async def sweep(self, probes: Sequence[Probe]) -> Observations:
-        return await self.sweeper.sweep(probes)
+        obs = await self.sweeper.sweep(probes)
+        self._learn_management(obs)
+        return obs
+
+    def _learn_management(self, obs: Observations) -> None:
+        """Remember the ports each switch says the wizard's API session arrives on."""
+        from wizard.mgmt import management_ports, paths_from_rows
+
+        for name, results in obs.switches.items():
+            got = {k: (r.rows if r.error is None else None) for k, r in results.items()}
+            paths = paths_from_rows(got)
+            if paths:
+                self._management[name] = tuple(sorted(management_ports(paths)))
 
     async def measure(self, kind: str) -> list[Measurement]:
         if not any(self.sweeper.rails.values()):
@@ -289,7 +302,10 @@ class InventoryFabric:
         return ApiPort(self.transports[switch])
 
     def management_ports(self, switch: str) -> tuple[str, ...]:
-        return tuple(self.inventory.switch(switch).management_ports)
+        """The inventory's management ports and those the switch itself showed carrying the
+        wizard's API session (the switch's answer wins; the inventory cannot shrink it)."""
+        listed = tuple(self.inventory.switch(switch).management_ports)
+        return tuple(dict.fromkeys((*self._management.get(switch, ()), *listed)))
 
     def direct_connect_action(
         self, pair: tuple[str, str] | None = None, port: int = 0

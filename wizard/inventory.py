@@ -157,6 +157,13 @@ class Addressing(_Strict):
         return v
 
 
+class NcclPolicy(_Strict):
+    """`nccl: {devices: one|all}`: whether NCCL is meant to use one RDMA device per node (a
+    latency-bound workload measured faster that way) or every active one."""
+
+    devices: Literal["one", "all"] | None = None
+
+
 class _InventoryFile(_Strict):
     name: str | None = None
     lab: LabLink | None = None
@@ -167,6 +174,7 @@ class _InventoryFile(_Strict):
     addressing: Addressing = Addressing()
     expectations: dict[str, Any] = Field(default_factory=dict)
     known_good_firmware: str | None = None
+    nccl: NcclPolicy = NcclPolicy()
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +191,7 @@ class Inventory:
     lab: LabLink | None
     known_good_firmware: str | None
     warnings: tuple[str, ...] = ()
+    nccl_devices: str | None = None  # `nccl: {devices: one|all}`
 
     def node(self, name: str) -> NodeSpec:
         for n in self.nodes:
@@ -376,6 +385,7 @@ def _build(
         lab=lab,
         known_good_firmware=model.known_good_firmware,
         warnings=tuple(warnings),
+        nccl_devices=model.nccl.devices,
     )
 
 

@@ -17,12 +17,13 @@ MeasurementTaken) go to an optional sink so the session log and the TUI see them
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import secrets
 import shlex
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from wizard import ncclrun, readiness
@@ -423,10 +424,88 @@ class Sweeper:
                             timeout=timeout_s,
                         )
                     )
-                for m in await asyncio.gather(*jobs):
+                for m in await self.with_switch_cpu(jobs, delay=server_start_delay_s):
                     out.append(m)
                     self._emit(MeasurementTaken(step=self.step, measurement=m))
         return out
+
+    async def gid_index(self, rail: Rail) -> tuple[int | None, str]:
+        """The RoCE v2 GID index of the rail's IPv4 address on its RDMA device, read now (an
+        address change shifts it): `show_gids`, else sysfs `gids`/`gid_attrs/types`."""
+        from wizard.gids import (
+            SHOW_GIDS,
+            gids_from_show_gids,
+            parse_sysfs_gids,
+            roce_v2_index,
+            sysfs_command,
+        )
+
+        if not rail.addresses:
+            return None, f"{rail.key} has no IPv4 address"
+        ip = rail.addresses[0].split("/")[0]
+        why = ""
+        for command, parse in (
+            (SHOW_GIDS, gids_from_show_gids),
+            (sysfs_command(rail.rdma), parse_sysfs_gids),
+        ):
+            res = await self.ssh.run(rail.node, command, timeout=10.0)
+            if not res.ok:
+                why = f"`{command.split()[0]}` on {rail.node}: {res.error or res.stderr.strip()[:120]}"
+                continue
+            try:
+                gids = parse(res.stdout)
+            except ParseError as exc:
+                why = f"`{command.split()[0]}` on {rail.node}: {exc}"
+                continue
+            index = roce_v2_index(gids, rail.rdma, ip)
+            if index is not None:
+                return index, ""
+            why = f"no RoCE v2 GID of {ip} on {rail.rdma} ({rail.node}, `{command.split()[0]}`)"
+        return None, why
+
+    async def with_switch_cpu(
+        self, jobs: Sequence[Awaitable[Measurement]], *, delay: float, interval_s: float = 0.25
+    ) -> list[Measurement]:
+        """Run bandwidth jobs while sampling every switch's `/system/resource` cpu-load; each
+        measurement carries the highest load seen during it (`extra["switch_cpu"]`). Only
+        samples sent at least `interval_s` after the clients started and answered at least
+        `interval_s` before the last one ended count: a sample that may have missed the
+        transfer is no evidence of an idle CPU."""
+        if not jobs:
+            return []
+        done = asyncio.Event()
+        samples: list[tuple[float, float, str, float]] = []  # sent, answered, switch, load
+
+        async def sample() -> None:
+            await asyncio.sleep(delay + interval_s)  # the clients start after the servers
+            while not done.is_set():
+                for name, api in self.switches.items():
+                    sent = time.monotonic()
+                    res = await api.call("/system/resource", "print", timeout=5.0)
+                    for row in res.rows if res.error is None else ():
+                        load = row.get("cpu-load", "")
+                        if load.strip().isdigit():
+                            samples.append((sent, time.monotonic(), name, float(load)))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(done.wait(), interval_s)
+
+        started = time.monotonic() + delay
+        sampler = asyncio.ensure_future(sample()) if self.switches else None
+        try:
+            results = await asyncio.gather(*jobs)
+        finally:
+            ended = time.monotonic()
+            done.set()
+            if sampler is not None:
+                with contextlib.suppress(Exception):
+                    await sampler
+        peaks: dict[str, float] = {}
+        for sent, answered, name, load in samples:
+            if sent >= started + interval_s and answered <= ended - interval_s:
+                peaks[name] = max(peaks.get(name, 0.0), load)
+        if not peaks:
+            return list(results)
+        return [replace(m, extra={**m.extra, "switch_cpu": dict(peaks)}) for m in results]
 
     async def _one_rail_test(
         self,
@@ -437,11 +516,9 @@ class Sweeper:
         duration_s: int,
         delay: float,
         timeout: float,
+        qps: int = 1,
+        bidir: bool = False,
     ) -> Measurement:
-        base = f"ib_write_bw -d {{rdma}} -x 3 -q 1 -D {int(duration_s)} -F --report_gbits -p {port}"
-        server_cmd = base.replace("{rdma}", shlex.quote(server.rdma))
-        client_ip = server.addresses[0].split("/")[0]
-        client_cmd = base.replace("{rdma}", shlex.quote(client.rdma)) + f" {shlex.quote(client_ip)}"
         target = f"{client.key}->{server.key}"
         absent = [
             n
@@ -459,6 +536,34 @@ class Sweeper:
                 "(preflight.tool-missing)",
                 extra={"client": client.node, "server": server.node, "command": "ib_write_bw"},
             )
+        (cgid, cwhy), (sgid, swhy) = await asyncio.gather(
+            self.gid_index(client), self.gid_index(server)
+        )
+        if cgid is None or sgid is None:
+            # no RoCE v2 GID for the rail's address: nothing to measure, and no number
+            return Measurement(
+                kind="rail",
+                target=target,
+                value=0.0,
+                unit="Gb/s",
+                valid=False,
+                reason=f"no RoCE v2 GID index: {cwhy if cgid is None else swhy}",
+                extra={
+                    "client": client.node,
+                    "server": server.node,
+                    "client_netdev": client.netdev,
+                    "server_netdev": server.netdev,
+                },
+            )
+        base = f"ib_write_bw -d {{rdma}} -x {{gid}} -q {qps} -D {int(duration_s)} -F --report_gbits -p {port}"
+        if bidir:
+            base += " -b"
+        server_cmd = base.replace("{rdma}", shlex.quote(server.rdma)).replace("{gid}", str(sgid))
+        client_ip = server.addresses[0].split("/")[0]
+        client_cmd = (
+            base.replace("{rdma}", shlex.quote(client.rdma)).replace("{gid}", str(cgid))
+            + f" {shlex.quote(client_ip)}"
+        )
         self._emit(ProbeSent(step=self.step, target=server.node, command=server_cmd))
         srv = asyncio.ensure_future(self.ssh.run(server.node, server_cmd, timeout=timeout))
         await asyncio.sleep(delay)
@@ -510,6 +615,9 @@ class Sweeper:
                 "half": client.half,
                 "port": client.port,
                 "command": client_cmd,
+                "gid_index": {"client": cgid, "server": sgid},
+                "qps": qps,
+                "bidir": bidir,
                 "raw": cli.stdout,
                 "exit_status": cli.exit_status,
                 "server_raw": srv_res.stdout,

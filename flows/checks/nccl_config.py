@@ -4,7 +4,10 @@
 `roceP2p1s0f0` (capital P), so the cluster runs on one PCIe half (`nccl.hca-filter`); a leading
 `=` means exact names, `^` excludes. A leftover `NCCL_NET=Socket` or `NCCL_IB_DISABLE=1` sends
 NCCL over TCP at ~2-3 GB/s (`nccl.socket-fallback`). Read from the login environment jobs
-inherit and /etc/nccl.conf, against `ibdev2netdev`.
+inherit and /etc/nccl.conf, against `ibdev2netdev`. A pinned `NCCL_IB_GID_INDEX` is flagged:
+GID order differs per device and shifts with IPv6 or the order addresses were added, so the
+pinned index is compared with each active device's RoCE v2 GID of its IPv4 address
+(`show_gids`); `NCCL_IB_ROCE_VERSION_NUM=2` is what lets NCCL pick the right one.
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flows import plans
-from flows.base import Check, Context, Observations
+from flows.base import Check, Context, HostProbe, Observations
 from flows.checks._common import (
     IBDEV,
+    IP_ADDR,
     NCCL_CONF,
     NCCL_ENV,
     Finding,
@@ -24,7 +28,10 @@ from flows.checks._common import (
     node_rails,
     read,
 )
+from wizard.gids import gids_from_show_gids, roce_v2_index
 from wizard.model import Evidence, FixPlan, Verdict
+
+SHOW_GIDS = HostProbe("show_gids", "show_gids")
 
 
 def parse_env(text: str) -> dict[str, str]:
@@ -61,6 +68,9 @@ class NodeNccl:
     env: dict[str, str]  # login env
     conf: dict[str, str]  # /etc/nccl.conf
     active: tuple[str, ...]  # RDMA devices up with an address
+    gid_index: dict[str, int | None] | None = None  # device -> RoCE v2 IPv4 index (None: unread)
+    interfaces: tuple[str, ...] = ()  # every netdev `ip -j addr` lists
+    management: str | None = None  # the one non-fabric interface with an IPv4 address
 
     @property
     def effective(self) -> dict[str, str]:
@@ -84,9 +94,43 @@ def parse(obs: Observations, ctx: Context) -> NcclConfig:
                 bad.append(w)
         if env is None and conf is None:
             continue
-        active = tuple(r.rdma for r in node_rails(ctx, node) if r.up and configured(r))
-        out.append(NodeNccl(node, env or {}, conf or {}, active))
+        rails = [r for r in node_rails(ctx, node) if r.up and configured(r)]
+        active = tuple(r.rdma for r in rails)
+        gids, _w, _ = read(obs, node, SHOW_GIDS, gids_from_show_gids)
+        index = (
+            {r.rdma: roce_v2_index(gids, r.rdma, r.addresses[0]) for r in rails}
+            if gids is not None
+            else None
+        )
+        ifaces, mgmt = _interfaces(obs, node, {r.netdev for r in node_rails(ctx, node)})
+        out.append(NodeNccl(node, env or {}, conf or {}, active, index, ifaces, mgmt))
     return NcclConfig(tuple(out), tuple(bad))
+
+
+def _interfaces(
+    obs: Observations, node: str, fabric: set[str]
+) -> tuple[tuple[str, ...], str | None]:
+    """Every netdev of the node, and its management interface: the only non-loopback,
+    non-fabric netdev with an IPv4 address (None when there is not exactly one)."""
+    from wizard.parsers.iproute2 import parse_ip_json
+
+    got, _why, _ = read(obs, node, IP_ADDR, parse_ip_json)
+    if got is None:
+        return (), None
+    names = tuple(i.name for i in got.interfaces)
+    mgmt = [
+        i.name
+        for i in got.interfaces
+        if i.ipv4 and i.name != "lo" and i.name not in fabric and not i.name.startswith("docker")
+    ]
+    return names, mgmt[0] if len(mgmt) == 1 else None
+
+
+def single_device(spec: str, chosen: list[str]) -> bool:
+    """NCCL_IB_HCA names one device exactly (`=dev` or the full name): a deliberate choice, not
+    a prefix that happens to miss a half."""
+    names = [s.split(":")[0].strip() for s in spec.lstrip("^").lstrip("=").split(",") if s.strip()]
+    return not spec.startswith("^") and len(names) == 1 and chosen == names
 
 
 def judge(n: NcclConfig, ctx: Context) -> list[Verdict]:
@@ -108,7 +152,22 @@ def judge(n: NcclConfig, ctx: Context) -> list[Verdict]:
                 f"NCCL_IB_HCA={spec} ({src}) selects {', '.join(chosen) or 'nothing'}",
                 f"every active device: {', '.join(node.active)}",
             )
-            if missing:
+            if missing and single_device(spec, chosen) and ctx.nccl_devices != "all":
+                # seed 003: one device per node measured faster for latency-bound decode
+                # (both devices: +9 % prefill, -5..9 % decode): a choice to confirm, not a fault
+                trade = (
+                    "; one device by the inventory (nccl: {devices: one})"
+                    if ctx.nccl_devices == "one"
+                    else "; one device is faster for latency-bound decode, all devices for "
+                    "bandwidth (prefill, training): set `nccl: {devices: one}` in the "
+                    "inventory if this is deliberate"
+                )
+                ev = Evidence(ev.target, ev.command, ev.observed + trade, ev.expected)
+                if ctx.nccl_devices == "one":
+                    hca.ok(ev)
+                else:
+                    hca.fail(ev, warn=True)
+            elif missing:
                 hca.fail(ev)
             else:
                 hca.ok(ev)
@@ -127,7 +186,30 @@ def judge(n: NcclConfig, ctx: Context) -> list[Verdict]:
                 sock.fail(ev)
             else:
                 sock.ok(ev)
+    gid = Finding("nccl.hca-filter")
+    ifname = Finding("nccl.hca-filter")
+    for node in n.nodes:
+        _judge_gid_index(node, gid)
+        _judge_socket_ifname(node, ifname)
+    extra = []
+    if ifname.bad:
+        extra.append(
+            ifname.verdict(
+                ok="",
+                bad=f"NCCL_SOCKET_IFNAME does not select the management interface on "
+                f"{listing(ifname.targets)} (a prefix match, like NCCL_IB_HCA)",
+            )
+        )
+    if gid.bad:
+        extra.append(
+            gid.verdict(
+                ok="",
+                bad=f"NCCL_IB_GID_INDEX is pinned on {listing(gid.targets)}: GID order differs "
+                "per device and shifts with IPv6; unset it and set NCCL_IB_ROCE_VERSION_NUM=2",
+            )
+        )
     return [
+        *extra,
         hca.verdict(
             ok="NCCL_IB_HCA is unset or covers every active RDMA device",
             bad=f"NCCL_IB_HCA leaves active RDMA devices out on {listing(hca.targets)}: NCCL "
@@ -140,6 +222,51 @@ def judge(n: NcclConfig, ctx: Context) -> list[Verdict]:
     ]
 
 
+def _judge_gid_index(node: NodeNccl, f: Finding) -> None:
+    """A pinned NCCL_IB_GID_INDEX: a failure where it is not the RoCE v2 GID of a device's IPv4
+    address, a warning where it happens to match (the next address change shifts it)."""
+    eff = node.effective
+    pinned = eff.get("NCCL_IB_GID_INDEX")
+    if pinned is None:
+        return
+    where = "login env" if "NCCL_IB_GID_INDEX" in node.env else "/etc/nccl.conf"
+    rv = eff.get("NCCL_IB_ROCE_VERSION_NUM")
+    table = node.gid_index or {}
+    wrong = [d for d, i in table.items() if i is None or str(i) != pinned.strip()]
+    seen = ", ".join(f"{d} {i if i is not None else 'none'}" for d, i in table.items())
+    ev = Evidence(
+        node.node,
+        f"{NCCL_ENV.command}; {NCCL_CONF.command}; {SHOW_GIDS.command}",
+        f"NCCL_IB_GID_INDEX={pinned} ({where})"
+        + (f"; RoCE v2 GID of each device's IPv4: {seen}" if table else "; show_gids not read")
+        + (f"; NCCL_IB_ROCE_VERSION_NUM={rv}" if rv else ""),
+        "NCCL_IB_GID_INDEX unset, NCCL_IB_ROCE_VERSION_NUM=2 (the v2 GID of each device's IPv4)",
+    )
+    f.fail(ev, warn=not wrong and node.gid_index is not None)
+
+
+def _judge_socket_ifname(node: NodeNccl, f: Finding) -> None:
+    """NCCL_SOCKET_IFNAME uses NCCL_IB_HCA's prefix semantics (`=` exact, `^` excludes): one
+    that selects nothing leaves NCCL no bootstrap interface; one that selects fabric netdevs
+    instead of the management interface is not the canonical launch (seed 000)."""
+    spec = node.effective.get("NCCL_SOCKET_IFNAME")
+    if spec is None or not node.interfaces:
+        return
+    where = "login env" if "NCCL_SOCKET_IFNAME" in node.env else "/etc/nccl.conf"
+    chosen = hca_selects(spec, [i for i in node.interfaces if i != "lo"])
+    want = node.management
+    ev = Evidence(
+        node.node,
+        f"{NCCL_ENV.command}; {NCCL_CONF.command}; {IP_ADDR.command}",
+        f"NCCL_SOCKET_IFNAME={spec} ({where}) selects {', '.join(chosen) or 'nothing'}",
+        f"NCCL_SOCKET_IFNAME={want or '<the management interface>'}",
+    )
+    if not chosen:
+        f.fail(ev)
+    elif want is not None and want not in chosen:
+        f.fail(ev, warn=True)
+
+
 def fix(n: NcclConfig, verdict: Verdict, ctx: Context) -> FixPlan | None:
     return plans.nccl_plan(n, verdict, ctx)
 
@@ -150,7 +277,7 @@ CHECK = Check(
     description=__doc__ or "",
     faults=("nccl.hca-filter", "nccl.socket-fallback"),
     step="halves",
-    probes=(NCCL_ENV, NCCL_CONF, IBDEV),
+    probes=(NCCL_ENV, NCCL_CONF, IBDEV, SHOW_GIDS, IP_ADDR),
     parse=parse,
     judge=judge,
     fix=fix,

@@ -33,6 +33,7 @@ FAULTS = (
     "switch.offload-split-cage",
     "switch.offload-second-bridge",
     "switch.offload-disabled",
+    "switch.offload-lost",
     "switch.rstp-isl-blocked",
     "switch.qos-pfc-stall",
     "host.duplicate-ip",
@@ -115,9 +116,18 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
             f">= {e.rail_pass_gate_gbps:g} Gb/s (~{e.rail_switched_gbps:g} through a switch)",
             raw=str(m.extra.get("raw", "")) or None,
         )
-        if not m.valid:  # not run or not evidence: nothing is known of that pair
+        if not m.valid:
+            # no number was taken (no GID for the address, a lost session, not yet drained):
+            # nothing is known of that pair
             f["host.cx7-degraded"].unknown.append(
-                Evidence(ev.target, ev.command, m.reason, ev.expected, Status.UNKNOWN, ev.raw)
+                Evidence(
+                    ev.target,
+                    ev.command,
+                    m.reason or ev.observed,
+                    ev.expected,
+                    Status.UNKNOWN,
+                    ev.raw,
+                )
             )
             continue
         if m.value >= e.rail_pass_gate_gbps and not m.reason:
@@ -125,6 +135,9 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
                 f[k].ok(ev)
             continue
         stalled = m.value < 1.0
+        switched = _switched(m, ctx)
+        soft = switched and m.value <= e.software_forwarding_max_gbps
+        cpu = _cpu(m)
         if stalled and r.lossless:
             f["switch.qos-pfc-stall"].fail(ev, target=m.target)
         elif stalled and (client in r.duplicate_nodes or server in r.duplicate_nodes):
@@ -132,9 +145,18 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
         elif stalled and r.stall_causes:
             for k in r.stall_causes:
                 f[k].fail(ev, target=m.target)
-        elif m.value <= e.software_forwarding_max_gbps and r.offload_faults:
+        elif soft and r.offload_faults:
             for k in r.offload_faults:
                 f[k].fail(ev, target=m.target)
+        elif soft and cpu is not None and cpu > e.switch_cpu_idle_max_pct:
+            # the switch CPU worked while the rail crawled: software forwarding, cause unknown
+            f["switch.offload-lost"].fail(_with_cpu(ev, cpu, e.switch_cpu_idle_max_pct))
+        elif soft and cpu is None:
+            # the software-forwarding signature with nothing to clear the switch: look there
+            # first (CPU, H flags), never straight at the nodes
+            f["switch.offload-lost"].fail(
+                _with_cpu(ev, None, e.switch_cpu_idle_max_pct), target=m.target, warn=True
+            )
         elif m.value <= e.rstp_detour_max_gbps and r.rstp_blocked:
             f["switch.rstp-isl-blocked"].fail(ev, target=m.target)
         elif client in r.narrow_pcie or server in r.narrow_pcie:
@@ -162,6 +184,8 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
         "switch.offload-second-bridge": "~10 Gb/s through the switch: the CPU forwards "
         "(second bridge)",
         "switch.offload-disabled": "~10 Gb/s through the switch: the CPU forwards (hw=no)",
+        "switch.offload-lost": "~10 Gb/s through the switch, the switch software-forwarding "
+        "signature (look at the switch CPU and H flags before the nodes)",
         "switch.rstp-isl-blocked": "~4.5 Gb/s across switches: the ISL is blocked, traffic detours",
         "switch.qos-pfc-stall": "RDMA connects but moves no data: lossless QoS stalls",
         "host.duplicate-ip": "RDMA connects but moves no data: duplicate addresses",
@@ -191,6 +215,35 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
             )
         )
     return out
+
+
+def _switched(m: Measurement, ctx: Context) -> bool:
+    """Whether the rail test crossed a switch (its client rail is cabled to one)."""
+    key = f"{m.extra.get('client', '')}/{m.extra.get('client_netdev', '')}"
+    if key in ctx.cabling:
+        return True
+    node = str(m.extra.get("client", ""))
+    return any(
+        r.switch for r in ctx.rails.get(node, ()) if r.netdev == m.extra.get("client_netdev")
+    ) or (bool(ctx.switches) and not ctx.cabling)
+
+
+def _cpu(m: Measurement) -> float | None:
+    """The highest switch cpu-load sampled during this test (None: not sampled)."""
+    loads = [float(v) for v in dict(m.extra.get("switch_cpu") or {}).values()]
+    return max(loads) if loads else None
+
+
+def _with_cpu(ev: Evidence, cpu: float | None, max_pct: float) -> Evidence:
+    seen = "switch CPU not sampled" if cpu is None else f"switch cpu-load {cpu:g} % during it"
+    return Evidence(
+        ev.target,
+        ev.command,
+        f"{ev.observed}; {seen}",
+        f"{ev.expected}; switch cpu-load <= {max_pct:g} % during a transfer",
+        ev.status,
+        ev.raw,
+    )
 
 
 def fix(r: RailRuns, verdict: Verdict, ctx: Context) -> FixPlan | None:

@@ -5,20 +5,30 @@ with another bridge. If unused breakout sub-ports of a cage sit in another bridg
 management bridge: `switch.offload-split-cage`), or the fabric ports are spread over a second
 bridge (`switch.offload-second-bridge`), or a fabric port has `hw=no`
 (`switch.offload-disabled`), the switch CPU forwards every frame: ~10 Gb/s whatever the QP count.
-Good: every fabric port in one bridge with `hw=yes` and the `H` flag (`hw-offload=true`).
+An in-use fabric port without the `H` flag is a failure on its own: when none of those causes
+explains it, it is `switch.offload-lost` (not offloaded, cause not recognised), shown with what
+the switch says: the latest "hardware offloading activated/deactivated" log line, the nodes'
+MACs learned `D` (CPU) instead of `E` (chip), and `cpu-load` during a transfer (`--perf`).
+Good: every fabric port in one bridge with `hw=yes` and the `H` flag (`hw-offload=true`), the
+activation line for that bridge, the nodes' MACs external, the switch CPU ~0 % under traffic.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from flows import plans
 from flows.base import Check, Context, Observations
+from flows.checks import forwarding
 from flows.checks._common import (
+    SW_BRIDGE,
+    SW_BRIDGE_HOST,
     SW_BRIDGE_PORT,
     SW_ETHERNET,
+    SW_LOG,
     SW_MONITOR,
+    SW_RESOURCE,
     Finding,
     Unreadable,
     default_names,
@@ -27,7 +37,8 @@ from flows.checks._common import (
     listing,
     rows,
 )
-from wizard.model import Evidence, FixPlan, Verdict
+from wizard.mgmt import MANAGEMENT_PROBES
+from wizard.model import Evidence, FixPlan, Status, Verdict
 
 CMD = "/interface/bridge/port print"
 _CAGE = re.compile(r"^qsfp56-dd-(\d+)-(\d+)$")
@@ -50,10 +61,20 @@ class SwitchBridges:
     switch: str
     ports: tuple[BridgePort, ...]
     management_ports: tuple[str, ...]
+    cpu_ports: tuple[str, ...] | None = None  # from the switch model; None: model unknown
+
+    def is_cpu(self, default_name: str) -> bool:
+        if self.cpu_ports is not None:
+            return default_name in self.cpu_ports
+        return is_cpu_port(default_name)
 
     @property
     def fabric(self) -> tuple[BridgePort, ...]:
-        return tuple(p for p in self.ports if not is_cpu_port(p.default_name))
+        return tuple(p for p in self.ports if not self.is_cpu(p.default_name))
+
+    def offloaded_bridges(self) -> tuple[str, ...]:
+        """The bridges whose switch-chip ports show the H flag (the chip offloads one)."""
+        return tuple(sorted({p.bridge for p in self.fabric if p.hw_offload}))
 
     def fabric_bridge(self) -> str | None:
         """The bridge holding the most in-use fabric ports (ties: the most fabric ports)."""
@@ -70,6 +91,7 @@ class SwitchBridges:
 class Offload:
     switches: tuple[SwitchBridges, ...]
     unreadable: tuple[Unreadable, ...]
+    obs: Observations | None = None  # for the runtime evidence (log, host table, cpu-load)
 
 
 def cage(default_name: str) -> int | None:
@@ -106,8 +128,24 @@ def parse(obs: Observations, ctx: Context) -> Offload:
             for r in bp
             if not is_true(r.get("disabled")) and not is_true(r.get("dynamic"))
         )
-        out.append(SwitchBridges(sw, ports, tuple(ctx.management.get(sw, ("ether1",)))))
-    return Offload(tuple(out), tuple(bad))
+        out.append(
+            SwitchBridges(
+                sw,
+                ports,
+                _management_ports(obs, sw, ctx),
+                forwarding.cpu_ports(obs, sw),
+            )
+        )
+    return Offload(tuple(out), tuple(bad), obs)
+
+
+def _management_ports(obs: Observations, sw: str, ctx: Context) -> tuple[str, ...]:
+    """The ports the switch shows the API session on, then the inventory's."""
+    from wizard.mgmt import management_ports
+
+    found = sorted(management_ports(forwarding.management(obs, sw) or []))
+    listed = ctx.management.get(sw, () if found else ("ether1",))
+    return tuple(dict.fromkeys((*found, *listed)))
 
 
 def _ev(p: BridgePort, expected: str) -> Evidence:
@@ -161,18 +199,40 @@ def classify(sw: SwitchBridges) -> dict[str, list[BridgePort]]:
     return out
 
 
+FAULTS = (
+    "switch.offload-split-cage",
+    "switch.offload-second-bridge",
+    "switch.offload-disabled",
+    "switch.offload-lost",
+)
+
+
+def runtime_evidence(
+    obs: Observations | None,
+    sw: SwitchBridges,
+    bridge: str,
+    ports: list[str] | None,
+    ctx: Context,
+) -> list[Evidence]:
+    """What the switch says about who forwards `ports` of `bridge` (None: every port): the
+    latest offload log line, the nodes' MACs learned there (E or D), cpu-load during a
+    transfer."""
+    if obs is None:
+        return []
+    return [
+        forwarding.log_evidence(obs, sw.switch, bridge, ports or ()),
+        *forwarding.host_evidence(obs, sw.switch, ctx, ports)[:8],
+        forwarding.management_evidence(obs, sw.switch, ctx.management.get(sw.switch, ())),
+        forwarding.cpu_evidence(obs, sw.switch, ctx.expectations.switch_cpu_idle_max_pct),
+    ]
+
+
 def judge(off: Offload, ctx: Context) -> list[Verdict]:
-    findings = {
-        f: Finding(f)
-        for f in (
-            "switch.offload-split-cage",
-            "switch.offload-second-bridge",
-            "switch.offload-disabled",
-        )
-    }
+    findings = {f: Finding(f) for f in FAULTS}
     for w in off.unreadable:
         for f in findings.values():
             f.cannot_tell(w, "bridge ports of the fabric")
+    max_cpu = ctx.expectations.switch_cpu_idle_max_pct
     for sw in off.switches:
         main = sw.fabric_bridge()
         bad = classify(sw)
@@ -224,6 +284,35 @@ def judge(off: Offload, ctx: Context) -> list[Verdict]:
                     )
             for p in not_offloaded[:8]:
                 f.fail(_ev(p, "hw-offload=true (H flag)"), target=f"{sw.switch}/{main}")
+            f.bad.extend(
+                runtime_evidence(off.obs, sw, main or "", [p.interface for p in not_offloaded], ctx)
+            )
+        lost = findings["switch.offload-lost"]
+        if not bad and not_offloaded and main is not None:
+            # no H flag and none of the modelled causes: a failure on its own
+            for p in not_offloaded[:8]:
+                lost.fail(
+                    _ev(p, "hw-offload=true (H flag); bridge, hw=yes and cages look right"),
+                    target=f"{sw.switch}/{main}",
+                )
+            lost.bad.extend(
+                runtime_evidence(off.obs, sw, main, [p.interface for p in not_offloaded], ctx)
+            )
+        elif not bad and main is not None and off.obs is not None:
+            if forwarding.cpu_busy(off.obs, sw.switch, max_cpu):
+                # every port shows H, yet the CPU works while traffic runs: not proven offloaded
+                lost.fail(
+                    forwarding.cpu_evidence(off.obs, sw.switch, max_cpu),
+                    target=f"{sw.switch}/{main}",
+                    warn=True,
+                )
+                lost.bad.extend(runtime_evidence(off.obs, sw, main, None, ctx)[:-1])
+            else:
+                # shown with the pass; a row that could not confirm is unknown, not a failure
+                lost.good.extend(
+                    e if e.status == Status.PASS else replace(e, status=Status.UNKNOWN)
+                    for e in runtime_evidence(off.obs, sw, main, None, ctx)
+                )
         for p in sw.fabric:
             if p.in_use and p.hw_offload:
                 for f in findings.values():
@@ -243,7 +332,25 @@ def judge(off: Offload, ctx: Context) -> list[Verdict]:
             ok="every fabric bridge port has hw=yes",
             bad=f"fabric bridge ports with hw=no: {listing(findings['switch.offload-disabled'].targets)}",
         ),
+        _lost_verdict(findings["switch.offload-lost"]),
     ]
+
+
+def _lost_verdict(f: Finding) -> Verdict:
+    warn_only = f.bad and all(e.status != Status.FAIL for e in f.bad[:1])
+    return f.verdict(
+        ok="every in-use fabric port is hardware-offloaded (H flag)",
+        bad=(
+            "the switch CPU is busy during a transfer although every fabric port shows the H "
+            "flag: forwarding is not proven offloaded; look at the bridge settings, VLAN "
+            f"filtering and the RouterOS release notes ({listing(f.targets)})"
+            if warn_only
+            else "fabric ports are not hardware-offloaded and no known cause (split cage, "
+            "second bridge, hw=no) explains it: the switch CPU forwards (~10 Gb/s); look at the "
+            "bridge settings, VLAN filtering, the offload log lines and the RouterOS release "
+            f"notes ({listing(f.targets)})"
+        ),
+    )
 
 
 def fix(off: Offload, verdict: Verdict, ctx: Context) -> FixPlan | None:
@@ -254,9 +361,18 @@ CHECK = Check(
     id="switch.offload-split-cage",
     title="Bridge hardware offload",
     description=__doc__ or "",
-    faults=("switch.offload-split-cage", "switch.offload-second-bridge", "switch.offload-disabled"),
+    faults=FAULTS,
     step="offload",
-    probes=(SW_BRIDGE_PORT, SW_ETHERNET, SW_MONITOR),
+    probes=(
+        SW_BRIDGE_PORT,
+        SW_ETHERNET,
+        SW_MONITOR,
+        SW_LOG,
+        SW_BRIDGE_HOST,
+        SW_RESOURCE,
+        SW_BRIDGE,
+        *MANAGEMENT_PROBES,
+    ),
     parse=parse,
     judge=judge,
     fix=fix,

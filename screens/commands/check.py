@@ -187,6 +187,7 @@ async def run_check(
         addressing={"pattern": inv.addressing_pattern},
         known_good_firmware=inv.known_good_firmware,
         discovered=sweeper.rails,
+        nccl_devices=inv.nccl_devices,
     )
     verdicts: list[Verdict] = []
     for c in checks:

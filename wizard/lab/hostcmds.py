@@ -275,6 +275,12 @@ def _sysfs(host: Host) -> dict[str, Callable[[], str]]:
             out[f"{base}/hw_counters/{name}"] = _counter(world, rail, name)
         for name in PORT_COUNTERS:
             out[f"{base}/counters/{name}"] = _counter(world, rail, name)
+        for k, (gid, _ip) in enumerate(_gid_rows(rail)):  # the same table as show_gids
+            out[f"{base}/gids/{k}"] = _const(f"{gid}\n")
+            out[f"{base}/gid_attrs/types/{k}"] = _const(
+                "IB/RoCE v1\n" if k % 2 == 0 else "RoCE v2\n"
+            )
+            out[f"{base}/gid_attrs/ndevs/{k}"] = _const(f"{rail.netdev}\n")
         net = f"/sys/class/net/{rail.netdev}"
         out[f"{net}/mtu"] = _const(f"{rail.mtu}\n")
         out[f"{net}/address"] = _const(f"{rail.mac}\n")

@@ -312,5 +312,14 @@ def build_world(scenario: Scenario, *, time_scale: float = 1.0) -> World:
         fault_mod.inject(
             world, f.id, nodes=f.nodes, switches=f.switches, ports=f.ports, params=f.params
         )
+    for sw_name, switch in world.switches.items():
+        if hasattr(switch, "management_port"):  # the wizard reaches each switch on this port
+            sf = scenario.facts.switches.get(sw_name)
+            switch.management_port = (sf.management_port if sf else None) or "ether1"
+    for key, pf in scenario.facts.ports.items():
+        sw_name, _, port = key.partition("/")
+        lose = getattr(world.switches.get(sw_name), "lose_offload", None)
+        if pf.hw_offload is False and lose is not None:
+            lose(port)  # offload lost with no modelled cause
     world.traffic.recompute()
     return world

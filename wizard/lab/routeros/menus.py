@@ -21,6 +21,7 @@ from wizard.lab.routeros.menus_interface import (
     SwitchMenu,
     monitor_row,
 )
+from wizard.lab.routeros.menus_ip import IpAddressMenu, IpArpMenu, UserActiveMenu
 from wizard.lab.routeros.menus_system import (
     ClockMenu,
     FileMenu,
@@ -69,6 +70,9 @@ MENUS: dict[tuple[str, ...], Callable[[], Menu]] = {
     ("system", "scheduler"): SchedulerMenu,
     ("log",): LogMenu,
     ("file",): FileMenu,
+    ("ip", "address"): IpAddressMenu,
+    ("ip", "arp"): IpArpMenu,
+    ("user", "active"): UserActiveMenu,
 }
 
 # Directories that exist but hold no items of their own (so `/interface/ethernet/switch/qos`

@@ -606,6 +606,12 @@ class BridgeHostMenu(Menu):
             out["age"] = duration_text(max(0.0, sw.clock() - float(item["_learned"])))
         return out
 
+    def rows(self, sw: SwitchState) -> list[Item]:
+        from wizard.lab.routeros.menus_ip import wizard_host
+
+        wizard = wizard_host(sw)  # the wizard's own MAC, learned on the management port
+        return super().rows(sw) + ([wizard] if wizard else [])
+
 
 class QosPortMenu(Menu):
     table = "qos-port"

@@ -190,6 +190,18 @@ class SwitchState:
     _link_seen: dict[str, bool] = field(default_factory=dict)
     _runs: list[ScriptRun] = field(default_factory=list)
     _mac_seed: int = 0x2A10
+    # ports (default names) whose hardware offload is lost for a reason the lab does not model
+    # (the scenario fact `ports: {sw/port: {hw-offload: false}}`)
+    offload_lost: set[str] = field(default_factory=set)
+    # where the wizard's API session arrives; "" for a switch outside a world (no management
+    # network modelled: /ip/address, /ip/arp and /user/active are empty)
+    management_port: str = ""
+
+    def lose_offload(self, port: str) -> None:
+        """The chip stops offloading `port` with no configuration cause (the switch logs the
+        deactivation and forwards its frames in software)."""
+        self.offload_lost.add(self._default_name(self.resolve_port(port)))
+        self.recompute(notify=False)
 
     def __repr__(self) -> str:
         return f"SwitchState(name={self.name!r}, model={self.model!r}, boot={self.boot_count})"
@@ -461,6 +473,8 @@ class SwitchState:
             return False
         if is_cpu_port(self._default_name(bp["interface"])):
             return False
+        if self._default_name(bp["interface"]) in self.offload_lost:
+            return False
         return bp["bridge"] == self.hw_offloaded_bridge()
 
     def offload_refusal(self, bridge: str) -> str:
@@ -672,9 +686,11 @@ class SwitchState:
         holder = self.hw_offloaded_bridge()
         now: dict[str, tuple[str, ...]] = {}
         if holder is not None:
-            now[holder] = tuple(p for p in self._chip_ports(holder))
+            kept = tuple(p for p in self._chip_ports(holder) if self.hw_offload(p))
+            if kept:
+                now[holder] = kept
         for bridge, ports in self._offload_seen.items():
-            if bridge not in now:
+            if bridge not in now or set(ports) - set(now[bridge]):
                 self.log(
                     "bridge,info",
                     f'hardware offloading deactivated on bridge "{bridge}" ports: '
@@ -755,6 +771,8 @@ class SwitchState:
             "next_id": self._next_id,
             "mac_seed": self._mac_seed,
             "runs": [[r.owner, r.commands, r.resume_at] for r in self._runs],
+            "offload_lost": sorted(self.offload_lost),
+            "management_port": self.management_port,
         }
 
     @classmethod
@@ -773,10 +791,14 @@ class SwitchState:
         sw._next_id = {k: int(v) for k, v in state["next_id"].items()}
         sw._mac_seed = int(state["mac_seed"])
         sw._runs = [ScriptRun(o, list(c), float(t)) for o, c, t in state.get("runs", [])]
+        sw.offload_lost = set(state.get("offload_lost", ()))
+        sw.management_port = str(state.get("management_port", ""))
         sw._offload_seen = {}
         holder = sw.hw_offloaded_bridge()
         if holder is not None:
-            sw._offload_seen[holder] = tuple(sw._chip_ports(holder))
+            kept = tuple(p for p in sw._chip_ports(holder) if sw.hw_offload(p))
+            if kept:
+                sw._offload_seen[holder] = kept
         sw._link_seen = {p: sw.link(p).up for p in sw.counters}
         return sw
 
