@@ -188,14 +188,15 @@ def classify(sw: SwitchBridges) -> dict[str, list[BridgePort]]:
     if used_elsewhere:
         out["switch.offload-second-bridge"] = used_elsewhere
         return out
-    if not main_offloaded and chip_elsewhere:
-        stuck = [p for p in main_ports if p.in_use and p.hw]
-        out["switch.offload-second-bridge"] = stuck or main_ports[:1]
-        return out
+    # a split cage first: the bridge holding the unused legs keeps the chip (seed 000's log)
     main_cages = {cage(p.default_name) for p in main_ports} - {None}
     split = [p for p in others if cage(p.default_name) in main_cages]
     if split:
         out["switch.offload-split-cage"] = split
+        return out
+    if not main_offloaded and chip_elsewhere:
+        stuck = [p for p in main_ports if p.in_use and p.hw]
+        out["switch.offload-second-bridge"] = stuck or main_ports[:1]
     return out
 
 

@@ -100,6 +100,23 @@ def inject(
     for name in targets:
         if name not in world.nodes:
             raise FabwizError(f"{fault_id}: no node named {name!r}")
+    if fault_id == "host.duplicate-ip" and params.get("scope", "cluster") not in (
+        "node",
+        "cluster",
+    ):
+        raise FabwizError(
+            f"host.duplicate-ip: scope {params['scope']!r} is not one of node, cluster",
+            hint="scope: node puts all rails of each node on one address; cluster (default) "
+            "gives the later nodes the first node's addresses",
+        )
+    if fault_id == "host.duplicate-ip" and params.get("scope") == "node":
+        # seed 000: "two nodes had all four rails on a single address"
+        for name in targets:
+            node = world.nodes[name]
+            one = f"10.9.1.{node.index}/24"
+            _netplan_edit(node, {netdev: {"addresses": [one]} for netdev, *_x in RAIL_LAYOUT})
+            world.apply_netplan(node)
+        return
     if fault_id == "host.duplicate-ip":
         first = world.nodes[targets[0]]
         for name in targets[1:]:

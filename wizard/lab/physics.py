@@ -1,43 +1,79 @@
 """Throughput of RDMA flows and NCCL runs, computed from the world (never scripted per scenario).
 
-The model (DESIGN.md "Physics", numbers from FAULTS.md):
+Every number comes from a mechanism with a parameter (DESIGN.md "Physics", FAULTS.md's table):
 
-- a PCIe half (Gen5 x4) carries 111.86 Gb/s per direction alone, 98.04 each when both halves of
-  the node are busy, ~103 each way when one half runs both directions (`-b`, ~206 aggregate);
-- one switch costs ~2.4% of a single flow (109.2), two switches over an ISL 109.08;
-- two or more flows into one ISL direction split ~163.8 Gb/s (DCQCN, 81.9 each);
-- a bridge the switch chip does not offload is forwarded by the CPU: ~9.5 Gb/s shared by every
-  software-forwarded flow of that switch, whatever the QP count;
-- a CX7 throttled or degraded moves ~12.8 Gb/s; a PCIe link narrower than x4 scales the half;
-- RSTP detour through the campus LAN: ~4.47 Gb/s and MTU 1500;
-- stalls (connection forms, no data, retry exceeded): lossless QoS on the path or a host PFC
-  mismatch, an IPv4 address owned by more than one netdev (ARP flux), RoCE frames larger than
-  the path's l2mtu, no L2 path at all.
+- a PCIe half (Gen5 x4: 32 GT/s x 4 lanes, 128b/130b, less TLP overhead) moves 111.86 Gb/s of
+  RDMA per direction; a half running both directions loses the other direction's DLLPs and
+  completions (~103 each way, ~206 aggregate); a narrower link scales it;
+- the CX7 multi-host behind the GB10 SoC moves 196.08 Gb/s per direction per node, whether one
+  or two cables are used (98.04 per half when both are busy);
+- a cable carries its negotiated rate less the per-frame overhead of RoCE at the active MTU
+  (Ethernet, IP, UDP, BTH, ICRC, FCS, preamble, inter-frame gap): 196.07 of 200 Gb/s at MTU 4096;
+  a link without RS-FEC at 100G and up loses the frames its raw bit errors hit;
+- a switched path costs a single QP ~2.4% (109.2), each further switch ~0.1% (109.08);
+- an ISL direction is a cable; two or more flows that oversubscribe it run DCQCN, which keeps the
+  link ~84% busy (163.8 shared, 81.9 each for two flows, whatever their count);
+- a bridge the switch chip does not offload is forwarded by the switch CPU (`CpuForwarding` per
+  model): one forwarding thread per flow, all threads sharing the CPU;
+- a CX7 throttled or degraded moves ~12.8 Gb/s; the campus detour (RSTP blocked ISL) ~4.47 Gb/s
+  at MTU 1500.
+
+What stalls a flow (the connection forms, no data moves, retry exceeded):
+- lossless QoS (trust-l3/PFC) on a hop the switch chip forwards: the ASIC enforces it and the
+  data path stalls; the switch CPU does not apply chip QoS, so a software-forwarded path runs
+  (seed 000, "once the ASIC actually enforced port config"). Host PFC alone never stalls: a
+  lossy fabric ignores the pause frames;
+- ARP flux: the destination address is answered by more than one netdev (the same IPv4 on
+  several rails of one node or on several nodes, or several rails of one subnet on a node whose
+  `arp_ignore` is 0). The address handle resolves to a MAC that is not the QP's: the chip
+  forwards the frames to that leg and the function there drops them. A CPU-forwarded bridge
+  floods them to every leg of the node, so the right function still gets them at the CPU's rate
+  (seed 000 measured 9.5 Gb/s and 0.46 GB/s with its duplicates in place);
+- RoCE frames larger than the path's l2mtu, no L2 path at all, no IPv4 address.
 
 Rates are shared by max-min fair progressive filling over these resources. A little seeded
-noise (±0.15%) keeps repeated runs from printing identical numbers.
+noise (+-0.15%) keeps repeated runs from printing identical numbers.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections import defaultdict
 from dataclasses import dataclass
 
+from wizard.lab.switchport import cpu_forwarding
 from wizard.lab.world import End, L2Path, NodeState, RailState, World
 
-HALF_ALONE = 111.86
-HALF_SHARED = 98.04
-HALF_BIDIR = 103.0
-SWITCH_ONE = 109.2
-SWITCH_TWO = 109.08
-ISL_SHARED_TOTAL = 163.82
-SOFTWARE_CAP = 9.5
+PCIE_GT_PER_LANE = 32.0  # Gen5
+PCIE_ENCODING = 128 / 130
+PCIE_TLP_EFFICIENCY = 0.88757  # 256 B payloads with TLP/DLLP overhead: 111.86 of 126.03 Gb/s
+PCIE_DUPLEX_FACTOR = 0.92079  # both directions on one half: ~103 each way
+NODE_NIC_GBPS = 196.08  # the CX7 multi-host through the GB10 SoC, per direction per node
+ROCE_OVERHEAD = 58  # Eth + IP + UDP + BTH + RETH + ICRC around the RoCE payload (in the frame)
+WIRE_OVERHEAD = 82  # per frame on the wire: Eth 14 + IP 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4 + 20
+SWITCH_PATH_EFFICIENCY = 0.97622  # one switch: 109.2 of 111.86 for a single QP
+EXTRA_SWITCH_EFFICIENCY = 0.99890  # each further switch (cross-switch 109.08)
+DCQCN_LINK_EFFICIENCY = 0.8355  # an oversubscribed ISL direction under DCQCN: 163.8 of 196.07
+NO_FEC_BER = 1e-6  # raw bit error rate of a 100G+ DAC leg without RS-FEC
 DEGRADED = 12.8
-DETOUR = 4.47
-ROCE_OVERHEAD = 58  # Eth + IP + UDP + BTH + RETH + ICRC around the RoCE payload
+DETOUR = 4.47  # the campus LAN path of an RSTP-blocked ISL
 NCCL_RAIL = 98.04  # what NCCL's ring moves per half
 SOCKET_NODE_GBPS = 20.0  # NCCL over TCP sockets: the ARM cores, not the wire
+
+
+def pcie_half_gbps(width: int) -> float:
+    """RDMA payload one PCIe Gen5 half of `width` lanes moves per direction."""
+    return PCIE_GT_PER_LANE * width * PCIE_ENCODING * PCIE_TLP_EFFICIENCY
+
+
+def wire_goodput(rate_gbps: float, mtu: int = 4096, fec: str = "fec91") -> float:
+    """RoCE payload a cable of `rate_gbps` carries per direction at RoCE MTU `mtu`."""
+    frame = mtu + WIRE_OVERHEAD
+    good = rate_gbps * mtu / frame
+    if fec != "fec91" and rate_gbps >= 100:
+        good *= (1.0 - NO_FEC_BER) ** (8 * frame)
+    return good
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,31 +115,72 @@ def _rails(world: World, f: FlowSpec) -> tuple[NodeState, RailState, NodeState, 
     return sn, sr, dn, dr
 
 
+def _subnet(cidr: str) -> ipaddress.IPv4Network | None:
+    try:
+        return ipaddress.IPv4Interface(cidr).network
+    except ValueError:
+        return None
+
+
+def arp_answerers(world: World, ip: str) -> list[tuple[NodeState, RailState]]:
+    """Every netdev that answers an ARP request for `ip` on the fabric.
+
+    The rails that own the address, plus, on a node whose `arp_ignore` is 0 (Linux answers for
+    any local address on any interface), its other rails in the same subnet.
+    """
+    out: list[tuple[NodeState, RailState]] = []
+    for node, rail in world.owners(ip):
+        if (node, rail) not in out:
+            out.append((node, rail))
+        if node.sysctls.get("net.ipv4.conf.all.arp_ignore", "0") != "0":
+            continue
+        net = next((_subnet(a) for a in rail.addresses if a.split("/")[0] == ip), None)
+        for other in node.rails:
+            if other is rail or (node, other) in out:
+                continue
+            if net is not None and any(_subnet(a) == net for a in other.addresses):
+                out.append((node, other))
+    return out
+
+
 def _stall_reason(
     world: World, *, sn: NodeState, sr: RailState, dn: NodeState, dr: RailState, path: L2Path
 ) -> str:
     if not path.ok:
         return f"no path: {path.reason}"
+    chip_forwarded = all(h.offloaded for h in path.hops)
     for ip in (*sr.ipv4, *dr.ipv4):
-        owners = world.owners(ip)
+        answer = arp_answerers(world, ip)
         if not path.switched:
             # a direct cable is its own L2 domain: only the two hosts' own copies answer ARP
-            owners = [o for o in owners if o[0].name in (sn.name, dn.name)]
-        if len(owners) > 1:
-            return f"duplicate IP {ip}: ARP flux, frames vanish"
+            answer = [o for o in answer if o[0].name in (sn.name, dn.name)]
+        if len(answer) > 1 and chip_forwarded:
+            owners = world.owners(ip)
+            what = "duplicate IP" if len(owners) > 1 else "rails of one subnet answer ARP for"
+            return f"{what} {ip}: ARP flux, frames vanish"
     if not sr.ipv4 or not dr.ipv4:
         return "no IPv4 address (no RoCEv2 GID)"
-    if path.lossless:
+    if any(h.lossless and h.offloaded for h in path.hops):
         return "lossless QoS (PFC) on the switch path"
-    if path.switched and (sr.pfc_on or dr.pfc_on):
-        return "host PFC enabled on a lossy fabric"
-    if not path.switched and sr.pfc_on != dr.pfc_on:
-        return "PFC mismatch between the two hosts"
     frame = min(active_mtu(sr.mtu), active_mtu(dr.mtu)) + ROCE_OVERHEAD - 14
     # the campus detour carries RoCE-sized frames but not 9000-byte ones (003: 4.47 Gb/s)
     if frame > path.l2mtu and not path.detour:
         return f"RoCE frames of {frame} B exceed the path l2mtu {path.l2mtu}"
     return ""
+
+
+def _path_cap(world: World, sn: NodeState, path: L2Path) -> float:
+    """The ceiling of one QP on `path` (PCIe half, switch hops, detour, CX7 state)."""
+    cap = pcie_half_gbps(sn.pcie_width)
+    if path.hops:
+        cap *= SWITCH_PATH_EFFICIENCY * EXTRA_SWITCH_EFFICIENCY ** (len(path.hops) - 1)
+    if path.detour:
+        cap = min(cap, DETOUR)
+    for hop in path.hops:
+        if not hop.offloaded:
+            model = world.switch_models.get(hop.switch, "")
+            cap = min(cap, cpu_forwarding(model).per_flow_gbps)
+    return cap
 
 
 def solve(world: World, flows: list[FlowSpec], *, noise: bool = True) -> list[FlowResult]:
@@ -126,20 +203,16 @@ def solve(world: World, flows: list[FlowSpec], *, noise: bool = True) -> list[Fl
         live.append(i)
         half_dirs[(sn.name, sr.half)].add("tx")
         half_dirs[(dn.name, dr.half)].add("rx")
-        cap = math.inf
-        if len(path.hops) == 1:
-            cap = SWITCH_ONE
-        elif len(path.hops) >= 2:
-            cap = SWITCH_TWO
-        if path.detour:
-            cap = min(cap, DETOUR)
+        cap = _path_cap(world, sn, path)
         for node in (sn, dn):
             if node.throttled or node.degraded:
                 cap = min(cap, DEGRADED)
         caps[i] = cap
         uses[i].append(("half", sn.name, sr.half, "tx"))
         uses[i].append(("half", dn.name, dr.half, "rx"))
-        for sw in software:
+        uses[i].append(("nic", sn.name, "tx"))
+        uses[i].append(("nic", dn.name, "rx"))
+        for sw in dict.fromkeys(software):
             uses[i].append(("cpu", sw))
         uses[i].append(("wire", sn.name, str(sr.port), "tx"))
         uses[i].append(("wire", dn.name, str(dr.port), "rx"))
@@ -152,17 +225,22 @@ def solve(world: World, flows: list[FlowSpec], *, noise: bool = True) -> list[Fl
                 continue
             if res[0] == "half":
                 node = world.nodes[res[1]]
-                busy = {h for (nm, h) in half_dirs if nm == node.name}
                 both_dirs = half_dirs[(node.name, res[2])] == {"tx", "rx"}
-                c = HALF_SHARED if len(busy) > 1 else (HALF_BIDIR if both_dirs else HALF_ALONE)
-                capacity[res] = c * node.pcie_width / 4
+                c = pcie_half_gbps(node.pcie_width)
+                capacity[res] = c * PCIE_DUPLEX_FACTOR if both_dirs else c
+            elif res[0] == "nic":
+                capacity[res] = NODE_NIC_GBPS
             elif res[0] == "cpu":
-                capacity[res] = SOFTWARE_CAP
+                capacity[res] = cpu_forwarding(world.switch_models.get(res[1], "")).total_gbps
             elif res[0] == "wire":
-                capacity[res] = _wire_gbps(world, res[1], int(res[2]))
+                mtu = min(info[j].mtu for j in live if res in uses[j])
+                capacity[res] = _wire_gbps(world, res[1], int(res[2]), mtu)
             else:
-                sharing = sum(1 for j in live if res in uses[j])
-                capacity[res] = ISL_SHARED_TOTAL if sharing > 1 else 200.0
+                good = wire_goodput(200.0)
+                on_it = [j for j in live if res in uses[j]]
+                demand = sum(caps[j] for j in on_it)
+                oversubscribed = len(on_it) > 1 and demand > good
+                capacity[res] = good * DCQCN_LINK_EFFICIENCY if oversubscribed else good
     rates = _fill(live, caps, uses, capacity)
     out: list[FlowResult] = []
     for i, base in enumerate(info):
@@ -173,13 +251,13 @@ def solve(world: World, flows: list[FlowSpec], *, noise: bool = True) -> list[Fl
     return out
 
 
-def _wire_gbps(world: World, node: str, port: int) -> float:
+def _wire_gbps(world: World, node: str, port: int, mtu: int = 4096) -> float:
     """What the cable of a node port carries per direction (the switch side's negotiated rate)."""
     other = world.peer(End("node", node, f"port{port}"))
     if other is None or other.kind != "switch":
-        return 200.0
-    rate = float(world.switches[other.name].link(other.port).rate_gbps)
-    return 200.0 if rate >= 200 else rate * 0.97
+        return wire_goodput(200.0, mtu)
+    link = world.switches[other.name].link(other.port)
+    return wire_goodput(float(link.rate_gbps), mtu, link.fec)
 
 
 def _fill(

@@ -221,6 +221,7 @@ class Hop:
     ingress: str
     egress: str
     offloaded: bool
+    lossless: bool = False  # the switch's QoS on these ports is lossless (trust-l3/pfc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -574,7 +575,7 @@ class World:
                 return L2Path(False, fwd.reason or "not bridged")
             return L2Path(
                 True,
-                hops=(Hop(a.name, a.port, b.port, fwd.offloaded),),
+                hops=(Hop(a.name, a.port, b.port, fwd.offloaded, fwd.lossless),),
                 lossless=fwd.lossless,
                 l2mtu=fwd.min_l2mtu,
                 mtu=fwd.min_mtu,
@@ -593,8 +594,8 @@ class World:
             return L2Path(
                 True,
                 hops=(
-                    Hop(a.name, a.port, isl[0], f1.offloaded),
-                    Hop(b.name, isl[1], b.port, f2.offloaded),
+                    Hop(a.name, a.port, isl[0], f1.offloaded, f1.lossless),
+                    Hop(b.name, isl[1], b.port, f2.offloaded, f2.lossless),
                 ),
                 lossless=f1.lossless or f2.lossless,
                 l2mtu=min(f1.min_l2mtu, f2.min_l2mtu),
@@ -611,8 +612,8 @@ class World:
             return L2Path(
                 True,
                 hops=(
-                    Hop(a.name, a.port, up_a, f1.offloaded),
-                    Hop(b.name, up_b, b.port, f2.offloaded),
+                    Hop(a.name, a.port, up_a, f1.offloaded, f1.lossless),
+                    Hop(b.name, up_b, b.port, f2.offloaded, f2.lossless),
                 ),
                 lossless=f1.lossless or f2.lossless,
                 l2mtu=1500,

@@ -8,9 +8,9 @@ derives (`hw-offload`, link status, cpu-load, RSTP role) is computed from it on 
 
 Derived hardware-offload rules (98DX7335, routeros-api.md 4.1/4.2):
 - one offloaded bridge per switch chip: bridges are considered in creation order and the first
-  one that qualifies takes the chip;
-- a bridge qualifies when it has an enabled `hw=yes` port on the chip and no QSFP56-DD cage it
-  uses has a sub-port in another bridge (a "split cage" refuses offload);
+  one with an enabled `hw=yes` port on the chip takes it;
+- a bridge whose QSFP56-DD cages have sub-ports in the bridge holding the chip (a "split cage")
+  is refused offload: the chip stays with the other bridge, as seed 000's log shows;
 - CPU-attached `ether1`/`ether2` are never offloaded; a port with `hw=no` is never offloaded.
 """
 
@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+from wizard.lab.switchport import cpu_forwarding
 
 __all__ = [
     "MODELS",
@@ -41,7 +43,6 @@ _DD_RE = re.compile(r"^qsfp56-dd-(\d+)-(\d+)$")
 _QSFP_RE = re.compile(r"^qsfp56-(\d+)-(\d+)$")
 _SPEED_RE = re.compile(r"^(\d+(?:\.\d+)?)(M|G)-base")
 _CPU_LOAD_IDLE = 1
-SOFTWARE_FORWARDING_CAP_GBPS = 9.5
 DATA_L2MTU = "9216"
 DATA_MTU = "9000"
 BRIDGE = "bridge"
@@ -445,8 +446,10 @@ class SwitchState:
             name = bridge["name"]
             if bridge.get("disabled") == "true" or not self._chip_ports(name):
                 continue
-            if not self._split_cages(name):
-                return name
+            # The first bridge with chip ports takes the chip, split cage or not: seed 000's
+            # log showed offload activated on the management bridge that held the unused legs,
+            # never on the RoCE bridge that shared their cages.
+            return name
         return None
 
     def _chip_ports(self, bridge: str) -> list[str]:
@@ -569,7 +572,8 @@ class SwitchState:
         self.software_gbps = max(0.0, gbps)
 
     def cpu_load(self) -> int:
-        extra = round(self.software_gbps / SOFTWARE_FORWARDING_CAP_GBPS * 100)
+        capacity = cpu_forwarding(self.model).total_gbps
+        extra = round(self.software_gbps / capacity * 100)
         return min(100, _CPU_LOAD_IDLE + extra)
 
     def learn(self, mac: str, port: str) -> None:
