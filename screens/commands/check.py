@@ -164,6 +164,9 @@ async def run_check(
                 measurements.extend(await sweeper.rail_tests())
                 nccl, _res = await sweeper.nccl_test()
                 measurements.append(nccl)
+                pair, _res = await sweeper.nccl_test(op="sendrecv_perf", nodes=reachable[:2])
+                job, _res = await sweeper.nccl_test(mode="job")
+                measurements += [pair, job]
             obs = dataclasses.replace(obs, measurements=tuple(measurements))
     finally:
         await ssh.close()

@@ -117,3 +117,21 @@ async def sudo_list(ctx: Ctx, argv: list[str]) -> int:
     )
     ctx.out(" ".join([full, *argv[1:]]) + "\n")
     return 0
+
+
+def apply_naming(world: World) -> None:
+    """Rename each node's devices as its facts say, in PCI order (the kernel's probe order):
+    `rdma_naming: mlx5` gives mlx5_0..mlx5_3, `netdev_naming: eth` gives eth0..eth3 (and the
+    netplan file follows). Nothing in a name then tells the PCIe half: only the PCI domain does."""
+    from wizard.lab.world import NETPLAN_PATH
+
+    for node in world.nodes.values():
+        f = facts(world, node)
+        order = sorted(node.rails, key=lambda r: r.pci)
+        for k, r in enumerate(order):
+            if f.rdma_naming == "mlx5":
+                r.rdma = f"mlx5_{k}"
+            if f.netdev_naming == "eth":
+                old, r.netdev = r.netdev, f"eth{k}"
+                text = node.files.get(NETPLAN_PATH, "")
+                node.files[NETPLAN_PATH] = text.replace(f"{old}:", f"{r.netdev}:")

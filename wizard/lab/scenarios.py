@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from wizard.errors import ScenarioError
 from wizard.lab import faults as fault_mod
+from wizard.lab import nodetools
 from wizard.lab.facts import Facts
 from wizard.lab.switchport import CRS804, CRS812, new_switch
 from wizard.lab.traffic import Traffic
@@ -255,6 +256,7 @@ def build_world(scenario: Scenario, *, time_scale: float = 1.0) -> World:
     t = scenario.topology
     for i in range(1, t.nodes + 1):
         world.add_node(f"spark{i}", i).powered = False
+    nodetools.apply_naming(world)
     names = switch_names(t)
     for name, spec in zip(names, t.switches, strict=True):
         world.add_switch(name, spec.model, new_switch(name, spec.model, clock=world.now))
