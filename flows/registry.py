@@ -29,6 +29,7 @@ from flows.checks import (
     switch_mtu,
     switch_offload,
     switch_qos,
+    switch_release,
     switch_rstp,
 )
 from flows.expectations import DEFAULT, Expectations
@@ -39,6 +40,7 @@ CHECKS: tuple[Check, ...] = (
     preflight_tools.CHECK,
     preflight_sudo.CHECK,
     preflight_mpirun_ssh.CHECK,
+    switch_release.CHECK,
     switch_link.CHECK,
     host_links.CHECK,
     switch_rstp.CHECK,

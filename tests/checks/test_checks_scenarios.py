@@ -21,13 +21,14 @@ TRAFFIC_FAULTS = {"host.cx7-degraded", "process.undrained-measurement"}
 # here as strict xfails so that a fix in the lab makes the suite say so.
 LAB_ISSUES: dict[str, str] = {}
 
-# Node-readiness scenarios set facts, not faults: the preflight finding each one gives (and, on a
+# Node-readiness and switch-release scenarios set facts, not faults: the preflight finding each one gives (and, on a
 # node whose sudo asks a password, the checks that need sudo there are unknown).
 READINESS: dict[str, set[str]] = {
     "node-without-perftest": {"preflight.tool-missing"},
     "node-without-nccl-tests": {"preflight.tool-missing"},
     "node-broken-mpirun-ssh": {"preflight.mpirun-ssh"},
     "node-without-passwordless-sudo": {"preflight.sudo", "host.pfc-enabled", "host.pcie-width"},
+    "routeros-7-21-regression": {"switch.routeros-rdma-regression"},
 }
 
 

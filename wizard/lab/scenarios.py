@@ -259,7 +259,14 @@ def build_world(scenario: Scenario, *, time_scale: float = 1.0) -> World:
     nodetools.apply_naming(world)
     names = switch_names(t)
     for name, spec in zip(names, t.switches, strict=True):
-        world.add_switch(name, spec.model, new_switch(name, spec.model, clock=world.now))
+        switch = new_switch(name, spec.model, clock=world.now)
+        told = scenario.facts.switches.get(name)
+        if told is not None and told.routeros_version:
+            from wizard.lab.routeros.switch import SwitchState
+
+            if isinstance(switch, SwitchState):
+                switch.routeros_version = told.routeros_version
+        world.add_switch(name, spec.model, switch)
     if not t.switches:
         for p in range(t.cables_per_node):
             world.connect(End("node", "spark1", f"port{p}"), End("node", "spark2", f"port{p}"))
