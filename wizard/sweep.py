@@ -509,6 +509,8 @@ class Sweeper:
         """One NCCL test (seed 000's canonical launch, or the job's own environment) across
         `nodes` (every node), launched from the first one."""
         nodes = list(nodes or self.nodes)
+        if any(n not in self.tools or n not in self.mgmt for n in nodes):
+            await self.sweep([readiness.TOOLS_PROBE])  # a resumed session has not looked yet
         target = "cluster" if op == "all_reduce_perf" else f"{'+'.join(nodes)}/{op}"
         if mode == "job":
             target += "/job-env"

@@ -65,6 +65,8 @@ def path_of(tool: str, user: str) -> str:
 def files(host: Host) -> dict[str, str]:
     """The node's installed tool binaries and release files (read-only, not in node.files)."""
     out = {path_of(t, host.user): "\x7fELF" for t in LAYOUT if installed(host.world, host.node, t)}
+    for r in host.node.rails:  # the CX7 firmware, as sysfs gives it per RDMA device
+        out[f"/sys/class/infiniband/{r.rdma}/fw_ver"] = f"{host.node.firmware}\n"
     out["/etc/dgx-release"] = DGX_RELEASE
     out["/etc/os-release"] = OS_RELEASE
     return out
