@@ -134,6 +134,8 @@ class SshTransport:
         self.max_concurrent_handshakes = 0
         self._in_handshake = 0
         self.accepted_host_keys: list[tuple[str, str, str]] = []  # (target, pattern, fingerprint)
+        self.refusal_retry_s: tuple[float, ...] = (0.3, 0.6, 1.2)  # pauses before retries
+        self.retried_handshakes = 0
 
     def add(self, target: SshTarget) -> None:
         self.targets[target.name] = target
@@ -265,11 +267,24 @@ class SshTransport:
                     self.max_concurrent_handshakes, self._in_handshake
                 )
                 try:
-                    conn = await self._open(target)
+                    conn = await self._open_retrying(target)
                 finally:
                     self._in_handshake -= 1
             self._conns[name] = conn
             return conn
+
+    async def _open_retrying(self, target: SshTarget) -> asyncssh.SSHClientConnection:
+        """`_open`, again after a short pause when sshd drops the connection before the
+        handshake (OpenSSH's MaxStartups refuses unauthenticated connections beyond 10)."""
+        for pause in (*self.refusal_retry_s, None):
+            try:
+                return await self._open(target)
+            except _Dropped as exc:
+                if pause is None:
+                    raise _ConnectFailed(exc.message) from None
+                self.retried_handshakes += 1
+                await asyncio.sleep(pause)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _open(self, target: SshTarget) -> asyncssh.SSHClientConnection:
         kh_path = self.known_hosts_path(target)
@@ -311,7 +326,13 @@ class SshTransport:
                 f"identity_file ({target.identity_file or 'default keys'}) and that its public "
                 f"key is in ~{user}/.ssh/authorized_keys on the node"
             ) from None
-        except (TimeoutError, asyncssh.ConnectionLost) as exc:
+        except (asyncssh.ConnectionLost, ConnectionResetError) as exc:
+            raise _Dropped(
+                f"{target.name}: {target.where} closed the connection before the SSH handshake "
+                f"({_reason(exc) or 'connection lost'}): sshd may be refusing new connections "
+                "(MaxStartups) or not be the SSH server; tried again, still refused"
+            ) from None
+        except TimeoutError as exc:
             raise _ConnectFailed(
                 f"{target.name}: no SSH answer from {target.where} within "
                 f"{self.connect_timeout:g} s ({_reason(exc) or 'timeout'}): is the node up and "
@@ -341,6 +362,10 @@ class _ConnectFailed(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class _Dropped(_ConnectFailed):
+    """The server closed the TCP connection before the handshake: worth another try."""
 
 
 def _reason(exc: BaseException) -> str:
