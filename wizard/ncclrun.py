@@ -72,7 +72,7 @@ def build(
         where = tools.get(n)
         if where is None:
             return _cannot(base, f"{n}: the tools were not listed (preflight.tool-missing)")
-        for need in ("mpirun", op) if n == launch else (op,):
+        for need in ("mpirun", op):  # Open MPI's daemon (orted) runs on every node
             if need not in where.paths:
                 return _cannot(base, f"{need} is not installed on {n} (preflight.tool-missing)")
         if n not in mgmt:
