@@ -99,9 +99,12 @@ def test_node_without_passwordless_sudo_gives_the_sudoers_fix() -> None:
     assert "fabwiz setup sudoers --user fabwiz" in str(f["summary"])
     evidence = f["evidence"]
     assert isinstance(evidence, list)
-    qos = next(e for e in evidence if "mlnx_qos" in e["command"])
-    assert qos["observed"] == "sudo: a password is required"  # sudo's own words
-    assert "fabwiz ALL=(root) NOPASSWD: /usr/bin/mlnx_qos -i *" in qos["expected"]
+    [refusal] = [e for e in evidence if e["target"] == "spark2" and e["status"] == "fail"]
+    assert refusal["observed"] == "sudo: a password is required (all 11 commands)"  # sudo's words
+    assert (
+        refusal["expected"]
+        == "the drop-in of `fabwiz setup sudoers --user fabwiz` in /etc/sudoers.d"
+    )
     # what needs sudo on that node cannot be judged: unknown, never pass
     assert found["host.pfc-enabled"]["status"] == "unknown"
     assert found["host.pcie-width"]["status"] == "unknown"
@@ -219,6 +222,13 @@ def test_every_sudo_probe_of_every_check_is_in_the_rules() -> None:
                 assert sudoers.covered(cmd), cmd
 
 
+def test_the_line_that_allows_one_command() -> None:
+    line = sudoers.matching_line("ops", "sudo -n -l lspci -vv -d 15b3:")
+    assert line == "ops ALL=(root) NOPASSWD: /usr/bin/lspci -vv -d 15b3\\:"
+    rm = sudoers.matching_line("ops", "sudo -n rm -f /etc/nccl.conf.fabwiz-bak")
+    assert rm == "ops ALL=(root) NOPASSWD: /usr/bin/rm -f /etc/nccl.conf.fabwiz-bak"
+
+
 def test_covered_is_a_sudoers_glob_and_refuses_the_rest() -> None:
     assert sudoers.covered("sudo -n mlnx_qos -i enP2p1s0f1np1 --pfc 0,0,0,0,0,0,0,0")
     assert sudoers.covered("sudo -n dmesg")
@@ -285,7 +295,7 @@ def test_sudo_refusal_needs_sudo_own_words_and_a_missing_tool_is_not_a_refusal()
     assert v.status is Status.FAIL and v.targets == ("spark1",)
     assert "refuses netplan on spark1" in v.summary and "mlnx_qos" not in v.summary
     bad = next(e for e in v.evidence if e.status is Status.FAIL)
-    assert bad.expected.endswith("fabwiz ALL=(root) NOPASSWD: /usr/sbin/netplan apply")
+    assert bad.expected.endswith(": fabwiz ALL=(root) NOPASSWD: /usr/sbin/netplan apply")
     unknown = next(e for e in v.evidence if e.status is Status.UNKNOWN)
     assert "mlnx_qos" in unknown.command and "command not found" in unknown.observed
 
@@ -367,6 +377,6 @@ def test_the_canonical_launch_and_what_stops_it() -> None:
     assert no_sr.cannot == "sendrecv_perf is not installed on a (preflight.tool-missing)"
     no_mgmt = ncclrun.build(["a", "b"], tools=tools, mgmt={"a": mgmt["a"]}, rails=rails)
     assert no_mgmt.cannot.startswith("b: no management address")
-    elsewhere = dict(tools, b=readiness.parse_tools("/opt/x/all_reduce_perf\n"))
+    elsewhere = dict(tools, b=readiness.parse_tools("/usr/bin/mpirun\n/opt/x/all_reduce_perf\n"))
     moved = ncclrun.build(["a", "b"], tools=elsewhere, mgmt=mgmt, rails=rails)
     assert "mpirun runs the same path on every node" in moved.cannot
