@@ -94,6 +94,7 @@ def build(
         "10",
         str(int(time_limit_s)),
         tools[launch].paths["mpirun"],
+        "--allow-run-as-root",  # harmless as a user; Open MPI refuses root without it
         "--hostfile",
         path,
         "-np",
@@ -134,6 +135,10 @@ def _grouped(words: list[str]) -> list[str]:
     while i < len(words):
         w = words[i]
         n = 2 if w == "--mca" else 1 if w in ("-x", "--hostfile", "-np") else 0
+        if w == "--allow-run-as-root":
+            out[-1] += " " + w
+            i += 1
+            continue
         if w == "timeout":
             n = 3
         if w.endswith(("_perf", "_perf'")):
