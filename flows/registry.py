@@ -37,14 +37,14 @@ from wizard.discovery import rails_from_observations
 from wizard.probes import Observations, Probe
 
 CHECKS: tuple[Check, ...] = (
-    preflight_tools.CHECK,
-    preflight_sudo.CHECK,
-    preflight_mpirun_ssh.CHECK,
-    switch_release.CHECK,
     switch_link.CHECK,
     host_links.CHECK,
     switch_rstp.CHECK,
     benign_pcie27w.CHECK,
+    switch_release.CHECK,
+    preflight_tools.CHECK,
+    preflight_sudo.CHECK,
+    preflight_mpirun_ssh.CHECK,
     host_pcie.CHECK,
     switch_offload.CHECK,
     switch_qos.CHECK,

@@ -71,7 +71,12 @@ def test_perf_adds_no_extra_fault(name: str) -> None:
     assert got == injected
     rails = [m for m in report["measurements"] if m["kind"] == "rail"]  # type: ignore[union-attr]
     nccl = [m for m in report["measurements"] if m["kind"] == "nccl"]  # type: ignore[union-attr]
-    assert len(rails) == 8 and len(nccl) == 1
+    # all_reduce over the cluster, sendrecv on the first two nodes, the job's own environment
+    assert len(rails) == 8 and [m["target"] for m in nccl] == [
+        "cluster",
+        "spark1+spark2/sendrecv_perf",
+        "cluster/job-env",
+    ]
     if not injected:
         assert code == 0
         assert all(105 < m["value"] < 112 for m in rails)
