@@ -380,3 +380,15 @@ def test_the_canonical_launch_and_what_stops_it() -> None:
     elsewhere = dict(tools, b=readiness.parse_tools("/usr/bin/mpirun\n/opt/x/all_reduce_perf\n"))
     moved = ncclrun.build(["a", "b"], tools=elsewhere, mgmt=mgmt, rails=rails)
     assert "mpirun runs the same path on every node" in moved.cannot
+
+
+@pytest.mark.lab
+def test_the_jobs_own_environment_shows_what_the_workload_gets() -> None:
+    # NCCL_IB_HCA=rocep1s0f in the login environment: the job drives half A only
+    _code, report = _check("nccl-hca-prefix", "--perf")
+    runs = {m["target"]: m for m in report["measurements"] if m["kind"] == "nccl"}  # type: ignore[union-attr]
+    proved, job = runs["cluster"]["value"], runs["cluster/job-env"]["value"]
+    assert proved > 24 and job < 0.6 * proved  # the canonical launch names every device
+    [warning] = [w for w in report["warnings"] if "job's own environment" in w]  # type: ignore[union-attr]
+    assert f"{job:.2f} GB/s" in warning and f"{proved:.2f} GB/s" in warning
+    assert 20 <= runs["spark1+spark2/sendrecv_perf"]["value"] <= 27
