@@ -85,7 +85,9 @@ def build(
                 f"{op} is at {tools[n].paths[op]} on {n} but {binary} on {launch}: mpirun runs "
                 "the same path on every node",
             )
-    netdev = mgmt[launch][0]
+    # one name, or each node's own (vendors name the management port differently): both
+    # NCCL_SOCKET_IFNAME and btl_tcp_if_include take a comma list
+    netdev = ",".join(dict.fromkeys(mgmt[n][0] for n in nodes))
     hostfile = "".join(f"{mgmt[n][1]} slots=1\n" for n in nodes)
     path = HOSTFILE  # in the login directory, overwritten by each run
     mpirun = [

@@ -377,6 +377,12 @@ def test_the_canonical_launch_and_what_stops_it() -> None:
     assert no_sr.cannot == "sendrecv_perf is not installed on a (preflight.tool-missing)"
     no_mgmt = ncclrun.build(["a", "b"], tools=tools, mgmt={"a": mgmt["a"]}, rails=rails)
     assert no_mgmt.cannot.startswith("b: no management address")
+    mixed = ncclrun.build(
+        ["a", "b"], tools=tools, mgmt={**mgmt, "b": ("enP7s7", "10.0.0.2")}, rails=rails
+    )
+    margv = ncclrun.mpirun_argv(mixed.command)
+    assert "NCCL_SOCKET_IFNAME=eno1,enP7s7" in margv
+    assert margv[margv.index("--mca") + 2] == "eno1,enP7s7"
     elsewhere = dict(tools, b=readiness.parse_tools("/usr/bin/mpirun\n/opt/x/all_reduce_perf\n"))
     moved = ncclrun.build(["a", "b"], tools=elsewhere, mgmt=mgmt, rails=rails)
     assert "mpirun runs the same path on every node" in moved.cannot
