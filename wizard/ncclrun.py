@@ -17,6 +17,7 @@ login environment) decides, and a mismatch with what fabwiz proved shows.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -164,3 +165,19 @@ def mpirun_argv(command: str) -> list[str]:
     if words and words[0] == "timeout":
         words = words[4:]
     return words
+
+
+_TESTS_VERSION = re.compile(r"^#?\s*nccl-tests version (\S+)", re.M)
+_NCCL_VERSION = re.compile(r"NCCL INFO NCCL version (\S+)")
+
+
+def versions_in(output: str) -> dict[str, str]:
+    """The nccl-tests and NCCL versions a run printed (its header and its INFO lines)."""
+    out: dict[str, str] = {}
+    m = _TESTS_VERSION.search(output)
+    if m:
+        out["nccl_tests_version"] = m.group(1)
+    n = _NCCL_VERSION.search(output)
+    if n:
+        out["nccl_version"] = n.group(1)
+    return out

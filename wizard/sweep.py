@@ -551,6 +551,7 @@ class Sweeper:
         extra: dict[str, object] = {
             **info,
             "command": cmd,
+            **ncclrun.versions_in(res.stdout),
             "raw": res.stdout,
             "seconds": time.monotonic() - t0,
         }

@@ -27,6 +27,8 @@ from wizard import ncclrun, readiness
 from wizard.model import ProbeResult, Rail, Status
 from wizard.probes import HostProbe, Observations
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def _check(name: str, *extra: str) -> tuple[int, dict[str, object]]:
     result = CliRunner().invoke(
@@ -398,3 +400,14 @@ def test_the_jobs_own_environment_shows_what_the_workload_gets() -> None:
     [warning] = [w for w in report["warnings"] if "job's own environment" in w]  # type: ignore[union-attr]
     assert f"{job:.2f} GB/s" in warning and f"{proved:.2f} GB/s" in warning
     assert 20 <= runs["spark1+spark2/sendrecv_perf"]["value"] <= 27
+
+
+def test_nccl_and_nccl_tests_versions_from_a_real_run() -> None:
+    fixture = ROOT.parent / "shared" / "fixtures" / "real" / "nccl-tests"
+    if not fixture.is_dir():
+        pytest.skip("the shared real fixtures are not beside the repository")
+    text = (fixture / "allreduce-2gpu-socket-debug.txt").read_text()
+    assert ncclrun.versions_in(text) == {
+        "nccl_tests_version": "2.19.6",
+        "nccl_version": "2.28.9+cuda13.0",
+    }

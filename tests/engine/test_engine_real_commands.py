@@ -126,6 +126,8 @@ async def test_every_command_of_a_walk_parses_with_the_real_tools(tmp_path: Path
     assert "192.168.1.104 slots=1" in str(cluster["extra"]["hostfile"])  # type: ignore[index]
     assert "timeout -k 10" in cmd
     assert float(cluster["value"]) > 20  # type: ignore[arg-type]
+    assert cluster["extra"]["nccl_tests_version"] == "2.18.3"  # type: ignore[index]
+    assert cluster["extra"]["nccl_version"] == "2.28.9+cuda13.0"  # type: ignore[index]
     pair = next(m for m in nccl if str(m["target"]).endswith("/sendrecv_perf"))
     assert pair["target"] == "spark1+spark2/sendrecv_perf" and 20 <= float(pair["value"]) <= 27  # type: ignore[arg-type]
     job = next(m for m in nccl if m["target"] == "cluster/job-env")
@@ -135,6 +137,7 @@ async def test_every_command_of_a_walk_parses_with_the_real_tools(tmp_path: Path
     assert "cat > .fabwiz-hostfile <<'EOF'\n192.168.1.101 slots=1\n" in section
     assert "  -x NCCL_IB_HCA==rocep1s0f0,rocep1s0f1,roceP2p1s0f0,roceP2p1s0f1 \\\n" in section
     assert "/home/fabwiz/nccl-tests/build/sendrecv_perf -b 256M" in section
+    assert "nccl-tests 2.18.3, NCCL 2.28.9+cuda13.0), on spark1:" in section
 
 
 def test_lab_mpirun_refuses_what_open_mpi_refuses() -> None:
