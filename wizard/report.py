@@ -727,6 +727,13 @@ def html_from_data(data: dict[str, Any]) -> str:
                 ],
             )
         )
+    if data.get("rerun"):
+        parts.append("<h2>Re-run the NCCL tests</h2>")
+        for r in data["rerun"]:
+            got = _fmt_value(r["value"], "GB/s") if r["value"] is not None else "no result"
+            built = f", {r['versions']}" if r.get("versions") else ""
+            parts.append(f"<p>{_h(r['target'])} ({_h(got + built)}), on {_h(r['node'])}:</p>")
+            parts.append(f"<pre>{_h(r['command'])}</pre>")
     if data["invalid_measurements"]:
         parts.append("<p>Measurements not counted as evidence:</p>")
         parts.append(

@@ -23,7 +23,7 @@ from screens.compose import open_wizard
 from screens.terminal import TerminalOperator
 from wizard import ncclrun
 from wizard.lab.nodecmds import check_mpirun, hostfile_hosts
-from wizard.report import render_markdown
+from wizard.report import render_html, render_markdown
 from wizard.session import load_session
 
 pytestmark = pytest.mark.lab
@@ -57,8 +57,10 @@ async def _walk_commands(tmp_path: Path) -> tuple[list[str], list[dict[str, obje
         for e in events
         if e["type"] == "measurement_taken" and e["measurement"]["kind"] == "nccl"
     ]
-    report = render_markdown(load_session(logs[0].parent))
-    return sent, nccl, report
+    loaded = load_session(logs[0].parent)
+    html = render_html(loaded)
+    assert "<h2>Re-run the NCCL tests</h2>" in html and "cat &gt; .fabwiz-hostfile" in html
+    return sent, nccl, render_markdown(loaded)
 
 
 def _real_mpirun(argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
