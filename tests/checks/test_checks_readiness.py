@@ -58,6 +58,7 @@ def test_node_without_perftest_names_the_package_to_install() -> None:
     spark1 = next(e for e in evidence if e["target"] == "spark1")
     assert "DGX OS 7.2.3" in spark1["observed"] and "perftest 24.10.0" in spark1["observed"]
     assert "kernel 6.11.0-1016-nvidia" in spark1["observed"]
+    assert spark1["observed"].startswith("platform NVIDIA DGX Spark; os DGX OS 7.2.3")
 
 
 @pytest.mark.lab
@@ -196,6 +197,8 @@ def test_versions_inbox_driver_and_dgx_os() -> None:
     assert v["cx7_firmware"] == "28.45.4028"
     assert v["driver"] == "inbox mlx5_core (kernel 6.11.0-1016-nvidia)"
     assert v["perftest"] == "24.10.0-0.66" and v["openmpi"] == "4.1.6-7ubuntu2"
+    asus = readiness.parse_versions({"platform": "ASUSTeK COMPUTER INC.\nASUS Ascent GX10\n"})
+    assert asus["platform"] == "ASUSTeK COMPUTER INC. ASUS Ascent GX10"
     ofed = readiness.parse_versions({"ofed": "MLNX_OFED_LINUX-24.10-1.1.4.0:\n"})
     assert ofed["driver"] == "MLNX_OFED_LINUX-24.10-1.1.4.0"
 

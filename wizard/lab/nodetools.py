@@ -67,6 +67,8 @@ def files(host: Host) -> dict[str, str]:
     out = {path_of(t, host.user): "\x7fELF" for t in LAYOUT if installed(host.world, host.node, t)}
     for r in host.node.rails:  # the CX7 firmware, as sysfs gives it per RDMA device
         out[f"/sys/class/infiniband/{r.rdma}/fw_ver"] = f"{host.node.firmware}\n"
+    out["/sys/class/dmi/id/sys_vendor"] = "NVIDIA\n"
+    out["/sys/class/dmi/id/product_name"] = "DGX Spark\n"
     out["/etc/dgx-release"] = DGX_RELEASE
     out["/etc/os-release"] = OS_RELEASE
     return out
