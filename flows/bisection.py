@@ -46,6 +46,10 @@ FLOW: tuple[StepSpec, ...] = (
             "shows link-ok, rate=200Gbps, fec=fec91 on every leg; the ISL is forwarding."
         ),
         faults=(
+            "preflight.tool-missing",
+            "preflight.sudo",
+            "preflight.mpirun-ssh",
+            "switch.routeros-rdma-regression",
             "switch.breakout-autoneg",
             "switch.link-degraded",
             "host.rail-down",

@@ -57,6 +57,7 @@ class Expectations:
     rp_filter: int = 2
     rail_subnet_pattern: str = "10.9.{rail}.{host}/24"  # rail N -> 10.9.N.<host octet>/24
     known_good_firmware: str | None = None  # the cluster's known-good CX7 firmware, if set
+    routeros_rdma_regressions: tuple[str, ...] = ("7.20", "7.21")  # on Marvell CRS (seed 000)
 
     def band(self, observed: float, expected: float) -> str:
         """'pass', 'warn' or 'fail' for an observed value against an expected one."""

@@ -29,6 +29,7 @@ from flows.checks import (
     switch_mtu,
     switch_offload,
     switch_qos,
+    switch_release,
     switch_rstp,
 )
 from flows.expectations import DEFAULT, Expectations
@@ -37,13 +38,14 @@ from wizard.model import Rail
 from wizard.probes import Observations, Probe
 
 CHECKS: tuple[Check, ...] = (
-    preflight_tools.CHECK,
-    preflight_sudo.CHECK,
-    preflight_mpirun_ssh.CHECK,
     switch_link.CHECK,
     host_links.CHECK,
     switch_rstp.CHECK,
     benign_pcie27w.CHECK,
+    switch_release.CHECK,
+    preflight_tools.CHECK,
+    preflight_sudo.CHECK,
+    preflight_mpirun_ssh.CHECK,
     host_pcie.CHECK,
     switch_offload.CHECK,
     switch_qos.CHECK,

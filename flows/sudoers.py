@@ -24,6 +24,7 @@ __all__ = [
     "SUDO_PROBES",
     "SudoRule",
     "covered",
+    "matching_line",
     "rules_for",
     "sudo_probes",
     "sudoers",
@@ -186,6 +187,21 @@ def sudoers(user: str, *, read_only: bool = False) -> str:
 def _glob(pattern: str) -> re.Pattern[str]:
     out = "".join(".*" if c == "*" else ("." if c == "?" else re.escape(c)) for c in pattern)
     return re.compile(rf"^{out}$")
+
+
+def matching_line(user: str, command_line: str) -> str:
+    """The one sudoers line that allows `command_line` (`sudo -n [-l] CMD ARGS`)."""
+    words = shlex.split(command_line)
+    while words and words[0] in ("sudo", "-n", "-l"):
+        words = words[1:]
+    name, args = words[0].rsplit("/", 1)[-1], " ".join(words[1:])
+    for r in rules_for(name):
+        for a in r.args:
+            if (a == '""' and not args) or (a != '""' and _glob(a).match(args)):
+                path = PATHS.get(name, f"/usr/bin/{name}")
+                spec = f"{path} {a}" if a == '""' else f"{path} {_escape(a)}"
+                return f"{user} ALL=(root) NOPASSWD: {spec}"
+    return f"{user} ALL=(root) NOPASSWD: {PATHS.get(name, name)} {_escape(args)}"
 
 
 def covered(command_line: str) -> bool:

@@ -17,6 +17,7 @@ login environment) decides, and a mismatch with what fabwiz proved shows.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -72,7 +73,7 @@ def build(
         where = tools.get(n)
         if where is None:
             return _cannot(base, f"{n}: the tools were not listed (preflight.tool-missing)")
-        for need in ("mpirun", op) if n == launch else (op,):
+        for need in ("mpirun", op):  # Open MPI's daemon (orted) runs on every node
             if need not in where.paths:
                 return _cannot(base, f"{need} is not installed on {n} (preflight.tool-missing)")
         if n not in mgmt:
@@ -85,7 +86,9 @@ def build(
                 f"{op} is at {tools[n].paths[op]} on {n} but {binary} on {launch}: mpirun runs "
                 "the same path on every node",
             )
-    netdev = mgmt[launch][0]
+    # one name, or each node's own (vendors name the management port differently): both
+    # NCCL_SOCKET_IFNAME and btl_tcp_if_include take a comma list
+    netdev = ",".join(dict.fromkeys(mgmt[n][0] for n in nodes))
     hostfile = "".join(f"{mgmt[n][1]} slots=1\n" for n in nodes)
     path = HOSTFILE  # in the login directory, overwritten by each run
     mpirun = [
@@ -94,6 +97,7 @@ def build(
         "10",
         str(int(time_limit_s)),
         tools[launch].paths["mpirun"],
+        "--allow-run-as-root",  # harmless as a user; Open MPI refuses root without it
         "--hostfile",
         path,
         "-np",
@@ -134,6 +138,10 @@ def _grouped(words: list[str]) -> list[str]:
     while i < len(words):
         w = words[i]
         n = 2 if w == "--mca" else 1 if w in ("-x", "--hostfile", "-np") else 0
+        if w == "--allow-run-as-root":
+            out[-1] += " " + w
+            i += 1
+            continue
         if w == "timeout":
             n = 3
         if w.endswith(("_perf", "_perf'")):
@@ -157,3 +165,19 @@ def mpirun_argv(command: str) -> list[str]:
     if words and words[0] == "timeout":
         words = words[4:]
     return words
+
+
+_TESTS_VERSION = re.compile(r"^#?\s*nccl-tests version (\S+)", re.M)
+_NCCL_VERSION = re.compile(r"NCCL INFO NCCL version (\S+)")
+
+
+def versions_in(output: str) -> dict[str, str]:
+    """The nccl-tests and NCCL versions a run printed (its header and its INFO lines)."""
+    out: dict[str, str] = {}
+    m = _TESTS_VERSION.search(output)
+    if m:
+        out["nccl_tests_version"] = m.group(1)
+    n = _NCCL_VERSION.search(output)
+    if n:
+        out["nccl_version"] = n.group(1)
+    return out

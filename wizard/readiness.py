@@ -121,7 +121,8 @@ PACKAGES = HostProbe(
     "packages",
     "dpkg-query -W -f '${Package} ${Version}\\n' perftest openmpi-bin mlnx-tools libnccl2",
 )
-VERSION_PROBES = (KERNEL, OS_RELEASE, FW_VER, OFED, MLX5_VERSION, PACKAGES)
+PLATFORM = HostProbe("platform", "cat /sys/class/dmi/id/sys_vendor /sys/class/dmi/id/product_name")
+VERSION_PROBES = (KERNEL, OS_RELEASE, FW_VER, OFED, MLX5_VERSION, PACKAGES, PLATFORM)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,8 +191,11 @@ def management(route_json: str, addr_json: str) -> tuple[str, str] | None:
 
 def parse_versions(results: Mapping[str, str | None]) -> dict[str, str]:
     """What each version probe says, by component (`None` output: the probe did not answer).
-    Keys: kernel, os, cx7_firmware, driver, perftest, openmpi, mlnx-tools, nccl."""
+    Keys: platform, kernel, os, cx7_firmware, driver, perftest, openmpi, mlnx-tools, nccl."""
     out: dict[str, str] = {}
+    dmi = [ln.strip() for ln in (results.get(PLATFORM.name) or "").splitlines() if ln.strip()]
+    if dmi and not any(ln.startswith("cat:") for ln in dmi):
+        out["platform"] = " ".join(dict.fromkeys(dmi))  # e.g. "ASUSTeK COMPUTER INC. GX10"
     kernel = (results.get(KERNEL.name) or "").strip().splitlines()
     if kernel:
         out["kernel"] = kernel[0].strip()

@@ -248,6 +248,14 @@ def _rerun(state: SessionState) -> list[dict[str, Any]]:
                 "value": m.value if m.valid else None,
                 "command": str(m.extra.get("rerun") or command),
                 "hostfile": str(m.extra.get("hostfile", "")),
+                "versions": ", ".join(
+                    f"{label} {m.extra[key]}"
+                    for key, label in (
+                        ("nccl_tests_version", "nccl-tests"),
+                        ("nccl_version", "NCCL"),
+                    )
+                    if m.extra.get(key)
+                ),
             }
     return list(last.values())
 
@@ -475,7 +483,8 @@ def markdown_from_data(data: dict[str, Any]) -> str:
         out += ["## Re-run the NCCL tests", ""]
         for r in data["rerun"]:
             got = _fmt_value(r["value"], "GB/s") if r["value"] is not None else "no result"
-            out += [f"{r['target']} ({got}), on {r['node'] or 'the first node'}:", ""]
+            built = f", {r['versions']}" if r.get("versions") else ""
+            out += [f"{r['target']} ({got}{built}), on {r['node'] or 'the first node'}:", ""]
             out += _fence(r["command"], "sh")
             out.append("")
     if data["invalid_measurements"]:
@@ -718,6 +727,13 @@ def html_from_data(data: dict[str, Any]) -> str:
                 ],
             )
         )
+    if data.get("rerun"):
+        parts.append("<h2>Re-run the NCCL tests</h2>")
+        for r in data["rerun"]:
+            got = _fmt_value(r["value"], "GB/s") if r["value"] is not None else "no result"
+            built = f", {r['versions']}" if r.get("versions") else ""
+            parts.append(f"<p>{_h(r['target'])} ({_h(got + built)}), on {_h(r['node'])}:</p>")
+            parts.append(f"<pre>{_h(r['command'])}</pre>")
     if data["invalid_measurements"]:
         parts.append("<p>Measurements not counted as evidence:</p>")
         parts.append(

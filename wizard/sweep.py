@@ -635,6 +635,8 @@ class Sweeper:
         """One NCCL test (seed 000's canonical launch, or the job's own environment) across
         `nodes` (every node), launched from the first one."""
         nodes = list(nodes or self.nodes)
+        if any(n not in self.tools or n not in self.mgmt for n in nodes):
+            await self.sweep([readiness.TOOLS_PROBE])  # a resumed session has not looked yet
         target = "cluster" if op == "all_reduce_perf" else f"{'+'.join(nodes)}/{op}"
         if mode == "job":
             target += "/job-env"
@@ -675,6 +677,7 @@ class Sweeper:
         extra: dict[str, object] = {
             **info,
             "command": cmd,
+            **ncclrun.versions_in(res.stdout),
             "raw": res.stdout,
             "seconds": time.monotonic() - t0,
         }

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from flows.base import Check, Context, Observations
 from flows.checks._common import Finding, Unreadable, listing
-from flows.sudoers import RULES, SUDO_PROBES, sudoers_line
+from flows.sudoers import SUDO_PROBES, matching_line
 from wizard.model import Evidence, Verdict
 from wizard.probes import HostProbe
 
@@ -70,21 +70,42 @@ def judge(s: SudoState, ctx: Context) -> list[Verdict]:
     f = Finding("preflight.sudo")
     for w in s.unreadable:
         f.cannot_tell(w, "sudo -n allows the command")
+    by_node: dict[str, list[SudoAnswer]] = {}
     for a in s.answers:
-        tool = a.command.split()[3] if len(a.command.split()) > 3 else a.command
-        rules = tuple(r for r in RULES if r.command == tool)
-        line = sudoers_line(s.user.get(a.node, "<user>"), rules)
-        ev = Evidence(a.node, a.command, a.said, f"allowed without a password: {line}")
-        if a.allowed:
-            f.ok(ev)
-        else:
-            f.fail(ev)
-    refused = sorted({e.command.split()[3] for e in f.bad if len(e.command.split()) > 3})
+        by_node.setdefault(a.node, []).append(a)
+    for node, answers in by_node.items():
+        user = s.user.get(node, "<user>")
+        refused = [a for a in answers if not a.allowed]
+        if len(refused) == len(answers) > 1 and len({a.said for a in refused}) == 1:
+            # one refusal for everything (no sudo rule at all): one line says it
+            f.fail(
+                Evidence(
+                    node,
+                    f"sudo -n -l <each of {len(answers)} commands>",
+                    f"{refused[0].said} (all {len(answers)} commands)",
+                    f"the drop-in of `fabwiz setup sudoers --user {user}` in /etc/sudoers.d",
+                )
+            )
+            continue
+        for a in answers:
+            ev = Evidence(
+                a.node,
+                a.command,
+                a.said,
+                f"allowed without a password: {matching_line(user, a.command)}",
+            )
+            if a.allowed:
+                f.ok(ev)
+            else:
+                f.fail(ev)
+    refused_tools = sorted(
+        {a.command.split()[3] for a in s.answers if not a.allowed and len(a.command.split()) > 3}
+    )
     user = next((s.user[t] for t in f.targets if t in s.user), "<user>")
     return [
         f.verdict(
             ok="sudo -n allows every command fabwiz runs as root",
-            bad=f"sudo -n refuses {', '.join(refused)} on {listing(f.targets)}: fabwiz cannot "
+            bad=f"sudo -n refuses {', '.join(refused_tools)} on {listing(f.targets)}: fabwiz cannot "
             f"read or fix what needs root there. Fix: `fabwiz setup sudoers --user {user} > "
             "fabwiz.sudoers`, then on the node `sudo visudo -c -f fabwiz.sudoers && sudo install "
             "-m 0440 fabwiz.sudoers /etc/sudoers.d/fabwiz`",

@@ -55,7 +55,17 @@ def parse(obs: Observations, ctx: Context) -> Readiness:
 
 
 def _versions_text(v: dict[str, str]) -> str:
-    order = ("os", "kernel", "driver", "cx7_firmware", "perftest", "openmpi", "mlnx-tools", "nccl")
+    order = (
+        "platform",
+        "os",
+        "kernel",
+        "driver",
+        "cx7_firmware",
+        "perftest",
+        "openmpi",
+        "mlnx-tools",
+        "nccl",
+    )
     return "; ".join(f"{k} {v[k]}" for k in order if k in v) or "no version answered"
 
 

@@ -172,6 +172,12 @@ async def run_check(
                 measurements.extend(await sweeper.rail_tests())
                 nccl, _res = await sweeper.nccl_test()
                 measurements.append(nccl)
+                pair, _res = await sweeper.nccl_test(op="sendrecv_perf", nodes=reachable[:2])
+                job, _res = await sweeper.nccl_test(mode="job")
+                measurements += [pair, job]
+                gap = _job_gap(nccl, job, expectations)
+                if gap:
+                    warnings.append(gap)
             obs = dataclasses.replace(obs, measurements=tuple(measurements))
     finally:
         await ssh.close()
@@ -343,3 +349,15 @@ def _expectation_keys() -> set[str]:
     from flows.expectations import DEFAULT
 
     return {f.name for f in dataclasses.fields(DEFAULT)}
+
+
+def _job_gap(proved: Measurement, job: Measurement, expectations: Any) -> str | None:
+    """What to say when NCCL with the job's own environment falls short of the canonical run."""
+    if not (proved.valid and job.valid) or expectations.band(job.value, proved.value) == "pass":
+        return None
+    return (
+        f"NCCL with the job's own environment reaches {job.value:.2f} GB/s busbw, against "
+        f"{proved.value:.2f} GB/s with seed 000's launch: the workload does not get what the "
+        "fabric can do; compare its NCCL_IB_HCA / NCCL_SOCKET_IFNAME / /etc/nccl.conf with the "
+        "canonical command"
+    )

@@ -27,6 +27,8 @@ from wizard import ncclrun, readiness
 from wizard.model import ProbeResult, Rail, Status
 from wizard.probes import HostProbe, Observations
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def _check(name: str, *extra: str) -> tuple[int, dict[str, object]]:
     result = CliRunner().invoke(
@@ -56,6 +58,7 @@ def test_node_without_perftest_names_the_package_to_install() -> None:
     spark1 = next(e for e in evidence if e["target"] == "spark1")
     assert "DGX OS 7.2.3" in spark1["observed"] and "perftest 24.10.0" in spark1["observed"]
     assert "kernel 6.11.0-1016-nvidia" in spark1["observed"]
+    assert spark1["observed"].startswith("platform NVIDIA DGX Spark; os DGX OS 7.2.3")
 
 
 @pytest.mark.lab
@@ -99,9 +102,12 @@ def test_node_without_passwordless_sudo_gives_the_sudoers_fix() -> None:
     assert "fabwiz setup sudoers --user fabwiz" in str(f["summary"])
     evidence = f["evidence"]
     assert isinstance(evidence, list)
-    qos = next(e for e in evidence if "mlnx_qos" in e["command"])
-    assert qos["observed"] == "sudo: a password is required"  # sudo's own words
-    assert "fabwiz ALL=(root) NOPASSWD: /usr/bin/mlnx_qos -i *" in qos["expected"]
+    [refusal] = [e for e in evidence if e["target"] == "spark2" and e["status"] == "fail"]
+    assert refusal["observed"] == "sudo: a password is required (all 11 commands)"  # sudo's words
+    assert (
+        refusal["expected"]
+        == "the drop-in of `fabwiz setup sudoers --user fabwiz` in /etc/sudoers.d"
+    )
     # what needs sudo on that node cannot be judged: unknown, never pass
     assert found["host.pfc-enabled"]["status"] == "unknown"
     assert found["host.pcie-width"]["status"] == "unknown"
@@ -191,6 +197,8 @@ def test_versions_inbox_driver_and_dgx_os() -> None:
     assert v["cx7_firmware"] == "28.45.4028"
     assert v["driver"] == "inbox mlx5_core (kernel 6.11.0-1016-nvidia)"
     assert v["perftest"] == "24.10.0-0.66" and v["openmpi"] == "4.1.6-7ubuntu2"
+    asus = readiness.parse_versions({"platform": "ASUSTeK COMPUTER INC.\nASUS Ascent GX10\n"})
+    assert asus["platform"] == "ASUSTeK COMPUTER INC. ASUS Ascent GX10"
     ofed = readiness.parse_versions({"ofed": "MLNX_OFED_LINUX-24.10-1.1.4.0:\n"})
     assert ofed["driver"] == "MLNX_OFED_LINUX-24.10-1.1.4.0"
 
@@ -217,6 +225,13 @@ def test_every_sudo_probe_of_every_check_is_in_the_rules() -> None:
             if isinstance(p, HostProbe) and p.sudo:
                 cmd = "sudo -n " + p.command.replace("{netdev}", "enp1s0f0np0")
                 assert sudoers.covered(cmd), cmd
+
+
+def test_the_line_that_allows_one_command() -> None:
+    line = sudoers.matching_line("ops", "sudo -n -l lspci -vv -d 15b3:")
+    assert line == "ops ALL=(root) NOPASSWD: /usr/bin/lspci -vv -d 15b3\\:"
+    rm = sudoers.matching_line("ops", "sudo -n rm -f /etc/nccl.conf.fabwiz-bak")
+    assert rm == "ops ALL=(root) NOPASSWD: /usr/bin/rm -f /etc/nccl.conf.fabwiz-bak"
 
 
 def test_covered_is_a_sudoers_glob_and_refuses_the_rest() -> None:
@@ -285,7 +300,7 @@ def test_sudo_refusal_needs_sudo_own_words_and_a_missing_tool_is_not_a_refusal()
     assert v.status is Status.FAIL and v.targets == ("spark1",)
     assert "refuses netplan on spark1" in v.summary and "mlnx_qos" not in v.summary
     bad = next(e for e in v.evidence if e.status is Status.FAIL)
-    assert bad.expected.endswith("fabwiz ALL=(root) NOPASSWD: /usr/sbin/netplan apply")
+    assert bad.expected.endswith(": fabwiz ALL=(root) NOPASSWD: /usr/sbin/netplan apply")
     unknown = next(e for e in v.evidence if e.status is Status.UNKNOWN)
     assert "mlnx_qos" in unknown.command and "command not found" in unknown.observed
 
@@ -367,6 +382,35 @@ def test_the_canonical_launch_and_what_stops_it() -> None:
     assert no_sr.cannot == "sendrecv_perf is not installed on a (preflight.tool-missing)"
     no_mgmt = ncclrun.build(["a", "b"], tools=tools, mgmt={"a": mgmt["a"]}, rails=rails)
     assert no_mgmt.cannot.startswith("b: no management address")
-    elsewhere = dict(tools, b=readiness.parse_tools("/opt/x/all_reduce_perf\n"))
+    mixed = ncclrun.build(
+        ["a", "b"], tools=tools, mgmt={**mgmt, "b": ("enP7s7", "10.0.0.2")}, rails=rails
+    )
+    margv = ncclrun.mpirun_argv(mixed.command)
+    assert "NCCL_SOCKET_IFNAME=eno1,enP7s7" in margv
+    assert margv[margv.index("--mca") + 2] == "eno1,enP7s7"
+    elsewhere = dict(tools, b=readiness.parse_tools("/usr/bin/mpirun\n/opt/x/all_reduce_perf\n"))
     moved = ncclrun.build(["a", "b"], tools=elsewhere, mgmt=mgmt, rails=rails)
     assert "mpirun runs the same path on every node" in moved.cannot
+
+
+@pytest.mark.lab
+def test_the_jobs_own_environment_shows_what_the_workload_gets() -> None:
+    # NCCL_IB_HCA=rocep1s0f in the login environment: the job drives half A only
+    _code, report = _check("nccl-hca-prefix", "--perf")
+    runs = {m["target"]: m for m in report["measurements"] if m["kind"] == "nccl"}  # type: ignore[union-attr]
+    proved, job = runs["cluster"]["value"], runs["cluster/job-env"]["value"]
+    assert proved > 24 and job < 0.6 * proved  # the canonical launch names every device
+    [warning] = [w for w in report["warnings"] if "job's own environment" in w]  # type: ignore[union-attr]
+    assert f"{job:.2f} GB/s" in warning and f"{proved:.2f} GB/s" in warning
+    assert 20 <= runs["spark1+spark2/sendrecv_perf"]["value"] <= 27
+
+
+def test_nccl_and_nccl_tests_versions_from_a_real_run() -> None:
+    fixture = ROOT.parent / "shared" / "fixtures" / "real" / "nccl-tests"
+    if not fixture.is_dir():
+        pytest.skip("the shared real fixtures are not beside the repository")
+    text = (fixture / "allreduce-2gpu-socket-debug.txt").read_text()
+    assert ncclrun.versions_in(text) == {
+        "nccl_tests_version": "2.19.6",
+        "nccl_version": "2.28.9+cuda13.0",
+    }

@@ -21,13 +21,14 @@ TRAFFIC_FAULTS = {"host.cx7-degraded", "process.undrained-measurement"}
 # here as strict xfails so that a fix in the lab makes the suite say so.
 LAB_ISSUES: dict[str, str] = {}
 
-# Node-readiness scenarios set facts, not faults: the preflight finding each one gives (and, on a
+# Node-readiness and switch-release scenarios set facts, not faults: the preflight finding each one gives (and, on a
 # node whose sudo asks a password, the checks that need sudo there are unknown).
 READINESS: dict[str, set[str]] = {
     "node-without-perftest": {"preflight.tool-missing"},
     "node-without-nccl-tests": {"preflight.tool-missing"},
     "node-broken-mpirun-ssh": {"preflight.mpirun-ssh"},
     "node-without-passwordless-sudo": {"preflight.sudo", "host.pfc-enabled", "host.pcie-width"},
+    "routeros-7-21-regression": {"switch.routeros-rdma-regression"},
 }
 
 
@@ -73,7 +74,12 @@ def test_perf_adds_no_extra_fault(name: str) -> None:
     assert got == injected
     rails = [m for m in report["measurements"] if m["kind"] == "rail"]  # type: ignore[union-attr]
     nccl = [m for m in report["measurements"] if m["kind"] == "nccl"]  # type: ignore[union-attr]
-    assert len(rails) == 8 and len(nccl) == 1
+    # all_reduce over the cluster, sendrecv on the first two nodes, the job's own environment
+    assert len(rails) == 8 and [m["target"] for m in nccl] == [
+        "cluster",
+        "spark1+spark2/sendrecv_perf",
+        "cluster/job-env",
+    ]
     if not injected:
         assert code == 0
         assert all(105 < m["value"] < 112 for m in rails)

@@ -147,6 +147,17 @@ PHYSICAL = {
 }
 
 
+# Findings fabwiz reports with their fix command but never fixes itself (it installs no tool,
+# edits no sudoers, copies no SSH key, upgrades no switch): the walk ends not healthy, with them.
+NOT_FIXED_BY_FABWIZ = {
+    "node-without-perftest": "preflight.tool-missing",
+    "node-without-nccl-tests": "preflight.tool-missing",
+    "node-without-passwordless-sudo": "preflight.sudo",
+    "node-broken-mpirun-ssh": "preflight.mpirun-ssh",
+    "routeros-7-21-regression": "switch.routeros-rdma-regression",
+}
+
+
 def _scenarios() -> list[str]:
     from wizard.lab import scenarios
 
@@ -162,6 +173,15 @@ async def test_every_builtin_scenario_ends_healthy_with_the_right_fix(
 
     injected = [f.id for f in scenarios.load(name).faults if not f.id.startswith("benign.")]
     result, events = await walk(name, tmp_path, time_scale=200.0)
+    if name in NOT_FIXED_BY_FABWIZ:
+        left = {
+            e.verdict.fault
+            for e in events
+            if isinstance(e, VerdictReached) and e.step == "persist" and e.verdict.is_finding
+        }
+        assert NOT_FIXED_BY_FABWIZ[name] in left
+        assert result.healthy_after is False and not result.fixes
+        return
     applied = {e.fault for e in events if isinstance(e, FixApplied)}
     hands = {e.kind for e in events if isinstance(e, PhysicalActionDone)}
     for fault in injected:

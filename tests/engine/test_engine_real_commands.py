@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -24,7 +23,7 @@ from screens.compose import open_wizard
 from screens.terminal import TerminalOperator
 from wizard import ncclrun
 from wizard.lab.nodecmds import check_mpirun, hostfile_hosts
-from wizard.report import render_markdown
+from wizard.report import render_html, render_markdown
 from wizard.session import load_session
 
 pytestmark = pytest.mark.lab
@@ -58,8 +57,10 @@ async def _walk_commands(tmp_path: Path) -> tuple[list[str], list[dict[str, obje
         for e in events
         if e["type"] == "measurement_taken" and e["measurement"]["kind"] == "nccl"
     ]
-    report = render_markdown(load_session(logs[0].parent))
-    return sent, nccl, report
+    loaded = load_session(logs[0].parent)
+    html = render_html(loaded)
+    assert "<h2>Re-run the NCCL tests</h2>" in html and "cat &gt; .fabwiz-hostfile" in html
+    return sent, nccl, render_markdown(loaded)
 
 
 def _real_mpirun(argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -77,7 +78,7 @@ def _real_mpirun(argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess
     words[k + 1] = str(hf)
     prog = next(i for i, w in enumerate(words) if w.endswith(("all_reduce_perf", "sendrecv_perf")))
     words[prog] = "/bin/true"
-    extra = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    extra: list[str] = []
     return subprocess.run(
         ["mpirun", "--do-not-launch", *extra, *words],
         capture_output=True,
@@ -127,6 +128,8 @@ async def test_every_command_of_a_walk_parses_with_the_real_tools(tmp_path: Path
     assert "192.168.1.104 slots=1" in str(cluster["extra"]["hostfile"])  # type: ignore[index]
     assert "timeout -k 10" in cmd
     assert float(cluster["value"]) > 20  # type: ignore[arg-type]
+    assert cluster["extra"]["nccl_tests_version"] == "2.18.3"  # type: ignore[index]
+    assert cluster["extra"]["nccl_version"] == "2.28.9+cuda13.0"  # type: ignore[index]
     pair = next(m for m in nccl if str(m["target"]).endswith("/sendrecv_perf"))
     assert pair["target"] == "spark1+spark2/sendrecv_perf" and 20 <= float(pair["value"]) <= 27  # type: ignore[arg-type]
     job = next(m for m in nccl if m["target"] == "cluster/job-env")
@@ -136,6 +139,7 @@ async def test_every_command_of_a_walk_parses_with_the_real_tools(tmp_path: Path
     assert "cat > .fabwiz-hostfile <<'EOF'\n192.168.1.101 slots=1\n" in section
     assert "  -x NCCL_IB_HCA==rocep1s0f0,rocep1s0f1,roceP2p1s0f0,roceP2p1s0f1 \\\n" in section
     assert "/home/fabwiz/nccl-tests/build/sendrecv_perf -b 256M" in section
+    assert "nccl-tests 2.18.3, NCCL 2.28.9+cuda13.0), on spark1:" in section
 
 
 def test_lab_mpirun_refuses_what_open_mpi_refuses() -> None:

@@ -22,6 +22,7 @@ class NodeFacts(BaseModel):
     boot_gap_s: float | None = Field(default=None, ge=0)  # power-off gap before the last boot
     netplan_renderer: Literal["NetworkManager", "networkd"] | None = None
     rdma_naming: Literal["rocep", "mlx5"] | None = None  # RDMA device naming style
+    netdev_naming: Literal["predictable", "eth"] | None = None  # enp1s0f0np0..., or eth0..eth3
     missing_tools: tuple[str, ...] = ()  # tools/packages not installed (lab.nodetools.LAYOUT)
     sudo: Literal["nopasswd", "password"] = "nopasswd"  # `sudo -n` allowed, or asks a password
     peer_ssh: Literal["ok", "no-key", "host-key"] = "ok"  # how it answers SSH from its peers

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from wizard.lab.physics import FlowSpec, NcclPlan, nccl_plan
+from wizard.lab.physics import FlowSpec, NcclPlan, hca_matches, nccl_plan
 from wizard.lab.world import NodeState, World
 
 Write = Callable[[str], None]
@@ -98,6 +98,14 @@ def job_env(node: NodeState, login_env: dict[str, str], mpi: MpiArgs) -> dict[st
     return env
 
 
+def own_devices(world: World, node: NodeState, plan: NcclPlan) -> list[str]:
+    """The devices this rank opens: NCCL_IB_HCA applied to its own up devices (names differ
+    across vendors), as many as the plan has."""
+    up = [r.rdma for r in node.rails if world.rail_up(node.name, r)]
+    mine = hca_matches(plan.hca_filter, up) if plan.hcas else []
+    return mine[: len(plan.hcas)] if mine else list(plan.hcas)
+
+
 def _info_lines(
     world: World, nodes: list[NodeState], pids: list[int], env: dict[str, str], plan: NcclPlan
 ) -> list[str]:
@@ -122,7 +130,7 @@ def _info_lines(
         if plan.hca_filter:
             out.append(p + f"NCCL_IB_HCA set to {plan.hca_filter}")
         if plan.transport == "IB":
-            for k, dev in enumerate(plan.hcas):
+            for k, dev in enumerate(own_devices(world, node, plan)):
                 rail = node.rail(dev)
                 pci = rail.pci if rail else "0000:01:00.0"
                 dom = pci[:4]
@@ -134,7 +142,9 @@ def _info_lines(
                 out.append(
                     p + f"NET/IB : Made virtual device [{k}] name={dev} speed=200000 ndevs=1"
                 )
-            using = " ".join(f"[{k}]{d}:1/RoCE" for k, d in enumerate(plan.hcas))
+            using = " ".join(
+                f"[{k}]{d}:1/RoCE" for k, d in enumerate(own_devices(world, node, plan))
+            )
             out.append(p + f"NET/IB : Using {using} [RO]; OOB {oob_if}:{oob_ip}<0>")
             out.append(p + "Initialized NET plugin IB")
             out.append(p + "Assigned NET plugin IB to comm")
@@ -153,7 +163,7 @@ def _info_lines(
             f"{len(nodes)} cudaDev 0 nvmlDev 0 busId f01000 commId 0x3470ca318760efc8 - Init START"
         )
         if plan.transport == "IB":
-            for k, dev in enumerate(plan.hcas):
+            for k, dev in enumerate(own_devices(world, node, plan)):
                 out.append(p + f"NET/IB : GPU Direct RDMA Disabled for HCA {k} '{dev}'")
     for rank, (node, pid) in enumerate(zip(nodes, pids, strict=True)):
         p = f"{node.name}:{pid}:{pid} [0] NCCL INFO "
@@ -260,8 +270,11 @@ async def run(
     specs: list[FlowSpec] = []
     if plan.transport == "IB" and n > 1:
         for k, node in enumerate(nodes):
-            for dev in plan.hcas:
-                specs.append(FlowSpec(node.name, dev, nodes[(k + 1) % n].name, dev, kind="nccl"))
+            nxt = nodes[(k + 1) % n]
+            for src, dst in zip(
+                own_devices(world, node, plan), own_devices(world, nxt, plan), strict=False
+            ):
+                specs.append(FlowSpec(node.name, src, nxt.name, dst, kind="nccl"))
     ids = world.traffic.start(specs) if specs else []
     try:
         if plan.error:

@@ -290,6 +290,8 @@ def prepare(ctx: Ctx, args: list[str], mpi: MpiArgs) -> str | None:
         why = ssh_refusal(ctx.world, h, ctx.host.user)
         if why is not None:
             return why + _ORTE_DIED
+        if node is not None and not nodetools.installed(ctx.world, node, "mpirun"):
+            return "bash: line 1: orted: command not found\n" + _ORTE_DIED
     program = mpi.program
     for h in dict.fromkeys(mpi.hosts or [ctx.node.name]):
         node = find_host(ctx.world, h) or ctx.node

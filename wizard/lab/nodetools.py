@@ -65,6 +65,10 @@ def path_of(tool: str, user: str) -> str:
 def files(host: Host) -> dict[str, str]:
     """The node's installed tool binaries and release files (read-only, not in node.files)."""
     out = {path_of(t, host.user): "\x7fELF" for t in LAYOUT if installed(host.world, host.node, t)}
+    for r in host.node.rails:  # the CX7 firmware, as sysfs gives it per RDMA device
+        out[f"/sys/class/infiniband/{r.rdma}/fw_ver"] = f"{host.node.firmware}\n"
+    out["/sys/class/dmi/id/sys_vendor"] = "NVIDIA\n"
+    out["/sys/class/dmi/id/product_name"] = "DGX Spark\n"
     out["/etc/dgx-release"] = DGX_RELEASE
     out["/etc/os-release"] = OS_RELEASE
     return out
@@ -117,3 +121,21 @@ async def sudo_list(ctx: Ctx, argv: list[str]) -> int:
     )
     ctx.out(" ".join([full, *argv[1:]]) + "\n")
     return 0
+
+
+def apply_naming(world: World) -> None:
+    """Rename each node's devices as its facts say, in PCI order (the kernel's probe order):
+    `rdma_naming: mlx5` gives mlx5_0..mlx5_3, `netdev_naming: eth` gives eth0..eth3 (and the
+    netplan file follows). Nothing in a name then tells the PCIe half: only the PCI domain does."""
+    from wizard.lab.world import NETPLAN_PATH
+
+    for node in world.nodes.values():
+        f = facts(world, node)
+        order = sorted(node.rails, key=lambda r: r.pci)
+        for k, r in enumerate(order):
+            if f.rdma_naming == "mlx5":
+                r.rdma = f"mlx5_{k}"
+            if f.netdev_naming == "eth":
+                old, r.netdev = r.netdev, f"eth{k}"
+                text = node.files.get(NETPLAN_PATH, "")
+                node.files[NETPLAN_PATH] = text.replace(f"{old}:", f"{r.netdev}:")

@@ -352,13 +352,23 @@ def nccl_plan(world: World, nodes: list[str], env: dict[str, str]) -> NcclPlan:
     want_socket = env.get("NCCL_NET", "").lower() == "socket" or env.get("NCCL_IB_DISABLE") == "1"
     if want_socket or not selected:
         return NcclPlan("Socket", (), SOCKET_NODE_GBPS / 8 * eff, "", env.get("NCCL_IB_HCA"))
+    # each rank opens its own devices (names differ across vendors): device k meets device k
+    mine = {
+        n: hca_matches(
+            env.get("NCCL_IB_HCA"),
+            [r.rdma for r in world.nodes[n].rails if world.rail_up(n, r)],
+        )
+        for n in nodes
+    }
     flows: list[FlowSpec] = []
     for k, name in enumerate(nodes):
         nxt = nodes[(k + 1) % len(nodes)]
         if nxt == name:
             continue
-        for dev in selected:
-            flows.append(FlowSpec(name, dev, nxt, dev, kind="nccl"))
+        for j, dev in enumerate(selected):
+            src = mine[name][j] if j < len(mine[name]) else dev
+            dst = mine[nxt][j] if j < len(mine[nxt]) else dev
+            flows.append(FlowSpec(name, src, nxt, dst, kind="nccl"))
     results = solve(world, flows, noise=False) if flows else []
     per_rail: list[float] = []
     stalled = False

@@ -27,7 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from wizard.errors import ScenarioError
-from wizard.lab import boots
+from wizard.lab import boots, nodetools
 from wizard.lab import faults as fault_mod
 from wizard.lab.facts import Facts
 from wizard.lab.switchport import CRS804, CRS812, new_switch
@@ -271,9 +271,17 @@ def build_world(scenario: Scenario, *, time_scale: float = 1.0) -> World:
     t = scenario.topology
     for i in range(1, t.nodes + 1):
         world.add_node(f"spark{i}", i).powered = False
+    nodetools.apply_naming(world)
     names = switch_names(t)
     for name, spec in zip(names, t.switches, strict=True):
-        world.add_switch(name, spec.model, new_switch(name, spec.model, clock=world.now))
+        switch = new_switch(name, spec.model, clock=world.now)
+        told = scenario.facts.switches.get(name)
+        if told is not None and told.routeros_version:
+            from wizard.lab.routeros.switch import SwitchState
+
+            if isinstance(switch, SwitchState):
+                switch.routeros_version = told.routeros_version
+        world.add_switch(name, spec.model, switch)
     if not t.switches:
         for p in range(t.cables_per_node):
             world.connect(End("node", "spark1", f"port{p}"), End("node", "spark2", f"port{p}"))

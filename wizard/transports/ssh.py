@@ -234,7 +234,13 @@ class SshTransport:
             return result(error=exc.message)
         limit = self.command_timeout if timeout is None else timeout
         try:
-            proc = await asyncio.wait_for(conn.run(command, check=False, input=stdin), limit)
+            # no stdin is /dev/null (EOF at once, like `ssh -n`): nothing waits on it
+            run = (
+                conn.run(command, check=False, stdin=_asyncssh().DEVNULL)
+                if stdin is None
+                else conn.run(command, check=False, input=stdin)
+            )
+            proc = await asyncio.wait_for(run, limit)
         except TimeoutError:
             return result(
                 error=f"{name}: `{_short(command)}` gave no answer within {limit:g} s; "

@@ -185,6 +185,7 @@ class SwitchState:
     boot_count: int = 0
     serial: str = "HJ10ABC1234"
     old_dates: bool = False  # /system/clock prints `dec/01/2026` (RouterOS before 7.10)
+    routeros_version: str = ROUTEROS_VERSION  # what /system/resource and the export report
     listeners: list[Listener] = field(default_factory=list)
     _next_id: dict[str, int] = field(default_factory=dict)
     _offload_seen: dict[str, tuple[str, ...]] = field(default_factory=dict)
