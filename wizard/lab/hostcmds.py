@@ -16,8 +16,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from wizard.lab import gids, perftest
 from wizard.lab import nccl as nccl_mod
-from wizard.lab import perftest
 from wizard.lab.shell import STATUS, Command, ShellSyntaxError, parse, tokenize
 from wizard.lab.world import (
     HW_COUNTERS,
@@ -304,12 +304,15 @@ def _uptime(world: World, node: NodeState) -> str:
 
 
 def vfs_paths(host: Host) -> list[str]:
-    return [*host.node.files, *_sysfs(host)]
+    return [*host.node.files, *_sysfs(host), *gids.sysfs_paths(host.node)]
 
 
 def read_file(host: Host, path: str, root: bool) -> str | None:
     if path in host.node.files:
         return host.node.files[path]
+    gid = gids.sysfs_read(host.world, host.node, path)
+    if gid is not None:
+        return gid or None  # an empty slot's attribute: EINVAL (see `cat`)
     dyn = _sysfs(host).get(path)
     return dyn() if dyn is not None else None
 
@@ -395,6 +398,10 @@ async def _cat(ctx: Ctx, args: list[str]) -> int:
         if path.startswith("-"):
             continue
         content = read_file(ctx.host, path, ctx.root)
+        if content is None and gids.sysfs_read(ctx.world, ctx.node, path) == "":
+            ctx.err(f"cat: {path}: Invalid argument\n")
+            status = 1
+            continue
         if content is None:
             if _is_dir(ctx.host, path):
                 ctx.err(f"cat: {path}: Is a directory\n")
@@ -1239,10 +1246,12 @@ def _same_subnet(cidr: str, ip: str) -> bool:
 
 @command("ib_write_bw")
 async def _ib_write_bw(ctx: Ctx, args: list[str]) -> int:
-    o = perftest.parse_args(args)
-    if o.error:
-        ctx.err(f"ib_write_bw: {o.error}\n")
-        return 1
+    parsed = perftest.parse_args(args)
+    if not parsed.ok:
+        ctx.out(parsed.stdout)
+        ctx.err(parsed.stderr)
+        return parsed.status or 1
+    o = parsed.options
     if not o.device:
         o.device = ctx.node.rails[0].rdma
     if o.server_ip is None:
@@ -1254,28 +1263,6 @@ async def _ib_write_bw(ctx: Ctx, args: list[str]) -> int:
     )
 
 
-def _gid_rows(rail: RailState) -> list[tuple[str, str]]:
-    """(GID in show_gids hex form, IPv4) per index: link-local v1/v2, IPv6, then IPv4."""
-    import ipaddress
-
-    def hexgid(addr: str) -> str:
-        packed = ipaddress.ip_address(addr).packed
-        if len(packed) == 4:
-            packed = bytes(10) + b"\xff\xff" + packed
-        return ":".join(packed[i : i + 2].hex() for i in range(0, 16, 2))
-
-    rows: list[tuple[str, str]] = []
-    lls = [a for a in rail.ipv6 if a.startswith("fe80")]
-    ll = lls[0].split("/")[0] if lls else perftest.link_local(rail.mac).split("/")[0]
-    rows += [(hexgid(ll), "")] * 2
-    for a in rail.ipv6:
-        if not a.startswith("fe80"):
-            rows += [(hexgid(a.split("/")[0]), "")] * 2
-    for ip in rail.ipv4:
-        rows += [(hexgid(ip), ip)] * 2
-    return rows
-
-
 @command("show_gids")
 async def _show_gids(ctx: Ctx, args: list[str]) -> int:
     ctx.out("DEV\tPORT\tINDEX\tGID\t\t\t\t\tIPv4  \t\tVER\tDEV\n")
@@ -1284,9 +1271,8 @@ async def _show_gids(ctx: Ctx, args: list[str]) -> int:
     for r in sorted(ctx.node.rails, key=lambda r: (r.half, r.port)):
         if args and r.rdma not in args:
             continue
-        for k, (gid, ip) in enumerate(_gid_rows(r)):
-            ver = "v1" if k % 2 == 0 else "v2"
-            ctx.out(f"{r.rdma}\t1\t{k}\t{gid}\t{ip:<14}\t{ver}\t{r.netdev}\n")
+        for g in gids.table(ctx.world, ctx.node, r):
+            ctx.out(f"{r.rdma}\t1\t{g.index}\t{g.sysfs()}\t{g.ipv4:<14}\t{g.version}\t{r.netdev}\n")
             n += 1
     ctx.out(f"n_gids_found={n}\n")
     return 0

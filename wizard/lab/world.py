@@ -118,6 +118,7 @@ class RailState:
     mtu: int = 1500
     pfc: tuple[int, ...] = PFC_OFF
     counters: dict[str, int] = field(default_factory=dict)
+    v6_first: bool = False  # a global IPv6 address was added before the IPv4 ones (GIDs shift)
 
     def __post_init__(self) -> None:
         for name in (*HW_COUNTERS, *PORT_COUNTERS, *PHY_COUNTERS):
@@ -707,6 +708,7 @@ class World:
             addrs = [str(a) for a in c.get("addresses") or []]
             rail.addresses = [a for a in addrs if ":" not in a]
             v6 = [a for a in addrs if ":" in a]
+            rail.v6_first = bool(addrs) and ":" in addrs[0]  # netplan adds them in list order
             link_local = c.get("link-local", ["ipv6"])
             if link_local is None or "ipv6" in (link_local or []):
                 v6.append(_link_local(rail.mac))
