@@ -12,6 +12,7 @@ import asyncio
 import fnmatch
 import json
 import re
+import shlex
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -216,13 +217,19 @@ class Host:
         handler = COMMANDS.get(name.rsplit("/", 1)[-1] if "/" in name else name)
         if handler is None:
             err(f"bash: {name}: command not found\n")
+            self.refuse(argv)
             return 127
         ctx = Ctx(self, out, err, stdin, root=root, login=login)
         try:
             return await handler(ctx, argv[1:])
         except (ValueError, IndexError) as exc:
             err(f"{name}: invalid argument: {exc}\n")
+            self.refuse(argv)
             return 1
+
+    def refuse(self, argv: list[str]) -> None:
+        """Note a command line this node's tools refused (see `World.refused`)."""
+        self.world.refused.append((self.node.name, shlex.join(argv)))
 
 
 def _null(_s: str) -> None:
@@ -1248,6 +1255,8 @@ def _same_subnet(cidr: str, ip: str) -> bool:
 async def _ib_write_bw(ctx: Ctx, args: list[str]) -> int:
     parsed = perftest.parse_args(args)
     if not parsed.ok:
+        if parsed.stderr:
+            ctx.host.refuse(["ib_write_bw", *args])
         ctx.out(parsed.stdout)
         ctx.err(parsed.stderr)
         return parsed.status or 1

@@ -203,8 +203,10 @@ def _gid_failure(
         return EXCHANGE_FAILED, " Unable to set up socket connection\n", "setup", mine, theirs
     if bool(mine.ipv4) != bool(theirs.ipv4):
         return INCOMPATIBLE, INCOMPATIBLE, "setup", mine, theirs
+    if mine.type != gids.V2 or theirs.type != gids.V2:
+        return "", "", "stall", mine, theirs  # RoCE v1 frames: no IP header, nothing routes them
     if not mine.ipv4:
-        # an IPv6 GID: RTR needs an IPv6 route on the netdev to resolve the peer's MAC
+        # an IPv6 RoCE v2 GID: RTR needs an IPv6 route on the netdev to resolve the peer's MAC
         no_v6 = not rail.ipv6 or not sess.rail.ipv6
         if no_v6:
             qpn = world.rng.randrange(0x100, 0xFF00)
@@ -213,8 +215,6 @@ def _gid_failure(
             )
             return text, text, "setup", mine, theirs
         return "", "", "stall", mine, theirs
-    if mine.type != gids.V2 or theirs.type != gids.V2:
-        return "", "", "stall", mine, theirs  # RoCE v1 frames: no IP header, nothing routes them
     return "", "", "", mine, theirs
 
 

@@ -257,6 +257,9 @@ class World:
         self.planned_cabling: dict[str, str] = {}
         self.traffic: Any = None  # wizard.lab.traffic.Traffic, attached by it
         self.facts = Facts()  # what the scenario that built it says beyond its faults
+        # every command line a node's tools refused (unknown command, usage error): what a
+        # real node would have refused too, so a client of the lab sees its own mistakes
+        self.refused: list[tuple[str, str]] = []
 
     # --- clock --------------------------------------------------------------------------------
 
