@@ -75,7 +75,12 @@ def test_refused_like_perftest(args: list[str]) -> None:
     if REAL is None:
         pytest.skip("perftest not installed: nothing to compare the text with")
     real = subprocess.run(
-        ["ib_write_bw", *args], executable=REAL, capture_output=True, text=True, timeout=10
+        ["ib_write_bw", *args],
+        executable=REAL,
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
     )
     assert (p.stdout, p.stderr, p.status) == (real.stdout, real.stderr, real.returncode)
 
@@ -105,7 +110,23 @@ def test_accepted_like_perftest(cmd: str) -> None:
 
 
 def test_parsed_values() -> None:
-    o = parse("-d roceP2p1s0f0 -x 0x3 -q 4 -s 1M -D 6 -b --report_gbits 10.9.2.2".split()).options
+    o = parse(
+        [
+            "-d",
+            "roceP2p1s0f0",
+            "-x",
+            "0x3",
+            "-q",
+            "4",
+            "-s",
+            "1M",
+            "-D",
+            "6",
+            "-b",
+            "--report_gbits",
+            "10.9.2.2",
+        ]
+    ).options
     assert (o.device, o.gid, o.qps, o.size, o.duration, o.bidir, o.gbits, o.server_ip) == (
         "roceP2p1s0f0",
         3,
@@ -224,7 +245,7 @@ async def test_bandwidth_depends_on_message_size() -> None:
         for m in re.finditer(r"^ (\d+)\s+\d+\s+[\d.]+\s+([\d.]+)", cout, re.M)
     }
     assert sorted(rows) == [2**k for k in range(1, 24)]
-    assert rows[2] < 0.2 < 1.0 < rows[1024] < rows[65536]
+    assert rows[2] < 0.2 and 1.0 < rows[1024] < rows[65536]
     assert rows[65536] == pytest.approx(111.86, rel=0.01)
     assert rows[8388608] == pytest.approx(111.86, rel=0.01)
 
