@@ -261,3 +261,17 @@ async def test_cpu_util_adds_its_column() -> None:
     assert "MsgRate[Mpps]    CPU_Util[%]" in cout
     row = next(x for x in cout.splitlines() if x.startswith(" 65536"))
     assert len(row.split()) == 6
+
+
+async def test_server_whose_client_died_fails_its_handshake() -> None:
+    _w, n = lab("healthy-2node-direct")
+    srv = asyncio.create_task(n["spark2"].run("ib_write_bw -d rocep1s0f0 -x 3 --run_infinitely"))
+    await asyncio.sleep(0.02)
+    cli = asyncio.create_task(
+        n["spark1"].run("ib_write_bw -d rocep1s0f0 -x 3 --run_infinitely 10.9.1.2")
+    )
+    await asyncio.sleep(0.1)
+    cli.cancel()
+    out, err, rc = await asyncio.wait_for(srv, 5)
+    assert rc == 1 and err == " Failed to exchange data between server and clients\n"
+    assert "Waiting for client to connect" in out and " #bytes" in out

@@ -283,6 +283,11 @@ async def run_client(
                 while True:  # until the session goes away (SIGHUP/SIGINT cancel the task)
                     rate, seconds = await _measure(world, ids, o, size)
                     out(result_row(o, size, rate, seconds, cpu))
+    except asyncio.CancelledError:
+        # the client went away mid-run: the server's next handshake read fails
+        sess.failed = sess.failed or EXCHANGE_FAILED
+        sess.done.set()
+        raise
     finally:
         traffic.stop(ids)
     block = "".join(rows) + RULE + "\n"
