@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from wizard.errors import ScenarioError
 from wizard.lab import faults as fault_mod
+from wizard.lab import scenario_facts
 from wizard.lab.facts import Facts
 from wizard.lab.switchport import CRS804, CRS812, new_switch
 from wizard.lab.traffic import Traffic
@@ -294,5 +295,6 @@ def build_world(scenario: Scenario, *, time_scale: float = 1.0) -> World:
         fault_mod.inject(
             world, f.id, nodes=f.nodes, switches=f.switches, ports=f.ports, params=f.params
         )
+    scenario_facts.apply(world)
     world.traffic.recompute()
     return world

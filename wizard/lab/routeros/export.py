@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 
 from wizard.lab.routeros.switch import (
-    ROUTEROS_VERSION,
     Item,
     SwitchState,
     clock_text,
@@ -154,7 +153,7 @@ def render_export(
     """The `.rsc` text; `path` limits it to one menu (e.g. `("interface", "bridge")`)."""
     del hide_sensitive  # nothing sensitive is modelled: users live outside the export
     out = [
-        f"# {clock_text(sw.clock())} by RouterOS {ROUTEROS_VERSION}",
+        f"# {clock_text(sw.clock())} by RouterOS {sw.routeros_version}",
         f"# software id = {sw.serial[-8:-4]}-{sw.serial[-4:]}",
         "#",
         f"# model = {sw.model}",

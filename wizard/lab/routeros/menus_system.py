@@ -8,7 +8,6 @@ from typing import ClassVar
 
 from wizard.lab.routeros.menus_base import Kind, Menu, MenuError
 from wizard.lab.routeros.switch import (
-    ROUTEROS_VERSION,
     Item,
     SwitchState,
     clock_text,
@@ -49,7 +48,7 @@ class ResourceMenu(Menu):
         return [
             {
                 "uptime": sw.uptime(),
-                "version": f"{ROUTEROS_VERSION} (stable)",
+                "version": f"{sw.routeros_version} (stable)",
                 "build-time": "2026-10-01 13:29:47",
                 "factory-software": "7.19.4",
                 "free-memory": str(3_650_000_000 - int(sw.software_gbps * 1_000_000)),
@@ -89,8 +88,8 @@ class RouterboardMenu(Menu):
                 "serial-number": sw.serial,
                 "firmware-type": "alpinev3",
                 "factory-firmware": "7.19.4",
-                "current-firmware": ROUTEROS_VERSION,
-                "upgrade-firmware": ROUTEROS_VERSION,
+                "current-firmware": sw.routeros_version,
+                "upgrade-firmware": sw.routeros_version,
             }
         ]
 

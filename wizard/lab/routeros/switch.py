@@ -190,6 +190,10 @@ class SwitchState:
     _link_seen: dict[str, bool] = field(default_factory=dict)
     _runs: list[ScriptRun] = field(default_factory=list)
     _mac_seed: int = 0x2A10
+    offload_lost: set[str] = field(default_factory=set)  # ports the chip dropped, cause unknown
+    routeros_version: str = ROUTEROS_VERSION
+    link_up_delay_s: float = 0.0  # a forced or bounced leg comes up this long after (lab clock)
+    management_port: str = ""  # the port the API session arrives on ("" = CPU-attached ether)
 
     def __repr__(self) -> str:
         return f"SwitchState(name={self.name!r}, model={self.model!r}, boot={self.boot_count})"
@@ -462,6 +466,8 @@ class SwitchState:
         if bp is None or bp.get("hw") != "true" or bp.get("disabled") == "true":
             return False
         if is_cpu_port(self._default_name(bp["interface"])):
+            return False
+        if self._default_name(bp["interface"]) in self.offload_lost:
             return False
         return bp["bridge"] == self.hw_offloaded_bridge()
 
@@ -758,6 +764,10 @@ class SwitchState:
             "next_id": self._next_id,
             "mac_seed": self._mac_seed,
             "runs": [[r.owner, r.commands, r.resume_at] for r in self._runs],
+            "offload_lost": sorted(self.offload_lost),
+            "routeros_version": self.routeros_version,
+            "link_up_delay_s": self.link_up_delay_s,
+            "management_port": self.management_port,
         }
 
     @classmethod
@@ -776,6 +786,10 @@ class SwitchState:
         sw._next_id = {k: int(v) for k, v in state["next_id"].items()}
         sw._mac_seed = int(state["mac_seed"])
         sw._runs = [ScriptRun(o, list(c), float(t)) for o, c, t in state.get("runs", [])]
+        sw.offload_lost = set(state.get("offload_lost", []))
+        sw.routeros_version = str(state.get("routeros_version", ROUTEROS_VERSION))
+        sw.link_up_delay_s = float(state.get("link_up_delay_s", 0.0))
+        sw.management_port = str(state.get("management_port", ""))
         sw._offload_seen = {}
         holder = sw.hw_offloaded_bridge()
         if holder is not None:
