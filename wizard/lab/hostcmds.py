@@ -1318,6 +1318,8 @@ async def _iperf3(ctx: Ctx, args: list[str]) -> int:
 async def _mpirun(ctx: Ctx, args: list[str]) -> int:
     mpi = nccl_mod.parse_mpirun(args)
     hosts = ctx.host
+    if mpi.error:
+        hosts.refuse(["mpirun", *args])
 
     def login_env(node: NodeState) -> dict[str, str]:
         other = Host(hosts.world, node, hosts.perf, hosts.user)
