@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from wizard.lab import gids, perftest
+from wizard.lab import gids, hostnet, perftest
 from wizard.lab import nccl as nccl_mod
 from wizard.lab.shell import STATUS, Command, ShellSyntaxError, parse, tokenize
 from wizard.lab.world import (
@@ -825,21 +825,42 @@ def _addr_json(i: dict[str, object]) -> dict[str, object]:
 
 @command("ip")
 async def _ip(ctx: Ctx, args: list[str]) -> int:
-    js = pretty = brief = False
+    js = pretty = brief = stats = False
     rest: list[str] = []
     for a in args:
-        if a in ("-j", "-json", "--json"):
+        if rest:
+            rest.append(a)
+        elif a in ("-j", "-json", "--json"):
             js = True
         elif a in ("-p", "-pretty"):
             pretty = True
         elif a in ("-br", "-brief"):
             brief = True
-        elif a in ("-4", "-6", "-d", "-details", "-s", "-c", "-color=never"):
+        elif a in ("-s", "-stats", "-statistics"):
+            stats = True
+        elif a in ("-4", "-6", "-d", "-details", "-c", "-color=never", "-o", "-oneline"):
             continue
+        elif a.startswith("-"):
+            ctx.err(f'Option "{a}" is unknown, try "ip -help".\n')
+            ctx.host.refuse(["ip", *args])
+            return 255
         else:
             rest.append(a)
     if not rest:
         ctx.err("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }\n")
+        return 255
+    changed = hostnet.change(ctx.world, ctx.node, rest, ctx.root, ctx.err)
+    if changed is not None:
+        return changed
+    if (
+        len(rest) >= 2
+        and rest[1] not in ("show", "list", "lst", "sh", "ls", "l", "dev")
+        and rest[0] in ("a", "addr", "address", "l", "link")
+        and not rest[1].startswith("-")
+    ):
+        sub = "address" if rest[0].startswith("a") else "link"
+        ctx.err(f'Command "{rest[1]}" is unknown, try "ip {sub} help".\n')
+        ctx.host.refuse(["ip", *args])
         return 255
     obj = rest[0]
     dev = None
@@ -879,11 +900,14 @@ async def _ip(ctx: Ctx, args: list[str]) -> int:
                 ctx.out(f"{name:<16} {state:<14} {' '.join(addrs)} \n")
             continue
         flags = ",".join(i["flags"])  # type: ignore[arg-type]
+        mode = "mode DEFAULT " if obj.startswith("l") else ""
         ctx.out(
             f"{i['ifindex']}: {name}: <{flags}> mtu {i['mtu']} qdisc {i['qdisc']} state {state} "
-            f"group default qlen 1000\n"
+            f"{mode}group default qlen 1000\n"
             f"    link/{i['link_type']} {i['address']} brd {i['broadcast']}\n"
         )
+        if stats and obj.startswith("l"):
+            ctx.out(hostnet.stats_lines(ctx.node.rail(name)))
         if obj.startswith("a"):
             for a, p, s in i["_v4"]:  # type: ignore[attr-defined]
                 ctx.out(
@@ -1038,6 +1062,12 @@ async def _mlnx_qos(ctx: Ctx, args: list[str]) -> int:
 @command("sysctl")
 async def _sysctl(ctx: Ctx, args: list[str]) -> int:
     node = ctx.node
+    bad = hostnet.sysctl_bad_option(args)
+    if bad:
+        ctx.err(bad)
+        ctx.out(hostnet.SYSCTL_USAGE)
+        ctx.host.refuse(["sysctl", *args])
+        return 0  # procps-ng 4.0 prints its usage and exits 0 on a bad option
     if "--system" in args:
         if not ctx.root:
             ctx.err("sysctl: permission denied on key 'net.ipv4.conf.all.arp_ignore'\n")
@@ -1061,6 +1091,13 @@ async def _sysctl(ctx: Ctx, args: list[str]) -> int:
                 ctx.err(f'sysctl: permission denied on key "{a.split("=")[0]}"\n')
                 return 1
             k, _, v = a.partition("=")
+            k = k.replace("/", ".")
+            if not hostnet.sysctl_known(k):
+                ctx.err(
+                    f"sysctl: cannot stat /proc/sys/{k.replace('.', '/')}: No such file or directory\n"
+                )
+                status = 1
+                continue
             node.sysctls[k] = v
             ctx.out(f"{k} = {v}\n")
             ctx.world.changed(f"sysctl:{node.name}")
@@ -1531,12 +1568,26 @@ async def _systemd_run(ctx: Ctx, args: list[str]) -> int:
     return 0
 
 
-@command("reboot", "shutdown", "poweroff")
+@command("reboot")
 async def _reboot(ctx: Ctx, args: list[str]) -> int:
+    return _power(ctx, "poweroff" if "-p" in args or "--poweroff" in args else "reboot")
+
+
+@command("poweroff", "halt")
+async def _poweroff(ctx: Ctx, args: list[str]) -> int:
+    return _power(ctx, "reboot" if "--reboot" in args else "poweroff")
+
+
+@command("shutdown")
+async def _shutdown(ctx: Ctx, args: list[str]) -> int:
+    return _power(ctx, "reboot" if "-r" in args or "--reboot" in args else "poweroff")
+
+
+def _power(ctx: Ctx, kind: str) -> int:
     if not ctx.root:
-        ctx.err("Call to Reboot failed: Interactive authentication required.\n")
+        verb = "Reboot" if kind == "reboot" else "Power off"
+        ctx.err(f"Call to {verb} failed: Interactive authentication required.\n")
         return 1
-    kind = "poweroff" if "poweroff" in args or "-h" in args else "reboot"
     if ctx.host.on_reboot is not None:
         ctx.host.on_reboot(ctx.node.name, kind)
     return 0
