@@ -103,3 +103,84 @@ async def test_poweroff_powers_off() -> None:
     assert await host.run("sudo -n shutdown -r now", sink.append, sink.append) == 0
     assert await host.run("sudo -n reboot", sink.append, sink.append) == 0
     assert seen == [("spark3", "poweroff"), ("spark3", "reboot"), ("spark3", "reboot")]
+
+
+FIXTURES = __import__("pathlib").Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+
+
+def _fixture(rel: str) -> str:
+    path = FIXTURES / "real" / rel
+    if not path.exists():
+        pytest.skip(f"{path} absent (the shared fixtures are not part of the repo)")
+    return path.read_text()
+
+
+def _shape(text: str) -> list[str]:
+    """A line's layout without its values: the key and the tab structure before the value."""
+    out = []
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        key, sep, _v = line.partition(":")
+        out.append(key + sep)
+    return out
+
+
+async def test_ibv_devinfo_has_the_real_layout() -> None:
+    real = _fixture("ibv_devinfo/mlx5-cx4lx-4devices-roce-active_mtu1024.txt")
+    w = lab()
+    out, _e, rc = await run(w, "ibv_devinfo")
+    assert rc == 0
+    real_block = _shape(real.split("\n\n")[0])
+    mine = _shape(out.split("\n\n")[0])
+    assert [k.replace("mlx5_0", "D") for k in real_block] == [
+        k.replace("rocep1s0f0", "D") for k in mine
+    ]
+    assert "\tfw_ver:\t\t\t\t28.45.1020\n" in out and "active_mtu:\t\t4096 (5)" in out
+    out, _e, rc = await run(w, "ibv_devinfo -l")
+    assert out.startswith("4 HCAs found:\n\trocep1s0f0\n")
+    _o, err, rc = await run(w, "ibv_devinfo -x")
+    assert rc == 255 and err == "ibv_devinfo: invalid option -- 'x'\n"
+
+
+async def test_rdma_link_and_ethtool_m_have_the_real_layout() -> None:
+    real = _fixture("rdma-link/gb10-rdma-link-2-active-2-down.txt").splitlines()[1:]
+    w = lab("healthy-2node-direct")
+    out, _e, _rc = await run(w, "rdma link")
+    assert [line.split()[::2] for line in out.splitlines()] == [line.split()[::2] for line in real]
+    real_m = _fixture(
+        "ethtool-m/gb10-ethtool-m-qsfp-dac-400g-class-legacy-decode-selected-lines.txt"
+    )
+    out, _e, rc = await run(w, "ethtool -m enp1s0f0np0")
+    assert rc == 0
+    mine = {k.strip(): v.strip() for k, _s, v in (x.partition(" : ") for x in out.splitlines())}
+    for line in real_m.splitlines():
+        key, _s, value = line.partition(" : ")
+        assert mine[key.strip()] == value.strip() or key.startswith("Length (OM1")
+
+
+async def test_the_host_sees_the_switch_side_link() -> None:
+    w = lab("fault-switch-link-degraded")
+    out, _e, _rc = await run(w, "ethtool enp1s0f0np0; cat /sys/class/net/enp1s0f0np0/speed")
+    assert "\tSpeed: 100000Mb/s\n" in out and out.endswith("\n100000\n")
+    out, _e, _rc = await run(w, "cat /sys/class/infiniband/rocep1s0f0/ports/1/rate")
+    assert out == "100 Gb/sec (4X EDR)\n"
+    _o, err, rc = await run(w, "ethtool --frobnicate enp1s0f0np0")
+    assert rc == 1 and err.startswith("ethtool: bad command line argument(s)\n")
+
+
+async def test_journalctl_list_boots_from_the_boot_history() -> None:
+    w = lab()
+    node = w.nodes["spark2"]
+    first = node.boot_id
+    w.power_off(node)
+    w.boot(node)
+    out, _e, rc = await run(w, "journalctl --list-boots", "spark2")
+    lines = out.splitlines()
+    assert rc == 0 and lines[0].split() == ["IDX", "BOOT", "ID", "FIRST", "ENTRY", "LAST", "ENTRY"]
+    assert [line.split()[:2] for line in lines[1:]] == [
+        ["-1", first.replace("-", "")],
+        ["0", node.boot_id.replace("-", "")],
+    ]
+    _o, err, rc = await run(w, "journalctl --bogus")
+    assert (err, rc) == ("journalctl: unrecognized option '--bogus'\n", 1)

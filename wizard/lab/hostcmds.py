@@ -270,7 +270,12 @@ def _sysfs(host: Host) -> dict[str, Callable[[], str]]:
     for rail in node.rails:
         base = f"/sys/class/infiniband/{rail.rdma}/ports/1"
         up = world.rail_up(node.name, rail)
-        out[f"{base}/rate"] = _const("200 Gb/sec (4X HDR)\n" if up else "40 Gb/sec (4X QDR)\n")
+        from wizard.lab.hostrdma import link_rate
+
+        mbps, _fec = link_rate(world, node, rail.port)
+        ib = {200000: "200 Gb/sec (4X HDR)", 100000: "100 Gb/sec (4X EDR)"}
+        rate = ib.get(mbps, f"{mbps // 1000} Gb/sec (4X)") if up else "40 Gb/sec (4X QDR)"
+        out[f"{base}/rate"] = _const(rate + "\n")
         out[f"{base}/state"] = _const("4: ACTIVE\n" if up else "1: DOWN\n")
         out[f"{base}/phys_state"] = _const("5: LinkUp\n" if up else "3: Disabled\n")
         for name in HW_COUNTERS:
@@ -282,7 +287,7 @@ def _sysfs(host: Host) -> dict[str, Callable[[], str]]:
         out[f"{net}/address"] = _const(f"{rail.mac}\n")
         out[f"{net}/operstate"] = _const("up\n" if up else "down\n")
         out[f"{net}/carrier"] = _const("1\n" if up else "0\n")
-        out[f"{net}/speed"] = _const("200000\n" if up else "-1\n")
+        out[f"{net}/speed"] = _const(f"{mbps}\n" if up else "-1\n")
         downs = rail.counters.get("link_down_events_phy", 0)
         ups = downs if up else max(0, downs - 1)
         out[f"{net}/carrier_down_count"] = _const(f"{downs}\n")
@@ -951,7 +956,17 @@ async def _ethtool(ctx: Ctx, args: list[str]) -> int:
             "netlink error: no device matches name (offset 24)\nnetlink error: No such device\n"
         )
         return 1
+    from wizard.lab import hostrdma
+
+    bad = [o for o in opts if o not in hostrdma.ETHTOOL_OPTS]
+    if bad:
+        ctx.err("ethtool: bad command line argument(s)\nFor more information run ethtool -h\n")
+        ctx.host.refuse(["ethtool", *args])
+        return 1
     up = ctx.world.rail_up(ctx.node.name, rail)
+    mbps, fec = hostrdma.link_rate(ctx.world, ctx.node, rail.port)
+    if "-m" in opts or "--dump-module-eeprom" in opts or "--module-info" in opts:
+        return hostrdma.module_eeprom(ctx.world, ctx.node, rail.port, ctx.out, ctx.err)
     if "-i" in opts or "--driver" in opts:
         ctx.out(
             "driver: mlx5_core\n"
@@ -984,7 +999,7 @@ async def _ethtool(ctx: Ctx, args: list[str]) -> int:
     if "--show-fec" in opts:
         ctx.out(
             f"FEC parameters for {dev}:\nSupported/Configured FEC encodings: Auto\n"
-            f"Active FEC encoding: {'RS' if up else 'None'}\n"
+            f"Active FEC encoding: {fec}\n"
         )
         return 0
     modes = ("\n" + " " * 32).join(_LINK_MODES)
@@ -1000,7 +1015,7 @@ async def _ethtool(ctx: Ctx, args: list[str]) -> int:
         "\tAdvertised auto-negotiation: Yes\n"
         "\tAdvertised FEC modes: RS\n"
         + (
-            "\tSpeed: 200000Mb/s\n\tLanes: 4\n\tDuplex: Full\n"
+            f"\tSpeed: {mbps}Mb/s\n\tLanes: 4\n\tDuplex: Full\n"
             if up
             else "\tSpeed: Unknown!\n\tDuplex: Unknown! (255)\n"
         )
@@ -1180,6 +1195,14 @@ async def _dmesg(ctx: Ctx, args: list[str]) -> int:
 @command("journalctl")
 async def _journalctl(ctx: Ctx, args: list[str]) -> int:
     node = ctx.node
+    bad = hostnet.journalctl_bad_option(args)
+    if bad:
+        ctx.err(bad)
+        ctx.host.refuse(["journalctl", *args])
+        return 1
+    if "--list-boots" in args:
+        ctx.out(hostnet.list_boots(node, ctx.world.now()))
+        return 0
     for t, msg in node.dmesg:
         stamp = time.strftime("%b %d %H:%M:%S", time.gmtime(node.boot_time + t))
         ctx.out(f"{stamp} {node.name} kernel: {msg}\n")
@@ -1307,6 +1330,16 @@ async def _ib_write_bw(ctx: Ctx, args: list[str]) -> int:
     return await perftest.run_client(
         ctx.world, ctx.host.perf, ctx.node, o, out=ctx.out, err=ctx.err
     )
+
+
+@command("ibv_devinfo")
+async def _ibv_devinfo(ctx: Ctx, args: list[str]) -> int:
+    from wizard.lab import hostrdma
+
+    rc = hostrdma.ibv_devinfo(ctx.world, ctx.node, args, ctx.out, ctx.err)
+    if rc == 255 and any(a.startswith("-") for a in args):
+        ctx.host.refuse(["ibv_devinfo", *args])
+    return rc
 
 
 @command("show_gids")

@@ -214,3 +214,49 @@ def sysctl_bad_option(args: list[str]) -> str:
 def sysctl_known(key: str) -> bool:
     """Whether /proc/sys has `key` at all (the lab keeps only the keys it models)."""
     return key.startswith(SYSCTL_ROOTS)
+
+
+JOURNALCTL_SHORT_ARG = set("bDuMtpSUIcnoFgr")  # letters that take a value (or an optional one)
+JOURNALCTL_SHORT = set("hVaflqmkxerNeb") | JOURNALCTL_SHORT_ARG
+JOURNALCTL_LONG = (
+    "help", "version", "no-pager", "pager-end", "follow", "lines", "no-tail", "reverse",
+    "output", "output-fields", "all", "full", "no-full", "quiet", "merge", "boot", "list-boots",
+    "dmesg", "identifier", "unit", "user-unit", "priority", "grep", "case-sensitive", "since",
+    "until", "cursor", "after-cursor", "show-cursor", "system", "user", "directory", "file",
+    "root", "image", "namespace", "header", "disk-usage", "vacuum-size", "vacuum-time",
+    "vacuum-files", "catalog", "utc", "no-hostname", "facility", "field", "fields", "sync",
+    "flush", "rotate", "verify", "machine", "this-boot", "kernel", "lines", "exclude-identifier",
+)  # fmt: skip
+
+
+def journalctl_bad_option(args: list[str]) -> str:
+    """systemd's getopt message for the first option `journalctl` does not know ("" if none)."""
+    for a in args:
+        if a.startswith("--"):
+            name = a[2:].partition("=")[0]
+            hits = [n for n in dict.fromkeys(JOURNALCTL_LONG) if n.startswith(name)]
+            if name not in JOURNALCTL_LONG and len(hits) != 1:
+                return f"journalctl: unrecognized option '{a}'\n"
+        elif a.startswith("-") and len(a) > 1 and not a[1:].isdigit():
+            for letter in a[1:]:
+                if letter not in JOURNALCTL_SHORT:
+                    return f"journalctl: invalid option -- '{letter}'\n"
+                if letter in JOURNALCTL_SHORT_ARG:
+                    break
+    return ""
+
+
+def _stamp(ts: float) -> str:
+    import time as _time
+
+    return _time.strftime("%a %Y-%m-%d %H:%M:%S UTC", _time.gmtime(ts))
+
+
+def list_boots(node: NodeState, now: float) -> str:
+    """`journalctl --list-boots` (systemd 255): oldest first, the current boot at index 0."""
+    boots = [*node.boots, (node.boot_id, node.boot_time, now)]
+    lines = ["IDX BOOT ID                          FIRST ENTRY                 LAST ENTRY"]
+    for k, (boot_id, start, end) in enumerate(boots):
+        idx = k - (len(boots) - 1)
+        lines.append(f"{idx:>3} {boot_id.replace('-', '')} {_stamp(start)} {_stamp(end)}")
+    return "\n".join(lines) + "\n"

@@ -159,6 +159,7 @@ class NodeState:
     enabled_units: set[str] = field(default_factory=set)
     dmesg: list[tuple[float, str]] = field(default_factory=list)
     pid: int = 4000
+    boots: list[tuple[str, float, float]] = field(default_factory=list)  # past (id, start, end)
 
     def rail(self, key: str) -> RailState | None:
         for r in self.rails:
@@ -669,6 +670,8 @@ class World:
         if self.traffic is not None:
             self.traffic.node_lost(node.name)
         node.powered = False
+        if node.boot_id:
+            node.boots = [*node.boots[-19:], (node.boot_id, node.boot_time, self.now())]
         for c in self.cables:
             if node.name in (c.a.name, c.b.name):
                 self.sync_switch_side(c)
