@@ -16,9 +16,18 @@ from typing import Any
 from wizard.errors import FabwizError
 from wizard.lab.world import World
 
+LINK_UP_DELAY_S = 10.0  # a forced DD leg came up "within about ten seconds" (seed 003)
+
 
 def apply(world: World) -> None:
     facts = world.facts
+    for each in world.switches.values():
+        # the faults were made a while ago: their legs are up; from now on a leg takes its time
+        model: Any = each
+        if hasattr(model, "_coming_up"):
+            model._coming_up.clear()
+            model.recompute(notify=False)
+            model.link_up_delay_s = LINK_UP_DELAY_S
     for name, nf in facts.nodes.items():
         node = world.nodes[name]
         if nf.firmware is not None:

@@ -295,6 +295,6 @@ def build_world(scenario: Scenario, *, time_scale: float = 1.0) -> World:
         fault_mod.inject(
             world, f.id, nodes=f.nodes, switches=f.switches, ports=f.ports, params=f.params
         )
-    scenario_facts.apply(world)
+    scenario_facts.apply(world)  # also: the legs the faults bounced have come up since
     world.traffic.recompute()
     return world

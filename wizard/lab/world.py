@@ -484,8 +484,7 @@ class World:
                 self.link_transition(other.name, p, up=True)
         if event in ("config-changed", "rebooted"):
             self.compute_rstp()
-            if event == "rebooted":
-                self.learn_macs()
+            self.learn_macs()  # legs that came up (or a rebooted switch) learn the nodes' MACs
         if self.traffic is not None:
             self.traffic.recompute()
         self.changed(f"switch:{switch}:{event}")

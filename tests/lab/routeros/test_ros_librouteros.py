@@ -154,15 +154,18 @@ def test_sync_bad_password(threaded: ThreadedServer) -> None:
     assert exc.value.message == "invalid user name or password (6)"
 
 
-def test_sync_token_login_and_quit(threaded: ThreadedServer) -> None:
-    api = librouteros.connect(
-        "127.0.0.1",
-        "admin",
-        "s3cret",
-        port=threaded.port,
-        timeout=5,
-        login_method=librouteros.login.token,
-    )
+def test_token_login_refused_plain_login_and_quit(threaded: ThreadedServer) -> None:
+    # the pre-6.43 challenge login does not exist on RouterOS 7
+    with pytest.raises(TrapError, match="invalid user name or password"):
+        librouteros.connect(
+            "127.0.0.1",
+            "admin",
+            "s3cret",
+            port=threaded.port,
+            timeout=5,
+            login_method=librouteros.login.token,
+        )
+    api = connect(threaded)
     assert tuple(api.path("system", "identity")) == ({"name": "crs804"},)
     with pytest.raises(FatalError, match="session terminated on request"):
         tuple(api("/quit"))

@@ -188,6 +188,7 @@ class SwitchState:
     _next_id: dict[str, int] = field(default_factory=dict)
     _offload_seen: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _link_seen: dict[str, bool] = field(default_factory=dict)
+    _coming_up: dict[str, float] = field(default_factory=dict)  # port -> when its link is up
     _runs: list[ScriptRun] = field(default_factory=list)
     _mac_seed: int = 0x2A10
     offload_lost: set[str] = field(default_factory=set)  # ports the chip dropped, cause unknown
@@ -395,6 +396,8 @@ class SwitchState:
             return LinkStatus(False, 0.0, "", "port disabled")
         if dname not in self.cables:
             return LinkStatus(False, 0.0, "", "no cable")
+        if self._coming_up.get(dname, 0.0) > self.clock():
+            return LinkStatus(False, 0.0, "", "link coming up")
         cap = max_rate_gbps(dname)
         autoneg = item.get("auto-negotiation") == "true"
         if _DD_RE.match(dname):
@@ -653,6 +656,9 @@ class SwitchState:
                 self._log_link(port, False)
                 self.counters.setdefault(port, _Counters()).link_downs += 1
             self._link_seen[port] = False
+            if self.link_up_delay_s > 0 and not is_cpu_port(port):
+                # the PHY retrains: the leg comes up link_up_delay_s later (see tick)
+                self._coming_up[port] = self.clock() + self.link_up_delay_s
         for item in self.tables["interface"]:
             if item.get("type") != "ether":
                 continue
@@ -722,6 +728,11 @@ class SwitchState:
         from wizard.lab.routeros import script
 
         now = self.clock() if now is None else now
+        ready = [p for p, t in self._coming_up.items() if t <= now]
+        if ready:
+            for port in ready:
+                del self._coming_up[port]
+            self.recompute()  # logs "link up" and tells the world
         for run in [r for r in self._runs if r.resume_at <= now]:
             self._runs.remove(run)
             script.resume(self, run, now)
