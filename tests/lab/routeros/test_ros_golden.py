@@ -124,12 +124,10 @@ async def test_print_proplist_and_query(wire: Wire) -> None:
 
 async def test_empty_print_and_pre_718(wire: Wire, wire_old: Wire) -> None:
     await wire.talk(LOGIN, s("!done"))
-    await wire.talk(s("/interface/bridge/host/print"), s("!empty") + s("!done"))
-    await wire.talk(
-        s("/interface/bridge/host/print", ".tag=5"), s("!empty", ".tag=5") + s("!done", ".tag=5")
-    )
+    await wire.talk(s("/ip/arp/print"), s("!empty") + s("!done"))
+    await wire.talk(s("/ip/arp/print", ".tag=5"), s("!empty", ".tag=5") + s("!done", ".tag=5"))
     await wire_old.talk(LOGIN, s("!done"))
-    await wire_old.talk(s("/interface/bridge/host/print"), s("!done"))
+    await wire_old.talk(s("/ip/arp/print"), s("!done"))
 
 
 async def test_add_set_remove(wire: Wire, crs804: SwitchState) -> None:

@@ -11,7 +11,6 @@ from collections.abc import Callable
 
 from wizard.lab.routeros.menus_base import Menu, MenuError
 from wizard.lab.routeros.menus_interface import (
-    BridgeHostMenu,
     BridgeMenu,
     BridgePortMenu,
     EthernetMenu,
@@ -21,6 +20,7 @@ from wizard.lab.routeros.menus_interface import (
     SwitchMenu,
     monitor_row,
 )
+from wizard.lab.routeros.menus_ip import BridgeHostWithLocalMenu, IpAddressMenu, IpArpMenu
 from wizard.lab.routeros.menus_system import (
     ClockMenu,
     FileMenu,
@@ -60,7 +60,9 @@ MENUS: dict[tuple[str, ...], Callable[[], Menu]] = {
     ("interface", "ethernet", "switch", "qos", "priority-flow-control"): PfcMenu,
     ("interface", "bridge"): BridgeMenu,
     ("interface", "bridge", "port"): BridgePortMenu,
-    ("interface", "bridge", "host"): BridgeHostMenu,
+    ("interface", "bridge", "host"): BridgeHostWithLocalMenu,
+    ("ip", "address"): IpAddressMenu,
+    ("ip", "arp"): IpArpMenu,
     ("system", "identity"): IdentityMenu,
     ("system", "resource"): ResourceMenu,
     ("system", "resource", "cpu"): ResourceCpuMenu,
