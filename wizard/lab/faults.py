@@ -169,7 +169,8 @@ def _host_fault(world: World, node: NodeState, fault_id: str, params: dict[str, 
                 netdev: {
                     "link-local": ["ipv6"],
                     "dhcp6": True,
-                    "addresses": [f"10.9.{r}.{node.index}/24", f"fd00:9:{r}::{node.index}/64"],
+                    # the IPv6 address first: its GIDs come before the IPv4 ones
+                    "addresses": [f"fd00:9:{r}::{node.index}/64", f"10.9.{r}.{node.index}/24"],
                 }
                 for r, (netdev, *_x) in enumerate(RAIL_LAYOUT, start=1)
             },

@@ -12,12 +12,13 @@ import asyncio
 import fnmatch
 import json
 import re
+import shlex
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from wizard.lab import gids, hostnet, nodetools, perftest
 from wizard.lab import nccl as nccl_mod
-from wizard.lab import nodetools, perftest
 from wizard.lab.boots import list_boots
 from wizard.lab.shell import STATUS, Command, ShellSyntaxError, parse, tokenize
 from wizard.lab.world import (
@@ -221,13 +222,19 @@ class Host:
             return 127
         if handler is None:
             err(f"bash: {name}: command not found\n")
+            self.refuse(argv)
             return 127
         ctx = Ctx(self, out, err, stdin, root=root, login=login)
         try:
             return await handler(ctx, argv[1:])
         except (ValueError, IndexError) as exc:
             err(f"{name}: invalid argument: {exc}\n")
+            self.refuse(argv)
             return 1
+
+    def refuse(self, argv: list[str]) -> None:
+        """Note a command line this node's tools refused (see `World.refused`)."""
+        self.world.refused.append((self.node.name, shlex.join(argv)))
 
 
 def _null(_s: str) -> None:
@@ -268,25 +275,24 @@ def _sysfs(host: Host) -> dict[str, Callable[[], str]]:
     for rail in node.rails:
         base = f"/sys/class/infiniband/{rail.rdma}/ports/1"
         up = world.rail_up(node.name, rail)
-        out[f"{base}/rate"] = _const("200 Gb/sec (4X HDR)\n" if up else "40 Gb/sec (4X QDR)\n")
+        from wizard.lab.hostrdma import link_rate
+
+        mbps, _fec = link_rate(world, node, rail.port)
+        ib = {200000: "200 Gb/sec (4X HDR)", 100000: "100 Gb/sec (4X EDR)"}
+        rate = ib.get(mbps, f"{mbps // 1000} Gb/sec (4X)") if up else "40 Gb/sec (4X QDR)"
+        out[f"{base}/rate"] = _const(rate + "\n")
         out[f"{base}/state"] = _const("4: ACTIVE\n" if up else "1: DOWN\n")
         out[f"{base}/phys_state"] = _const("5: LinkUp\n" if up else "3: Disabled\n")
         for name in HW_COUNTERS:
             out[f"{base}/hw_counters/{name}"] = _counter(world, rail, name)
         for name in PORT_COUNTERS:
             out[f"{base}/counters/{name}"] = _counter(world, rail, name)
-        for k, (gid, _ip) in enumerate(_gid_rows(rail)):  # the same table as show_gids
-            out[f"{base}/gids/{k}"] = _const(f"{gid}\n")
-            out[f"{base}/gid_attrs/types/{k}"] = _const(
-                "IB/RoCE v1\n" if k % 2 == 0 else "RoCE v2\n"
-            )
-            out[f"{base}/gid_attrs/ndevs/{k}"] = _const(f"{rail.netdev}\n")
         net = f"/sys/class/net/{rail.netdev}"
         out[f"{net}/mtu"] = _const(f"{rail.mtu}\n")
         out[f"{net}/address"] = _const(f"{rail.mac}\n")
         out[f"{net}/operstate"] = _const("up\n" if up else "down\n")
         out[f"{net}/carrier"] = _const("1\n" if up else "0\n")
-        out[f"{net}/speed"] = _const("200000\n" if up else "-1\n")
+        out[f"{net}/speed"] = _const(f"{mbps}\n" if up else "-1\n")
         downs = rail.counters.get("link_down_events_phy", 0)
         ups = downs if up else max(0, downs - 1)
         out[f"{net}/carrier_down_count"] = _const(f"{downs}\n")
@@ -315,12 +321,15 @@ def _uptime(world: World, node: NodeState) -> str:
 
 
 def vfs_paths(host: Host) -> list[str]:
-    return [*host.node.files, *_sysfs(host), *nodetools.files(host)]
+    return [*host.node.files, *_sysfs(host), *gids.sysfs_paths(host.node), *nodetools.files(host)]
 
 
 def read_file(host: Host, path: str, root: bool) -> str | None:
     if path in host.node.files:
         return host.node.files[path]
+    gid = gids.sysfs_read(host.world, host.node, path)
+    if gid is not None:
+        return gid or None  # an empty slot's attribute: EINVAL (see `cat`)
     dyn = _sysfs(host).get(path)
     return dyn() if dyn is not None else nodetools.files(host).get(path)
 
@@ -406,6 +415,10 @@ async def _cat(ctx: Ctx, args: list[str]) -> int:
         if path.startswith("-"):
             continue
         content = read_file(ctx.host, path, ctx.root)
+        if content is None and gids.sysfs_read(ctx.world, ctx.node, path) == "":
+            ctx.err(f"cat: {path}: Invalid argument\n")
+            status = 1
+            continue
         if content is None:
             if _is_dir(ctx.host, path):
                 ctx.err(f"cat: {path}: Is a directory\n")
@@ -830,21 +843,42 @@ def _addr_json(i: dict[str, object]) -> dict[str, object]:
 
 @command("ip")
 async def _ip(ctx: Ctx, args: list[str]) -> int:
-    js = pretty = brief = False
+    js = pretty = brief = stats = False
     rest: list[str] = []
     for a in args:
-        if a in ("-j", "-json", "--json"):
+        if rest:
+            rest.append(a)
+        elif a in ("-j", "-json", "--json"):
             js = True
         elif a in ("-p", "-pretty"):
             pretty = True
         elif a in ("-br", "-brief"):
             brief = True
-        elif a in ("-4", "-6", "-d", "-details", "-s", "-c", "-color=never"):
+        elif a in ("-s", "-stats", "-statistics"):
+            stats = True
+        elif a in ("-4", "-6", "-d", "-details", "-c", "-color=never", "-o", "-oneline"):
             continue
+        elif a.startswith("-"):
+            ctx.err(f'Option "{a}" is unknown, try "ip -help".\n')
+            ctx.host.refuse(["ip", *args])
+            return 255
         else:
             rest.append(a)
     if not rest:
         ctx.err("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }\n")
+        return 255
+    changed = hostnet.change(ctx.world, ctx.node, rest, ctx.root, ctx.err)
+    if changed is not None:
+        return changed
+    if (
+        len(rest) >= 2
+        and rest[1] not in ("show", "list", "lst", "sh", "ls", "l", "dev")
+        and rest[0] in ("a", "addr", "address", "l", "link")
+        and not rest[1].startswith("-")
+    ):
+        sub = "address" if rest[0].startswith("a") else "link"
+        ctx.err(f'Command "{rest[1]}" is unknown, try "ip {sub} help".\n')
+        ctx.host.refuse(["ip", *args])
         return 255
     obj = rest[0]
     if obj in ("r", "ro", "route"):
@@ -886,11 +920,14 @@ async def _ip(ctx: Ctx, args: list[str]) -> int:
                 ctx.out(f"{name:<16} {state:<14} {' '.join(addrs)} \n")
             continue
         flags = ",".join(i["flags"])  # type: ignore[arg-type]
+        mode = "mode DEFAULT " if obj.startswith("l") else ""
         ctx.out(
             f"{i['ifindex']}: {name}: <{flags}> mtu {i['mtu']} qdisc {i['qdisc']} state {state} "
-            f"group default qlen 1000\n"
+            f"{mode}group default qlen 1000\n"
             f"    link/{i['link_type']} {i['address']} brd {i['broadcast']}\n"
         )
+        if stats and obj.startswith("l"):
+            ctx.out(hostnet.stats_lines(ctx.node.rail(name)))
         if obj.startswith("a"):
             for a, p, s in i["_v4"]:  # type: ignore[attr-defined]
                 ctx.out(
@@ -934,7 +971,17 @@ async def _ethtool(ctx: Ctx, args: list[str]) -> int:
             "netlink error: no device matches name (offset 24)\nnetlink error: No such device\n"
         )
         return 1
+    from wizard.lab import hostrdma
+
+    bad = [o for o in opts if o not in hostrdma.ETHTOOL_OPTS]
+    if bad:
+        ctx.err("ethtool: bad command line argument(s)\nFor more information run ethtool -h\n")
+        ctx.host.refuse(["ethtool", *args])
+        return 1
     up = ctx.world.rail_up(ctx.node.name, rail)
+    mbps, fec = hostrdma.link_rate(ctx.world, ctx.node, rail.port)
+    if "-m" in opts or "--dump-module-eeprom" in opts or "--module-info" in opts:
+        return hostrdma.module_eeprom(ctx.world, ctx.node, rail.port, ctx.out, ctx.err)
     if "-i" in opts or "--driver" in opts:
         ctx.out(
             "driver: mlx5_core\n"
@@ -967,7 +1014,7 @@ async def _ethtool(ctx: Ctx, args: list[str]) -> int:
     if "--show-fec" in opts:
         ctx.out(
             f"FEC parameters for {dev}:\nSupported/Configured FEC encodings: Auto\n"
-            f"Active FEC encoding: {'RS' if up else 'None'}\n"
+            f"Active FEC encoding: {fec}\n"
         )
         return 0
     modes = ("\n" + " " * 32).join(_LINK_MODES)
@@ -983,7 +1030,7 @@ async def _ethtool(ctx: Ctx, args: list[str]) -> int:
         "\tAdvertised auto-negotiation: Yes\n"
         "\tAdvertised FEC modes: RS\n"
         + (
-            "\tSpeed: 200000Mb/s\n\tLanes: 4\n\tDuplex: Full\n"
+            f"\tSpeed: {mbps}Mb/s\n\tLanes: 4\n\tDuplex: Full\n"
             if up
             else "\tSpeed: Unknown!\n\tDuplex: Unknown! (255)\n"
         )
@@ -1050,6 +1097,12 @@ async def _mlnx_qos(ctx: Ctx, args: list[str]) -> int:
 @command("sysctl")
 async def _sysctl(ctx: Ctx, args: list[str]) -> int:
     node = ctx.node
+    bad = hostnet.sysctl_bad_option(args)
+    if bad:
+        ctx.err(bad)
+        ctx.out(hostnet.SYSCTL_USAGE)
+        ctx.host.refuse(["sysctl", *args])
+        return 0  # procps-ng 4.0 prints its usage and exits 0 on a bad option
     if "--system" in args:
         if not ctx.root:
             ctx.err("sysctl: permission denied on key 'net.ipv4.conf.all.arp_ignore'\n")
@@ -1073,6 +1126,13 @@ async def _sysctl(ctx: Ctx, args: list[str]) -> int:
                 ctx.err(f'sysctl: permission denied on key "{a.split("=")[0]}"\n')
                 return 1
             k, _, v = a.partition("=")
+            k = k.replace("/", ".")
+            if not hostnet.sysctl_known(k):
+                ctx.err(
+                    f"sysctl: cannot stat /proc/sys/{k.replace('.', '/')}: No such file or directory\n"
+                )
+                status = 1
+                continue
             node.sysctls[k] = v
             ctx.out(f"{k} = {v}\n")
             ctx.world.changed(f"sysctl:{node.name}")
@@ -1155,6 +1215,11 @@ async def _dmesg(ctx: Ctx, args: list[str]) -> int:
 @command("journalctl")
 async def _journalctl(ctx: Ctx, args: list[str]) -> int:
     node = ctx.node
+    bad = hostnet.journalctl_bad_option(args)
+    if bad:
+        ctx.err(bad)
+        ctx.host.refuse(["journalctl", *args])
+        return 1
     if "--list-boots" in args:
         ctx.out(list_boots(ctx.world, node, args))
         return 0
@@ -1268,10 +1333,14 @@ def _same_subnet(cidr: str, ip: str) -> bool:
 
 @command("ib_write_bw")
 async def _ib_write_bw(ctx: Ctx, args: list[str]) -> int:
-    o = perftest.parse_args(args)
-    if o.error:
-        ctx.err(f"ib_write_bw: {o.error}\n")
-        return 1
+    parsed = perftest.parse_args(args)
+    if not parsed.ok:
+        if parsed.stderr:
+            ctx.host.refuse(["ib_write_bw", *args])
+        ctx.out(parsed.stdout)
+        ctx.err(parsed.stderr)
+        return parsed.status or 1
+    o = parsed.options
     if not o.device:
         o.device = ctx.node.rails[0].rdma
     if o.server_ip is None:
@@ -1283,26 +1352,14 @@ async def _ib_write_bw(ctx: Ctx, args: list[str]) -> int:
     )
 
 
-def _gid_rows(rail: RailState) -> list[tuple[str, str]]:
-    """(GID in show_gids hex form, IPv4) per index: link-local v1/v2, IPv6, then IPv4."""
-    import ipaddress
+@command("ibv_devinfo")
+async def _ibv_devinfo(ctx: Ctx, args: list[str]) -> int:
+    from wizard.lab import hostrdma
 
-    def hexgid(addr: str) -> str:
-        packed = ipaddress.ip_address(addr).packed
-        if len(packed) == 4:
-            packed = bytes(10) + b"\xff\xff" + packed
-        return ":".join(packed[i : i + 2].hex() for i in range(0, 16, 2))
-
-    rows: list[tuple[str, str]] = []
-    lls = [a for a in rail.ipv6 if a.startswith("fe80")]
-    ll = lls[0].split("/")[0] if lls else perftest.link_local(rail.mac).split("/")[0]
-    rows += [(hexgid(ll), "")] * 2
-    for a in rail.ipv6:
-        if not a.startswith("fe80"):
-            rows += [(hexgid(a.split("/")[0]), "")] * 2
-    for ip in rail.ipv4:
-        rows += [(hexgid(ip), ip)] * 2
-    return rows
+    rc = hostrdma.ibv_devinfo(ctx.world, ctx.node, args, ctx.out, ctx.err)
+    if rc == 255 and any(a.startswith("-") for a in args):
+        ctx.host.refuse(["ibv_devinfo", *args])
+    return rc
 
 
 @command("show_gids")
@@ -1313,9 +1370,8 @@ async def _show_gids(ctx: Ctx, args: list[str]) -> int:
     for r in sorted(ctx.node.rails, key=lambda r: (r.half, r.port)):
         if args and r.rdma not in args:
             continue
-        for k, (gid, ip) in enumerate(_gid_rows(r)):
-            ver = "v1" if k % 2 == 0 else "v2"
-            ctx.out(f"{r.rdma}\t1\t{k}\t{gid}\t{ip:<14}\t{ver}\t{r.netdev}\n")
+        for g in gids.table(ctx.world, ctx.node, r):
+            ctx.out(f"{r.rdma}\t1\t{g.index}\t{g.sysfs()}\t{g.ipv4:<14}\t{g.version}\t{r.netdev}\n")
             n += 1
     ctx.out(f"n_gids_found={n}\n")
     return 0
@@ -1356,6 +1412,8 @@ async def _mpirun(ctx: Ctx, args: list[str]) -> int:
         ctx.err(refused)
         return 1
     hosts = ctx.host
+    if mpi.error:
+        hosts.refuse(["mpirun", *args])
 
     def login_env(node: NodeState) -> dict[str, str]:
         other = Host(hosts.world, node, hosts.perf, hosts.user)
@@ -1569,12 +1627,26 @@ async def _systemd_run(ctx: Ctx, args: list[str]) -> int:
     return 0
 
 
-@command("reboot", "shutdown", "poweroff")
+@command("reboot")
 async def _reboot(ctx: Ctx, args: list[str]) -> int:
+    return _power(ctx, "poweroff" if "-p" in args or "--poweroff" in args else "reboot")
+
+
+@command("poweroff", "halt")
+async def _poweroff(ctx: Ctx, args: list[str]) -> int:
+    return _power(ctx, "reboot" if "--reboot" in args else "poweroff")
+
+
+@command("shutdown")
+async def _shutdown(ctx: Ctx, args: list[str]) -> int:
+    return _power(ctx, "reboot" if "-r" in args or "--reboot" in args else "poweroff")
+
+
+def _power(ctx: Ctx, kind: str) -> int:
     if not ctx.root:
-        ctx.err("Call to Reboot failed: Interactive authentication required.\n")
+        verb = "Reboot" if kind == "reboot" else "Power off"
+        ctx.err(f"Call to {verb} failed: Interactive authentication required.\n")
         return 1
-    kind = "poweroff" if "poweroff" in args or "-h" in args else "reboot"
     if ctx.host.on_reboot is not None:
         ctx.host.on_reboot(ctx.node.name, kind)
     return 0

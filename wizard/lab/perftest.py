@@ -9,91 +9,26 @@ halves and the switch CPU); a stalled path prints the real retry-exceeded comple
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from wizard.lab import gids, perftest_args
+from wizard.lab.perftest_args import Options, Parsed
 from wizard.lab.physics import FlowSpec
 from wizard.lab.world import NodeState, RailState, World
 
 RULE = "-" * 87
 DEFAULT_PORT = 18515
 STALL_SECONDS = 3.0  # simulated time a stalled QP retries before the retry counter runs out
+QP_MSG_RATE = 9.0e6  # RDMA writes per second one CX7 QP posts and completes (small messages)
+CPU_PER_GBPS = 0.05  # % of the node's cores a busy-polling perftest burns per Gb/s
 
 Write = Callable[[str], None]
 
 
-@dataclass
-class Options:
-    device: str = ""
-    gid: int = 0
-    qps: int = 1
-    duration: float | None = None
-    iters: int = 5000
-    size: int = 65536
-    bidir: bool = False
-    gbits: bool = False
-    port: int = DEFAULT_PORT
-    rdma_cm: bool = False
-    server_ip: str | None = None
-    error: str = ""
-
-
-def parse_args(args: list[str]) -> Options:
-    o = Options()
-    it = iter(args)
-    takes = {"-d", "-x", "-q", "-D", "-n", "-s", "-p", "-i", "-m", "-t", "-I", "-u", "-c"}
-    for a in it:
-        if a in takes or a in ("--ib-dev", "--gid-index", "--qp", "--duration", "--port"):
-            v = next(it, None)
-            if v is None:
-                o.error = f"option requires an argument -- '{a.lstrip('-')}'"
-                break
-            try:
-                if a in ("-d", "--ib-dev"):
-                    o.device = v
-                elif a in ("-x", "--gid-index"):
-                    o.gid = int(v)
-                elif a in ("-q", "--qp"):
-                    o.qps = max(1, int(v))
-                elif a in ("-D", "--duration"):
-                    o.duration = float(v)
-                elif a == "-n":
-                    o.iters = int(v)
-                elif a == "-s":
-                    o.size = int(v)
-                elif a in ("-p", "--port"):
-                    o.port = int(v)
-            except ValueError:
-                o.error = f"invalid argument {v!r} for {a}"
-        elif a in ("-b", "--bidirectional"):
-            o.bidir = True
-        elif a == "--report_gbits":
-            o.gbits = True
-        elif a == "-R":
-            o.rdma_cm = True
-        elif a.startswith("-"):
-            continue  # -F, --cpu_util, -a ... accepted and ignored
-        else:
-            o.server_ip = a
-    return o
-
-
-def gid_table(rail: RailState) -> list[str]:
-    """RoCE GIDs as perftest prints them (decimal bytes): link-local v1/v2, IPv6, IPv4."""
-    gids: list[str] = []
-    lls = [a for a in rail.ipv6 if a.startswith("fe80")] or [link_local(rail.mac)]
-    for a in lls[:1]:
-        gids += [_v6_gid(a)] * 2
-    for a in rail.ipv6:
-        if not a.startswith("fe80"):
-            gids += [_v6_gid(a)] * 2
-    for a in rail.ipv4:
-        g = "00:00:00:00:00:00:00:00:00:00:255:255:" + ":".join(
-            f"{int(x):02d}" for x in a.split(".")
-        )
-        gids += [g, g]
-    return gids
+def parse_args(args: list[str]) -> Parsed:
+    """The command line as perftest parses it (see `wizard.lab.perftest_args`)."""
+    return perftest_args.parse(args)
 
 
 def link_local(mac: str) -> str:
@@ -102,14 +37,10 @@ def link_local(mac: str) -> str:
     return f"fe80::{b[0]:02x}{b[1]:02x}:{b[2]:02x}ff:fe{b[3]:02x}:{b[4]:02x}{b[5]:02x}/64"
 
 
-def _v6_gid(cidr: str) -> str:
-    packed = ipaddress.IPv6Address(cidr.split("/", maxsplit=1)[0]).packed
-    return ":".join(f"{x:02d}" for x in packed)
-
-
-def header(o: Options, device: str, mtu: int, bidir: bool) -> str:
+def header(o: Options, device: str, mtu: int, bidir: bool, gid_index: int) -> str:
     title = "RDMA_Write Bidirectional BW Test" if bidir else "RDMA_Write BW Test"
-    warn = "  WARNING: BW peak won't be measured in this run.\n" if o.duration else ""
+    timed = o.duration is not None or o.run_infinitely
+    warn = "  WARNING: BW peak won't be measured in this run.\n" if timed else ""
     lines = [
         RULE,
         f"                    {title}",
@@ -122,7 +53,7 @@ def header(o: Options, device: str, mtu: int, bidir: bool) -> str:
         " CQ Moderation   : 1",
         f" Mtu             : {mtu}[B]",
         " Link type       : Ethernet",
-        f" GID index       : {o.gid}",
+        f" GID index       : {gid_index}",
         " Max inline data : 0[B]",
         f" rdma_cm QPs     : {'ON' if o.rdma_cm else 'OFF'}",
         f" Data ex. method : {'rdma_cm' if o.rdma_cm else 'Ethernet'}",
@@ -147,17 +78,33 @@ def addresses(world: World, qps: int, local_gid: str, remote_gid: str) -> str:
     return "\n".join(out) + "\n" + RULE + "\n"
 
 
-def result_block(o: Options, gbps: float, seconds: float) -> str:
+def results_header(o: Options) -> str:
+    """The line perftest prints once the QPs are connected, before any data moves."""
     unit = "Gb/sec" if o.gbits else "MiB/sec"
+    cols = f" #bytes     #iterations    BW peak[{unit}]    BW average[{unit}]   MsgRate[Mpps]"
+    return RULE + "\n" + cols + ("    CPU_Util[%]\n" if o.cpu_util and o.duration else "\n")
+
+
+def result_row(o: Options, size: int, gbps: float, seconds: float, cpu: float) -> str:
+    """One line of results (REPORT_FMT of perftest_parameters.h)."""
     value = gbps if o.gbits else gbps * 1e9 / 8 / 2**20
-    msg_rate = gbps * 1e9 / 8 / o.size / 1e6
-    iters = int(gbps * 1e9 / 8 * seconds / o.size) if o.duration else o.iters
-    peak = 0.0 if o.duration else value * 1.003
-    return (
-        f" #bytes     #iterations    BW peak[{unit}]    BW average[{unit}]   MsgRate[Mpps]\n"
-        f" {o.size:<7}    {iters:<7}          {peak:<7.2f}            {value:<7.2f}"
-        f"\t\t   {msg_rate:<7.6f}\n{RULE}\n"
-    )
+    msg_rate = gbps * 1e9 / 8 / size / 1e6
+    timed = o.duration is not None or o.run_infinitely
+    iters = int(gbps * 1e9 / 8 * seconds / size) if timed else o.iters
+    peak = 0.0 if timed else value * 1.003
+    row = f" {size:<7}    {iters:<10}       {peak:<7.2f}            {value:<7.2f}\t\t     {msg_rate:<7.6f}"
+    if o.cpu_util and o.duration:
+        return row + f"\t    {cpu:<3.2f}\n"
+    return row + "\n"
+
+
+def size_gbps(link_gbps: float, size: int, qps: int) -> float:
+    """What `size`-byte writes reach: small messages are bound by the QPs' message rate."""
+    return min(link_gbps, qps * QP_MSG_RATE * size * 8 / 1e9)
+
+
+def sizes(o: Options) -> list[int]:
+    return [2**k for k in range(1, 24)] if o.all_sizes else [o.size]
 
 
 BANNER = (
@@ -176,9 +123,10 @@ class Session:
     opts: Options
     connected: asyncio.Event = field(default_factory=asyncio.Event)
     done: asyncio.Event = field(default_factory=asyncio.Event)
-    client_text: str = ""  # the header + addresses block from the server's point of view
+    client_text: str = ""  # what the server prints once the client connected
     result: str = ""
-    failed: bool = False
+    failed: str = ""  # the server's error text when the run fails
+    gid_index: int = 0
 
 
 class Registry:
@@ -189,12 +137,34 @@ class Registry:
         self.iperf: dict[tuple[str, int], asyncio.Event] = {}  # iperf3 -s, per (node, port)
 
 
+EXCHANGE_FAILED = " Failed to exchange data between server and clients\n"
+INCOMPATIBLE = (
+    "\n Found Incompatibility issue with GID types.\n Please Try to use a different IP version.\n\n"
+)
+NO_DEVICE = " Unable to find the Infiniband/RoCE device\n"
+
+
+def _device(node: NodeState, o: Options, err: Write) -> RailState | None:
+    rail = node.rail(o.device) if o.device else node.rails[0]
+    if rail is None or rail.rdma != (o.device or rail.rdma):
+        err(f"IB device {o.device} not found\n{NO_DEVICE}")
+        return None
+    if o.ib_port != 1:
+        err(" Couldn't get context for the device\n")  # the CX7 has one port per device
+        return None
+    return rail
+
+
+def _gid(world: World, node: NodeState, rail: RailState, o: Options) -> gids.Gid | None:
+    index = gids.best_index(world, node, rail) if o.gid is None else o.gid
+    return gids.entry(world, node, rail, index)
+
+
 async def run_server(
     world: World, reg: Registry, node: NodeState, o: Options, *, out: Write, err: Write
 ) -> int:
-    rail = node.rail(o.device)
+    rail = _device(node, o, err)
     if rail is None:
-        err(f" Couldn't get context for the device {o.device}\n")
         return 1
     key = (node.name, o.port)
     if key in reg.servers:
@@ -210,22 +180,49 @@ async def run_server(
         if reg.servers.get(key) is sess:
             del reg.servers[key]
     out(sess.client_text)
+    if sess.failed and not sess.client_text:
+        err(sess.failed)
+        return 1
     await sess.done.wait()
     if sess.failed:
-        err(" ethernet_read_keys: Couldn't read remote address\n")
-        err(" Unable to read to socket/rdma_cm\n")
-        err(" Failed to exchange data between server and clients\n")
+        err(sess.failed)
         return 1
     out(sess.result)
     return 0
 
 
+def _gid_failure(
+    world: World, node: NodeState, rail: RailState, o: Options, sess: Session, server: NodeState
+) -> tuple[str, str, str, gids.Gid | None, gids.Gid | None]:
+    """(client error, server error, kind) of a GID choice perftest cannot run with."""
+    mine = _gid(world, node, rail, o)
+    theirs = _gid(world, server, sess.rail, sess.opts)
+    if mine is None:
+        return " Unable to set up socket connection\n", EXCHANGE_FAILED, "setup", mine, theirs
+    if theirs is None:
+        return EXCHANGE_FAILED, " Unable to set up socket connection\n", "setup", mine, theirs
+    if bool(mine.ipv4) != bool(theirs.ipv4):
+        return INCOMPATIBLE, INCOMPATIBLE, "setup", mine, theirs
+    if mine.type != gids.V2 or theirs.type != gids.V2:
+        return "", "", "stall", mine, theirs  # RoCE v1 frames: no IP header, nothing routes them
+    if not mine.ipv4:
+        # an IPv6 RoCE v2 GID: RTR needs an IPv6 route on the netdev to resolve the peer's MAC
+        no_v6 = not rail.ipv6 or not sess.rail.ipv6
+        if no_v6:
+            qpn = world.rng.randrange(0x100, 0xFF00)
+            text = (
+                f"Failed to modify QP {qpn} to RTR\n Unable to Connect the HCA's through the link\n"
+            )
+            return text, text, "setup", mine, theirs
+        return "", "", "stall", mine, theirs
+    return "", "", "", mine, theirs
+
+
 async def run_client(
     world: World, reg: Registry, node: NodeState, o: Options, *, out: Write, err: Write
 ) -> int:
-    rail = node.rail(o.device)
+    rail = _device(node, o, err)
     if rail is None:
-        err(f" Couldn't get context for the device {o.device}\n")
         return 1
     ip = o.server_ip or ""
     sess: Session | None = None
@@ -242,51 +239,76 @@ async def run_client(
     server = world.nodes[sess.node]
     srail = sess.rail
     bidir = o.bidir or sess.opts.bidir
-    lg, rg = gid_table(rail), gid_table(srail)
-    if o.gid >= len(lg) or sess.opts.gid >= len(rg):
-        sess.failed = True
+    client_err, server_err, kind, mine, theirs = _gid_failure(world, node, rail, o, sess, server)
+    if kind == "setup" or mine is None or theirs is None:
+        sess.failed = server_err
         sess.connected.set()
         sess.done.set()
-        err(f" Failed to query GID index {o.gid}\n Unable to Connect the HCA's through the link\n")
+        err(client_err)
         return 1
     specs = [FlowSpec(node.name, rail.netdev, server.name, srail.netdev, ip, o.qps)]
     if bidir:
         specs.append(FlowSpec(server.name, srail.netdev, node.name, rail.netdev, "", o.qps))
     traffic = world.traffic
-    ids = traffic.start(specs)
-    first = traffic.result(ids[0])
+    ids = traffic.start(specs) if kind != "stall" else []
+    first = traffic.result(ids[0]) if ids else None
     mtu = first.mtu if first is not None else 1024
-    sess.client_text = header(sess.opts, srail.rdma, mtu, bidir) + addresses(
-        world, o.qps, rg[sess.opts.gid], lg[o.gid]
+    stalled = kind == "stall" or (first is not None and first.stalled)
+    sess.client_text = (
+        header(sess.opts, srail.rdma, mtu, bidir, theirs.index)
+        + addresses(world, o.qps, theirs.perftest(), mine.perftest())
+        + results_header(sess.opts)
     )
     sess.connected.set()
-    out(header(o, rail.rdma, mtu, bidir) + addresses(world, o.qps, lg[o.gid], rg[sess.opts.gid]))
+    out(header(o, rail.rdma, mtu, bidir, mine.index))
+    out(addresses(world, o.qps, mine.perftest(), theirs.perftest()))
+    out(results_header(o))
     try:
-        if first is not None and first.stalled:
+        if stalled:
             await asyncio.sleep(world.wall_seconds(min(o.duration or STALL_SECONDS, STALL_SECONDS)))
-            sess.failed = True
+            sess.failed = EXCHANGE_FAILED
             sess.done.set()
             err(" Completion with error at client\n")
             err(" Failed status 12: wr_id 0 syndrom 0x81\n")
             err(f"scnt={128 * o.qps}, ccnt=0\n")
             err(" Failed to complete run_iter_bw function successfully\n")
             return 1
-        rate = first.gbps if first is not None else 0.0
-        if o.duration:
-            seconds = o.duration
-            await asyncio.sleep(world.wall_seconds(seconds / 2))
-            mid = [traffic.result(i) for i in ids]
-            rate = sum(r.gbps for r in mid if r is not None)
-            await asyncio.sleep(world.wall_seconds(seconds / 2))
-        else:
-            seconds = o.iters * o.size * 8 / max(rate, 0.01) / 1e9
-            await asyncio.sleep(world.wall_seconds(seconds))
-            mid = [traffic.result(i) for i in ids]
-            rate = sum(r.gbps for r in mid if r is not None)
+        rows = []
+        for size in sizes(o):
+            rate, seconds = await _measure(world, ids, o, size)
+            cpu = min(100.0, rate * CPU_PER_GBPS)
+            rows.append(result_row(o, size, rate, seconds, cpu))
+            out(rows[-1])
+            if o.run_infinitely:
+                while True:  # until the session goes away (SIGHUP/SIGINT cancel the task)
+                    rate, seconds = await _measure(world, ids, o, size)
+                    out(result_row(o, size, rate, seconds, cpu))
+    except asyncio.CancelledError:
+        # the client went away mid-run: the server's next handshake read fails
+        sess.failed = sess.failed or EXCHANGE_FAILED
+        sess.done.set()
+        raise
     finally:
         traffic.stop(ids)
-    block = result_block(o, rate, seconds)
+    block = "".join(rows) + RULE + "\n"
     sess.result = block
     sess.done.set()
-    out(block)
+    out(RULE + "\n")
     return 0
+
+
+async def _measure(world: World, ids: list[int], o: Options, size: int) -> tuple[float, float]:
+    """Run one size for its duration (or iterations); the rate the flows had half-way."""
+    traffic = world.traffic
+    first = traffic.result(ids[0])
+    link = first.gbps if first is not None else 0.0
+    rate = size_gbps(link, size, o.qps)
+    if o.duration is not None or o.run_infinitely:
+        seconds = o.duration if o.duration is not None else 5.0
+    else:
+        seconds = o.iters * size * 8 / max(rate, 0.01) / 1e9
+    await asyncio.sleep(world.wall_seconds(seconds / 2))
+    mid = [traffic.result(i) for i in ids]
+    total = sum(r.gbps for r in mid if r is not None)
+    await asyncio.sleep(world.wall_seconds(seconds / 2))
+    return size_gbps(total, size, o.qps * len(ids)), seconds

@@ -344,52 +344,10 @@ def nccl_efficiency(nodes: int) -> float:
 
 
 def nccl_plan(world: World, nodes: list[str], env: dict[str, str]) -> NcclPlan:
-    """The transport and busbw of `all_reduce_perf` over `nodes` with NCCL env `env`."""
-    first = world.nodes[nodes[0]]
-    up = [r.rdma for r in first.rails if world.rail_up(first.name, r)]
-    selected = hca_matches(env.get("NCCL_IB_HCA"), up)
-    eff = nccl_efficiency(len(nodes))
-    want_socket = env.get("NCCL_NET", "").lower() == "socket" or env.get("NCCL_IB_DISABLE") == "1"
-    if want_socket or not selected:
-        return NcclPlan("Socket", (), SOCKET_NODE_GBPS / 8 * eff, "", env.get("NCCL_IB_HCA"))
-    # each rank opens its own devices (names differ across vendors): device k meets device k
-    mine = {
-        n: hca_matches(
-            env.get("NCCL_IB_HCA"),
-            [r.rdma for r in world.nodes[n].rails if world.rail_up(n, r)],
-        )
-        for n in nodes
-    }
-    flows: list[FlowSpec] = []
-    for k, name in enumerate(nodes):
-        nxt = nodes[(k + 1) % len(nodes)]
-        if nxt == name:
-            continue
-        for j, dev in enumerate(selected):
-            src = mine[name][j] if j < len(mine[name]) else dev
-            dst = mine[nxt][j] if j < len(mine[nxt]) else dev
-            flows.append(FlowSpec(name, src, nxt, dst, kind="nccl"))
-    results = solve(world, flows, noise=False) if flows else []
-    per_rail: list[float] = []
-    stalled = False
-    for j in range(len(selected)):
-        rs = results[j :: len(selected)] if results else []
-        if any(r.stalled and "IPv4" not in r.reason for r in rs):
-            stalled = True
-        per_rail.append(min((r.gbps for r in rs), default=0.0))
-    if stalled:
-        return NcclPlan(
-            "IB",
-            tuple(selected),
-            0.0,
-            "remote process exited or there was a network error",
-            env.get("NCCL_IB_HCA"),
-            tuple(per_rail),
-        )
-    halves: dict[str, float] = defaultdict(float)
-    for dev, g in zip(selected, per_rail, strict=True):
-        rail = first.rail(dev)
-        halves[rail.half if rail else dev] += g
-    node_gbps = sum(min(g, NCCL_RAIL) for g in halves.values())
-    busbw = node_gbps / 8 * eff * (1.0 + world.rng.uniform(-0.002, 0.002))
-    return NcclPlan("IB", tuple(selected), busbw, "", env.get("NCCL_IB_HCA"), tuple(per_rail))
+    """The transport and busbw of `all_reduce_perf` over `nodes`, every rank reading `env`."""
+    from wizard.lab.nccl_ring import ring  # the per-rank ring builds on this module
+
+    r = ring(world, nodes, [env] * len(nodes))
+    hcas = r.hcas[0] if r.hcas else ()
+    transport = r.transport
+    return NcclPlan(transport, hcas, r.busbw, r.error, env.get("NCCL_IB_HCA"), r.channel_gbps)

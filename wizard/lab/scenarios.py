@@ -27,7 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from wizard.errors import ScenarioError
-from wizard.lab import boots, nodetools
+from wizard.lab import boots, nodetools, scenario_facts
 from wizard.lab import faults as fault_mod
 from wizard.lab.facts import Facts
 from wizard.lab.switchport import CRS804, CRS812, new_switch
@@ -320,14 +320,9 @@ def build_world(scenario: Scenario, *, time_scale: float = 1.0) -> World:
         fault_mod.inject(
             world, f.id, nodes=f.nodes, switches=f.switches, ports=f.ports, params=f.params
         )
-    for sw_name, switch in world.switches.items():
-        if hasattr(switch, "management_port"):  # the wizard reaches each switch on this port
-            sf = scenario.facts.switches.get(sw_name)
-            switch.management_port = (sf.management_port if sf else None) or "ether1"
-    for key, pf in scenario.facts.ports.items():
-        sw_name, _, port = key.partition("/")
-        lose = getattr(world.switches.get(sw_name), "lose_offload", None)
-        if pf.hw_offload is False and lose is not None:
-            lose(port)  # offload lost with no modelled cause
+    for switch in world.switches.values():
+        if hasattr(switch, "management_port"):  # the wizard reaches each switch on ether1
+            switch.management_port = "ether1"  # unless the scenario's facts say otherwise
+    scenario_facts.apply(world)  # also: the legs the faults bounced have come up since
     world.traffic.recompute()
     return world

@@ -119,6 +119,7 @@ class RailState:
     mtu: int = 1500
     pfc: tuple[int, ...] = PFC_OFF
     counters: dict[str, int] = field(default_factory=dict)
+    v6_first: bool = False  # a global IPv6 address was added before the IPv4 ones (GIDs shift)
 
     def __post_init__(self) -> None:
         for name in (*HW_COUNTERS, *PORT_COUNTERS, *PHY_COUNTERS):
@@ -262,6 +263,9 @@ class World:
         self.planned_cabling: dict[str, str] = {}
         self.traffic: Any = None  # wizard.lab.traffic.Traffic, attached by it
         self.facts = Facts()  # what the scenario that built it says beyond its faults
+        # every command line a node's tools refused (unknown command, usage error): what a
+        # real node would have refused too, so a client of the lab sees its own mistakes
+        self.refused: list[tuple[str, str]] = []
 
     # --- clock --------------------------------------------------------------------------------
 
@@ -485,8 +489,7 @@ class World:
                 self.link_transition(other.name, p, up=True)
         if event in ("config-changed", "rebooted"):
             self.compute_rstp()
-            if event == "rebooted":
-                self.learn_macs()
+            self.learn_macs()  # legs that came up (or a rebooted switch) learn the nodes' MACs
         if self.traffic is not None:
             self.traffic.recompute()
         self.changed(f"switch:{switch}:{event}")
@@ -776,6 +779,7 @@ class World:
             addrs = [str(a) for a in c.get("addresses") or []]
             rail.addresses = [a for a in addrs if ":" not in a]
             v6 = [a for a in addrs if ":" in a]
+            rail.v6_first = bool(addrs) and ":" in addrs[0]  # netplan adds them in list order
             link_local = c.get("link-local", ["ipv6"])
             if link_local is None or "ipv6" in (link_local or []):
                 v6.append(_link_local(rail.mac))

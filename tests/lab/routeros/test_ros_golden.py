@@ -75,7 +75,21 @@ async def test_bad_login_bytes(wire: Wire) -> None:
     await wire.talk(s("/system/identity/print"), s("!fatal", "not logged in"))
 
 
-async def test_legacy_challenge_login(wire: Wire, crs804: SwitchState) -> None:
+async def test_challenge_login_is_refused_as_on_routeros_7(wire: Wire, crs804: SwitchState) -> None:
+    # RouterOS 6.43 and later: /login takes name and password only (no challenge, no response)
+    await wire.talk(
+        s("/login"), s("!trap", "=message=invalid user name or password (6)") + s("!done")
+    )
+    await wire.talk(
+        s("/login", "=name=admin", "=response=00" + "0" * 32),
+        s("!trap", "=message=invalid user name or password (6)") + s("!done"),
+    )
+    await wire.talk(LOGIN, s("!done"))
+    await wire.talk(s("/system/identity/print"), s("!re", "=name=crs804") + s("!done"))
+
+
+async def test_challenge_login_before_6_43(wire: Wire, crs804: SwitchState) -> None:
+    crs804.routeros_version = "6.42.12"
     wire.writer.write(s("/login"))
     head = await wire.reader.readexactly(1 + 5 + 1)
     assert head == b"\x05!done\x25"
@@ -110,12 +124,10 @@ async def test_print_proplist_and_query(wire: Wire) -> None:
 
 async def test_empty_print_and_pre_718(wire: Wire, wire_old: Wire) -> None:
     await wire.talk(LOGIN, s("!done"))
-    await wire.talk(s("/interface/bridge/host/print"), s("!empty") + s("!done"))
-    await wire.talk(
-        s("/interface/bridge/host/print", ".tag=5"), s("!empty", ".tag=5") + s("!done", ".tag=5")
-    )
+    await wire.talk(s("/ip/arp/print"), s("!empty") + s("!done"))
+    await wire.talk(s("/ip/arp/print", ".tag=5"), s("!empty", ".tag=5") + s("!done", ".tag=5"))
     await wire_old.talk(LOGIN, s("!done"))
-    await wire_old.talk(s("/interface/bridge/host/print"), s("!done"))
+    await wire_old.talk(s("/ip/arp/print"), s("!done"))
 
 
 async def test_add_set_remove(wire: Wire, crs804: SwitchState) -> None:

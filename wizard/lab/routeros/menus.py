@@ -11,7 +11,6 @@ from collections.abc import Callable
 
 from wizard.lab.routeros.menus_base import Menu, MenuError
 from wizard.lab.routeros.menus_interface import (
-    BridgeHostMenu,
     BridgeMenu,
     BridgePortMenu,
     EthernetMenu,
@@ -21,7 +20,12 @@ from wizard.lab.routeros.menus_interface import (
     SwitchMenu,
     monitor_row,
 )
-from wizard.lab.routeros.menus_ip import IpAddressMenu, IpArpMenu, UserActiveMenu
+from wizard.lab.routeros.menus_ip import (
+    BridgeHostWithLocalMenu,
+    IpAddressMenu,
+    IpArpMenu,
+    UserActiveMenu,
+)
 from wizard.lab.routeros.menus_system import (
     ClockMenu,
     FileMenu,
@@ -61,7 +65,9 @@ MENUS: dict[tuple[str, ...], Callable[[], Menu]] = {
     ("interface", "ethernet", "switch", "qos", "priority-flow-control"): PfcMenu,
     ("interface", "bridge"): BridgeMenu,
     ("interface", "bridge", "port"): BridgePortMenu,
-    ("interface", "bridge", "host"): BridgeHostMenu,
+    ("interface", "bridge", "host"): BridgeHostWithLocalMenu,
+    ("ip", "address"): IpAddressMenu,
+    ("ip", "arp"): IpArpMenu,
     ("system", "identity"): IdentityMenu,
     ("system", "resource"): ResourceMenu,
     ("system", "resource", "cpu"): ResourceCpuMenu,
@@ -70,8 +76,6 @@ MENUS: dict[tuple[str, ...], Callable[[], Menu]] = {
     ("system", "scheduler"): SchedulerMenu,
     ("log",): LogMenu,
     ("file",): FileMenu,
-    ("ip", "address"): IpAddressMenu,
-    ("ip", "arp"): IpArpMenu,
     ("user", "active"): UserActiveMenu,
 }
 

@@ -274,6 +274,9 @@ class EthernetMenu(InterfaceMenu):
             for t in targets
             if any(k in attrs and t.get(k) != attrs[k] for k in BOUNCING)
         ]
+        if any("l2mtu" in attrs and t.get("l2mtu") != attrs["l2mtu"] for t in targets):
+            # a new l2mtu resets the switch chip: every cabled chip port retrains
+            bounced += [p for p in sw.cables if not is_cpu_port(p) and p not in bounced]
         for item in targets:
             item.update({k: v for k, v in attrs.items() if k != "name"})
         sw.recompute(bounced=bounced)

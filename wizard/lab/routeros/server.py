@@ -152,6 +152,11 @@ class _Session:
     def login(self, attrs: dict[str, str], reply: _Reply) -> None:
         users = self.server.users
         name = attrs.get("name")
+        if _version(self.server.switch.routeros_version) >= (6, 43) and "password" not in attrs:
+            # RouterOS 6.43 and later take only name and password: no challenge, no response
+            reply.trap(BAD_LOGIN)
+            reply.add("!done")
+            return
         if name is None and "password" not in attrs and "response" not in attrs:
             self.challenge = secrets.token_bytes(16)
             reply.add("!done", {"ret": self.challenge.hex()})
@@ -260,6 +265,7 @@ class RouterOsServer:
         self.fault_hook: FaultHook | None = None
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
+        self.switch.listeners.append(self._switch_event)
         self._server = await asyncio.start_server(self._accept, host, port, ssl=self.ssl)
         self.port = int(self._server.sockets[0].getsockname()[1])
         if self.tick_interval:
@@ -279,6 +285,14 @@ class RouterOsServer:
                 await asyncio.wait(set(self._tasks), timeout=2)
             await self._server.wait_closed()
             self._server = None
+
+    def _switch_event(self, event: str, port: str) -> None:
+        """The API session rides the management port: a bounce of that port cuts it."""
+        mgmt = self.switch.management_port
+        if mgmt and event == "link-bounced" and port in (mgmt, self.switch.resolve_port(mgmt)):
+            task = asyncio.get_running_loop().create_task(self.drop_sessions())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     async def drop_sessions(self) -> None:
         for session in list(self._sessions):
@@ -441,3 +455,13 @@ def _proplist(attrs: dict[str, str]) -> list[str] | None:
 
 def _select(row: Item, keys: list[str] | None) -> Item:
     return row if keys is None else {k: row[k] for k in keys if k in row}
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """`7.23.1` -> (7, 23, 1); anything unparsable counts as a current release."""
+    parts = []
+    for piece in text.split(" ", maxsplit=1)[0].split("."):
+        if not piece.isdigit():
+            return (99,)
+        parts.append(int(piece))
+    return tuple(parts)

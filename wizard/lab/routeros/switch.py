@@ -190,6 +190,7 @@ class SwitchState:
     _next_id: dict[str, int] = field(default_factory=dict)
     _offload_seen: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _link_seen: dict[str, bool] = field(default_factory=dict)
+    _coming_up: dict[str, float] = field(default_factory=dict)  # port -> when its link is up
     _runs: list[ScriptRun] = field(default_factory=list)
     _mac_seed: int = 0x2A10
     # ports (default names) whose hardware offload is lost for a reason the lab does not model
@@ -198,6 +199,7 @@ class SwitchState:
     # where the wizard's API session arrives; "" for a switch outside a world (no management
     # network modelled: /ip/address, /ip/arp and /user/active are empty)
     management_port: str = ""
+    link_up_delay_s: float = 0.0  # a forced or bounced leg comes up this long after (lab clock)
 
     def lose_offload(self, port: str) -> None:
         """The chip stops offloading `port` with no configuration cause (the switch logs the
@@ -405,6 +407,8 @@ class SwitchState:
             return LinkStatus(False, 0.0, "", "port disabled")
         if dname not in self.cables:
             return LinkStatus(False, 0.0, "", "no cable")
+        if self._coming_up.get(dname, 0.0) > self.clock():
+            return LinkStatus(False, 0.0, "", "link coming up")
         cap = max_rate_gbps(dname)
         autoneg = item.get("auto-negotiation") == "true"
         if _DD_RE.match(dname):
@@ -663,6 +667,9 @@ class SwitchState:
                 self._log_link(port, False)
                 self.counters.setdefault(port, _Counters()).link_downs += 1
             self._link_seen[port] = False
+            if self.link_up_delay_s > 0 and not is_cpu_port(port):
+                # the PHY retrains: the leg comes up link_up_delay_s later (see tick)
+                self._coming_up[port] = self.clock() + self.link_up_delay_s
         for item in self.tables["interface"]:
             if item.get("type") != "ether":
                 continue
@@ -734,6 +741,11 @@ class SwitchState:
         from wizard.lab.routeros import script
 
         now = self.clock() if now is None else now
+        ready = [p for p, t in self._coming_up.items() if t <= now]
+        if ready:
+            for port in ready:
+                del self._coming_up[port]
+            self.recompute()  # logs "link up" and tells the world
         for run in [r for r in self._runs if r.resume_at <= now]:
             self._runs.remove(run)
             script.resume(self, run, now)
@@ -777,6 +789,8 @@ class SwitchState:
             "mac_seed": self._mac_seed,
             "runs": [[r.owner, r.commands, r.resume_at] for r in self._runs],
             "offload_lost": sorted(self.offload_lost),
+            "routeros_version": self.routeros_version,
+            "link_up_delay_s": self.link_up_delay_s,
             "management_port": self.management_port,
         }
 
@@ -797,6 +811,8 @@ class SwitchState:
         sw._mac_seed = int(state["mac_seed"])
         sw._runs = [ScriptRun(o, list(c), float(t)) for o, c, t in state.get("runs", [])]
         sw.offload_lost = set(state.get("offload_lost", ()))
+        sw.routeros_version = str(state.get("routeros_version", ROUTEROS_VERSION))
+        sw.link_up_delay_s = float(state.get("link_up_delay_s", 0.0))
         sw.management_port = str(state.get("management_port", ""))
         sw._offload_seen = {}
         holder = sw.hw_offloaded_bridge()

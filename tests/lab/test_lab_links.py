@@ -1,0 +1,86 @@
+"""Links as the hardware brings them up: a forced leg takes its time, an l2mtu change resets the
+chip, the API session rides the management port. The lab clock is advanced, never slept on."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from wizard.lab import Lab
+from wizard.lab.routeros.menus import EthernetMenu
+from wizard.lab.scenarios import build_world, load_text
+
+pytestmark = pytest.mark.lab
+
+TEXT = """
+name: links
+topology: {nodes: 2, switches: [{model: CRS804-4DDQ}], cables_per_node: 1}
+faults: [{id: switch.breakout-autoneg}]
+facts: {switches: {crs804: {link_up_delay_s: 8}}}
+"""
+
+
+def test_a_forced_leg_comes_up_after_the_delay_on_the_lab_clock() -> None:
+    w = build_world(load_text(TEXT, path="links.yaml"))
+    sw = w.switches["crs804"]
+    assert not w.port_link("spark1", 0)
+    t0 = w.now()
+    EthernetMenu().set(sw, "qsfp56-dd-1-1", {"auto-negotiation": "no", "speed": "200G-baseCR4"})  # type: ignore[arg-type]
+    assert not w.port_link("spark1", 0) and sw.link("qsfp56-dd-1-1").reason == "link coming up"
+    w.set_clock(t0 + 7.5)
+    assert not w.port_link("spark1", 0)
+    w.set_clock(t0 + 8.5)
+    assert w.port_link("spark1", 0)
+    sw.tick()  # type: ignore[attr-defined]
+    logs = [i["message"] for i in sw.tables["log"]]  # type: ignore[attr-defined]
+    assert logs[-1].startswith("qsfp56-dd-1-1 link up (speed 200G")
+
+
+def test_an_l2mtu_change_resets_every_chip_link() -> None:
+    w = build_world(
+        load_text(TEXT.replace("faults: [{id: switch.breakout-autoneg}]\n", ""), path="x")
+    )
+    sw = w.switches["crs804"]
+    assert w.port_link("spark1", 0) and w.port_link("spark2", 0)
+    before = w.nodes["spark2"].rails[0].counters["link_down_events_phy"]
+    EthernetMenu().set(sw, "qsfp56-dd-1-1", {"l2mtu": "9216"})  # type: ignore[arg-type]
+    assert w.port_link("spark2", 0)  # unchanged value: nothing happens
+    EthernetMenu().set(sw, "qsfp56-dd-1-1", {"l2mtu": "9000"})  # type: ignore[arg-type]
+    assert not w.port_link("spark2", 0)  # spark2's leg retrains too: the chip reset
+    assert w.nodes["spark2"].rails[0].counters["link_down_events_phy"] > before
+    w.set_clock(w.now() + 8.5)
+    assert w.port_link("spark1", 0) and w.port_link("spark2", 0)
+
+
+async def test_a_change_that_cuts_the_management_port_drops_the_api_session() -> None:
+    librouteros = pytest.importorskip("librouteros")
+    text = (
+        "name: mgmt\n"
+        "topology: {nodes: 2, switches: [{model: CRS804-4DDQ}], cables_per_node: 1}\n"
+        "facts: {switches: {crs804: {management_port: qsfp56-dd-1-5}}}\n"
+    )
+    path = __import__("pathlib").Path(__import__("tempfile").mkdtemp()) / "mgmt.yaml"
+    path.write_text(text)
+    async with Lab(str(path), time_scale=100) as lab:
+        import yaml
+
+        inv = yaml.safe_load(lab.inventory_path.read_text())
+        sw = inv["switches"][0]
+        password = (lab.directory / sw["password"]["file"]).read_text().strip()
+
+        def session() -> str:
+            api = librouteros.connect("127.0.0.1", sw["user"], password, port=sw["port"], timeout=5)
+            eth = api.path("interface", "ethernet")
+            row = next(r for r in eth if r["name"] == "qsfp56-dd-1-1")
+            eth.update(**{".id": row[".id"], "l2mtu": 9000})  # the chip resets
+            try:
+                tuple(api.path("system", "identity"))
+            except Exception as exc:
+                return type(exc).__name__
+            finally:
+                api.close()
+            return "still connected"
+
+        outcome = await asyncio.to_thread(session)
+        assert outcome != "still connected"
