@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from wizard import bisect, boots, fixes
+from wizard import bisect, boots, fixes, settle
 from wizard.drain import FAULT_ID as UNDRAINED
 from wizard.drain import DrainGuard
 from wizard.errors import FabwizError
@@ -283,6 +283,7 @@ class Engine:
         self._revisit: str | None = None  # a step to run again once the current one ends
         self._return_to: int | None = None
         self.settle_timeout_s = 30.0  # links bounced by a fix: how long to wait for them
+        # (the expectations' link_settle_timeout_s overrides it: inventory `expectations:`)
         if resume is not None:
             self.result.fixes = list(resume.fixes)
             self.result.healthy_before = resume.healthy_before
@@ -766,6 +767,7 @@ class Engine:
             self._fire("declined")
             self.result.fixes.append(record)
             return False
+        baseline = await self._links(plan) if plan.bounces_links else {}
         self._fire("apply")
         armed: list[tuple[Any, str]] = []  # (change, rollback name)
         backed_up: list[Any] = []  # host changes whose backups exist (safe to revert)
@@ -831,6 +833,7 @@ class Engine:
             for node in self._nodes_of(plan):
                 self.guard.record_transition(node, self.clock(), f"fix {plan.fault} bounced links")
                 self.emit(LinkTransitionSeen(node=node, cause=f"fix {plan.fault} bounced links"))
+            await self._settle(plan, baseline)
         self._fire("verify")
         ok, detail = await self._verify(plan)
         self.emit(
@@ -865,6 +868,73 @@ class Engine:
             self._fire("rolled_back")
         self.result.fixes.append(record)
         return ok
+
+    async def _links(self, plan: FixPlan) -> dict[str, bool]:
+        """Link state of what `plan` may bounce: "switch/port" -> link-ok from
+        `/interface/ethernet/monitor once`, "node/netdev" -> carrier at line rate."""
+        out: dict[str, bool] = {}
+        for sw in sorted({c.switch for c in plan.switch_changes}):
+            try:
+                api = self.fabric.api(sw)
+                eth = await api.call("/interface/ethernet", "print")
+                ports = [
+                    r["name"] for r in eth if r.get("name") and not r["name"].startswith("ether")
+                ]
+                rows = await api.call(
+                    "/interface/ethernet", "monitor", numbers=",".join(ports), once=""
+                )
+            except Exception as exc:  # a switch that does not answer is not settled
+                self.note(f"{sw}: link state unreadable while settling: {exc}", "warn")
+                continue
+            for port, (up, cabled) in settle.switch_links(rows).items():
+                out[f"{sw}/{port}"] = up
+                if cabled:
+                    out.setdefault(f"{sw}/{port}#cabled", True)
+        for node in self._nodes_of(plan):
+            res = await self.fabric.run(node, _CARRIER_PROBE.command, timeout=5.0)
+            if res.ok:
+                for netdev, up in settle.host_links(res.stdout).items():
+                    out[f"{node}/{netdev}"] = up
+        return out
+
+    async def _settle(self, plan: FixPlan, before: dict[str, bool]) -> bool:
+        """After a change that bounces links: poll until every link up before the change (and
+        every cabled port the change touched) is up, or the settle timeout; then verify."""
+        must = [
+            f"{sw}/{port}"
+            for sw, ports in settle.touched_ports(plan.switch_changes).items()
+            for port in ports
+            if before.get(f"{sw}/{port}#cabled")
+        ]
+        timeout = float(getattr(self.thresholds, "link_settle_timeout_s", self.settle_timeout_s))
+        start = self.clock()
+        deadline = start + timeout
+        shown: tuple[list[str], float] | None = None
+        while True:
+            now = await self._links(plan)
+            waiting = settle.pending({k: v for k, v in before.items() if "#" not in k}, now, must)
+            left = deadline - self.clock()
+            if not waiting:
+                self.note(f"links settled {self.clock() - start:.0f} s after the change")
+                return True
+            if left <= 0:
+                self.note(
+                    f"links not settled {timeout:.0f} s after the change: "
+                    + ", ".join(waiting[:6])
+                    + ("..." if len(waiting) > 6 else "")
+                    + "; verifying as they are",
+                    "warn",
+                )
+                return False
+            # the countdown: when the set of links waited for changes, and every 5 s
+            if shown is None or shown[0] != waiting or shown[1] - left >= 5.0:
+                shown = (waiting, left)
+                self.note(
+                    f"settling: {left:.0f} s left, waiting for "
+                    + ", ".join(waiting[:4])
+                    + (f" and {len(waiting) - 4} more" if len(waiting) > 4 else "")
+                )
+            await self.sleep(self.poll_interval_s)
 
     async def _found_after_loss(self, exports: Sequence[ExportStatus]) -> str:
         """A switch fix stopped mid-way (the API session broke): reconnect, let the rollback

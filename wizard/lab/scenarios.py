@@ -291,6 +291,9 @@ def build_world(scenario: Scenario, *, time_scale: float = 1.0) -> World:
         world.boot(node)
         node.boot_time -= 3600 + 600 * node.index  # the nodes have been up a while
     boots.seed_history(world)
+    for name, sw_facts in scenario.facts.switches.items():
+        if sw_facts.link_up_delay_s and hasattr(world.switches[name], "link_up_delay_s"):
+            world.switches[name].link_up_delay_s = sw_facts.link_up_delay_s  # type: ignore[attr-defined]
     world.compute_rstp()
     for f in scenario.faults:
         fault_mod.inject(

@@ -189,6 +189,9 @@ class SwitchState:
     _link_seen: dict[str, bool] = field(default_factory=dict)
     _runs: list[ScriptRun] = field(default_factory=list)
     _mac_seed: int = 0x2A10
+    # a bounced or re-forced leg trains this long before link-ok (facts: link_up_delay_s)
+    link_up_delay_s: float = 0.0
+    _bounced_at: dict[str, float] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"SwitchState(name={self.name!r}, model={self.model!r}, boot={self.boot_count})"
@@ -418,6 +421,9 @@ class SwitchState:
             fec = "fec91" if rate >= 100 or dname.startswith("sfp56") else "off"
         else:
             fec = fec_mode
+        since = self.clock() - self._bounced_at.get(dname, float("-inf"))
+        if self.link_up_delay_s and since < self.link_up_delay_s and not is_cpu_port(dname):
+            return LinkStatus(False, 0.0, "", "link training after a change")
         if fec != "fec91" and not is_cpu_port(dname):
             reason = f"link up without RS-FEC (fec={fec})"
         elif rate < cap:
@@ -425,6 +431,16 @@ class SwitchState:
         else:
             reason = "ok"
         return LinkStatus(True, rate, fec, reason)
+
+    def trained(self) -> list[str]:
+        """Ports whose training after a change just ended (each reported once)."""
+        if not self.link_up_delay_s:
+            return []
+        now = self.clock()
+        done = [p for p, t in self._bounced_at.items() if now - t >= self.link_up_delay_s]
+        for p in done:
+            del self._bounced_at[p]
+        return done
 
     def hw_offloaded_bridge(self) -> str | None:
         """The bridge that holds the switch chip, if any (first qualifying bridge in order)."""
@@ -639,6 +655,7 @@ class SwitchState:
         """Re-derive offload and link state after a change, logging what RouterOS would log."""
         bounced = [self._default_name(p) for p in bounced]
         for port in bounced:
+            self._bounced_at[port] = self.clock()
             if self._link_seen.get(port):
                 self._log_link(port, False)
                 self.counters.setdefault(port, _Counters()).link_downs += 1
