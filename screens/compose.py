@@ -98,7 +98,11 @@ def context_factory(inv: Inventory) -> Callable[[Observations, DrainGuard], Any]
             expectations=exp,
             cabling=inv.cabling,
             management=management,
-            addressing={"pattern": inv.addressing_pattern},
+            addressing={
+                "pattern": inv.addressing_pattern,
+                "hosts": dict(inv.addressing_hosts),
+                "netplan": _netplan_files(obs, [n.name for n in inv.nodes]),
+            },
             known_good_firmware=inv.known_good_firmware,
         )
         from flows.base import Transition
@@ -111,6 +115,18 @@ def context_factory(inv: Inventory) -> Callable[[Observations, DrainGuard], Any]
         return dataclasses.replace(ctx, transitions=transitions, drained_at=dict(guard.drains))
 
     return build
+
+
+def _netplan_files(obs: Observations, nodes: list[str]) -> dict[str, dict[str, str]]:
+    """node -> netplan file -> content, where the sweep read them (the fix edits them)."""
+    from flows import netplan
+
+    out: dict[str, dict[str, str]] = {}
+    for node in nodes:
+        res = obs.node(node, netplan.PROBE.name)
+        if res is not None and res.stdout:
+            out[node] = netplan.parse_files(res.stdout)
+    return out
 
 
 async def _start_lab(scenario: str, time_scale: float, state: dict[str, Any] | None) -> Any:

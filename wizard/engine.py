@@ -693,7 +693,8 @@ class Engine:
                     try:
                         plan = c.fix(c.parse(obs, ctx), v, ctx)
                     except Exception as exc:  # a plan bug is shown, never a crash
-                        self.note(f"no fix plan for {v.fault}: {exc!r}", "error")
+                        why = str(exc) if isinstance(exc, FabwizError) else repr(exc)
+                        self.note(f"no fix plan for {v.fault}: {why}", "error")
                         plan = None
                     if plan is not None:
                         out.append((v, plan))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from wizard.lab import nccl as nccl_mod
 from wizard.lab import perftest
 from wizard.lab.boots import list_boots
+from wizard.lab.renderer import applied as renderer_applied
 from wizard.lab.shell import STATUS, Command, ShellSyntaxError, parse, tokenize
 from wizard.lab.world import (
     HW_COUNTERS,
@@ -1365,6 +1366,7 @@ async def _netplan(ctx: Ctx, args: list[str]) -> int:
         if e:
             ctx.err(e + "\n")
             return 1
+        renderer_applied(world, node)
         return 0
     if args[0] == "try":
         timeout = 120.0
