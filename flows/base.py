@@ -44,6 +44,7 @@ class Context:
     known_good_firmware: str | None = None
     transitions: tuple[Transition, ...] = ()
     drained_at: Mapping[str, float] = field(default_factory=dict)  # node -> last AC drain
+    jobs: Mapping[str, str] = field(default_factory=dict)  # node -> the job's container name
 
 
 Step = Literal[

@@ -89,6 +89,7 @@ def _digest(path: Path) -> str:
 def context_factory(inv: Inventory) -> Callable[[Observations, DrainGuard], Any]:
     exp = _expectations(inv)
     management = {s.name: tuple(s.management_ports) for s in inv.switches}
+    jobs = {n.name: n.job_container for n in inv.nodes if n.job_container}
 
     def build(obs: Observations, guard: DrainGuard) -> Any:
         ctx = make_context(
@@ -112,7 +113,9 @@ def context_factory(inv: Inventory) -> Callable[[Observations, DrainGuard], Any]
             for n, items in guard.transitions.items()
             for at, cause in items
         )
-        return dataclasses.replace(ctx, transitions=transitions, drained_at=dict(guard.drains))
+        return dataclasses.replace(
+            ctx, transitions=transitions, drained_at=dict(guard.drains), jobs=jobs
+        )
 
     return build
 

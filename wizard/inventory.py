@@ -76,6 +76,8 @@ class NodeSpec(_Strict):
     user: str | None = None
     identity_file: str | None = None
     known_hosts: str | None = None
+    # the container the real job runs in: its environment is where NCCL settings count
+    job_container: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
     @property
     def address(self) -> str:

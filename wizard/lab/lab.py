@@ -325,6 +325,11 @@ class Lab:
                 "user": self.user,
                 "identity_file": self.key_path.name,
                 "known_hosts": self.known_hosts_path.name,
+                **(
+                    {"job_container": self.world.facts.containers[name].name}
+                    if name in self.world.facts.containers
+                    else {}
+                ),
             }
             for name, srv in self.ssh.items()
         ]
