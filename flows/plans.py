@@ -450,16 +450,20 @@ def safe_netdevs(netdevs: Sequence[str]) -> list[str]:
 
 def pfc_unit_text(netdevs: Sequence[str]) -> str:
     execs = "\n".join(f"ExecStart=/usr/bin/mlnx_qos -i {n} --pfc {PFC_OFF}" for n in netdevs)
+    # ordered after the rails' devices exist (mlnx_qos on a missing netdev fails at boot)
+    devices = " ".join(f"sys-subsystem-net-devices-{n}.device" for n in netdevs)
     return (
         "# written by fabwiz: the fabric is lossy, so host PFC stays off across reboots\n"
         "[Unit]\n"
         "Description=fabwiz: turn PFC off on the ConnectX-7 fabric rails\n"
-        "After=network-pre.target\n"
-        "Before=network.target\n\n"
+        f"Wants={devices} network-online.target\n"
+        f"After={devices} network-online.target\n\n"
         "[Service]\n"
         "Type=oneshot\n"
         "RemainAfterExit=yes\n"
-        f"{execs}\n\n"
+        f"{execs}\n"
+        "# seed 000's oneshot also keeps the deep C-states off (harmless where cpupower is absent)\n"
+        "ExecStart=-/usr/bin/cpupower idle-set -D 0\n\n"
         "[Install]\n"
         "WantedBy=multi-user.target\n"
     )

@@ -1591,6 +1591,10 @@ class Engine:
         gate = t.nccl_gate(len(self.fabric.nodes), len(self.fabric.switches))
         nccl_ok = self.result.nccl_busbw is None or self.result.nccl_busbw >= gate
         findings = [v for v in verdicts if v.is_finding]
+        if not findings and not obs.unreachable and rails_ok:
+            regressed = await self._prove_after_reboot(spec, config)
+            if regressed:
+                findings = regressed
         self.result.healthy_after = (
             not findings
             and rails_ok
@@ -1602,6 +1606,79 @@ class Engine:
         if findings:
             self.note("still open: " + ", ".join(sorted({v.fault for v in findings})), "warn")
         return False
+
+    async def _prove_after_reboot(
+        self, spec: StepLike, config: Sequence[CheckLike]
+    ) -> list[Verdict]:
+        """Reboot one node and run the sweep again: every fix must come back by itself (seed
+        000: "zero manual steps"). Offered first in a lab (its hands reboot), as an option on a
+        real rack. Returns the findings the reboot brought back."""
+        node = self._proof_node()
+        if node is None:
+            return []
+        question = f"Reboot {node} and re-run the sweep, to prove every fix survives a reboot?"
+        options = ["reboot and re-run the sweep", "skip the proof"]
+        if self.fabric.hands is None:
+            options.reverse()  # on a real rack the technician chooses it deliberately
+        answer = await self.operator.choose(spec.id, question, options)
+        self.emit(OperatorAnswered(step=spec.id, question="reboot proof", answer=answer))
+        if not answer.startswith("reboot"):
+            self.note(f"persistence not proven by a reboot: {answer}", "warn")
+            return []
+        action = PhysicalAction(
+            kind="reboot",
+            nodes=(node,),
+            instructions=(
+                f"Reboot {node} (sudo reboot, or its power button): a plain reboot, no AC drain. "
+                "The wizard waits for it to come back with a new boot_id, then runs every check "
+                "and the rail tests again: nothing may need a manual step."
+            ),
+        )
+        if not await self._physical(action):
+            self.note(f"persistence not proven: the reboot of {node} was not done", "warn")
+            return []
+        obs = await self._sweep(config)
+        verdicts = self._judge(config, obs, None)
+        self._record_verdicts(verdicts)
+        back = [v for v in verdicts if v.is_finding]
+        traffic = tuple(f for c in self.checks if c.needs_traffic for f in c.faults)
+        ms, measured = await self._measure_and_judge("rails", traffic)
+        back += [v for v in measured if v.is_finding and v.fault not in {b.fault for b in back}]
+        low = bisect.low(ms, self.thresholds.rail_fix_target_gbps)
+        mine = [m for m in ms if node in bisect.nodes_of(m) and m.valid]
+        if back or low or obs.unreachable or not mine:
+            what = sorted({v.fault for v in back}) + [f"{m.target} {m.value:.2f} Gb/s" for m in low]
+            sentence = f"after a reboot of {node} the fabric did not come back by itself: " + (
+                ", ".join(what) or "no rail of it measured"
+            )
+            self._concluded("not-persisted", sentence, (node,), None, None)
+            self.note(sentence, "error")
+            return back or [
+                Verdict(
+                    fault="host.rail-down",  # its rails did not come back to be measured
+                    status=Status.FAIL,
+                    summary=sentence,
+                    targets=(node,),
+                    check="persist-proof",
+                )
+            ]
+        worst = min(m.value for m in mine)
+        sentence = (
+            f"{node} rebooted and came back by itself: every check passes and its rails "
+            f"measure >= {worst:.2f} Gb/s with zero manual steps"
+        )
+        self._concluded("persisted", sentence, (node,), worst, None)
+        self.note(sentence)
+        return []
+
+    def _proof_node(self) -> str | None:
+        """The node to reboot: one a host fix of this session touched, else the first node."""
+        for f in self.result.fixes:
+            if f.verified:
+                for n in f.target.replace(",", " ").split():
+                    if n in self.fabric.nodes:
+                        return n
+        return self.fabric.nodes[0] if self.fabric.nodes else None
 
 
 class _Runner:
