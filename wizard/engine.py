@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol
 
 from wizard import bisect, boots, fixes, settle
 from wizard.drain import FAULT_ID as UNDRAINED
-from wizard.drain import DrainGuard
+from wizard.drain import DrainGuard, link_downs
 from wizard.errors import FabwizError
 from wizard.events import (
     BisectionConcluded,
@@ -224,7 +224,6 @@ class Resume:
 
 # --- the engine ------------------------------------------------------------------------------
 
-_LINK_DOWN = re.compile(r"^/sys/class/net/([^/]+)/carrier_down_count:(\d+)\s*$", re.M)
 _CARRIER = re.compile(r"^/sys/class/net/([^/]+)/(carrier|speed):(-?\d+)\s*$", re.M)
 _CARRIER_PROBE = HostProbe(
     name="fabwiz.carrier",
@@ -232,6 +231,14 @@ _CARRIER_PROBE = HostProbe(
         "grep -H . /sys/class/net/*/carrier /sys/class/net/*/speed "
         "/sys/class/net/*/carrier_down_count 2>/dev/null; cat /proc/sys/kernel/random/boot_id"
     ),
+)
+
+
+# the NIC's own link-down counter per rail (a physical bounce; an MTU change does not count)
+_PHY_PROBE = HostProbe(
+    name="fabwiz.link_down_phy",
+    command="ethtool -S {netdev} | grep link_down_events_phy",
+    per_rail=True,
 )
 
 
@@ -412,7 +419,10 @@ class Engine:
         return out
 
     async def _sweep(self, checks: Sequence[CheckLike]) -> Observations:
-        probes: dict[str, Probe] = {_CARRIER_PROBE.name: _CARRIER_PROBE}
+        probes: dict[str, Probe] = {
+            _CARRIER_PROBE.name: _CARRIER_PROBE,
+            _PHY_PROBE.name: _PHY_PROBE,
+        }
         for c in checks:
             for p in c.probes:
                 probes.setdefault(p.name, p)
@@ -431,7 +441,12 @@ class Engine:
             res = obs.node(node, _CARRIER_PROBE.name)
             if res is None or not res.stdout:
                 continue
-            downs = sum(int(m.group(2)) for m in _LINK_DOWN.finditer(res.stdout))
+            phy = [
+                r.stdout
+                for key, r in obs.nodes.get(node, {}).items()
+                if key.startswith(_PHY_PROBE.name + ":") and r.ok
+            ]
+            downs = link_downs(res.stdout, phy)
             boot_id = res.stdout.strip().splitlines()[-1].strip()
             cause = self.guard.observe_counters(node, downs, now, boot_id)
             if cause:

@@ -17,6 +17,7 @@ MeasurementTaken) go to an optional sink so the session log and the TUI see them
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import re
 import secrets
 import shlex
@@ -348,7 +349,7 @@ class Sweeper:
                 jobs = []
                 for i, (a, b) in enumerate(round_pairs):
                     ra = _rail_at(by_node.get(a, ()), idx)
-                    rb = _rail_at(by_node.get(b, ()), idx)
+                    rb = peer_rail(ra, by_node.get(b, ()), idx)
                     if (
                         ra is None
                         or rb is None
@@ -483,6 +484,28 @@ class Sweeper:
         )
         self._emit(MeasurementTaken(step=self.step, measurement=m))
         return m, res
+
+
+def peer_rail(mine: Rail | None, theirs: Sequence[Rail], idx: int) -> Rail | None:
+    """The rail of the other node that `mine` is cabled to: the one up in the same IPv4 subnet
+    (crossed cabling: one node's port 1 on the other's port 0, seed 002), else the same index."""
+    if mine is not None and mine.addresses:
+        nets = {n for n in map(_network, mine.addresses) if n is not None}
+        same = [
+            r
+            for r in sorted(theirs, key=lambda r: (r.port, r.half, r.netdev))
+            if r.up and any(_network(a) in nets for a in r.addresses)
+        ]
+        if same:
+            return same[0]
+    return _rail_at(theirs, idx)
+
+
+def _network(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    try:
+        return ipaddress.ip_interface(cidr).network
+    except ValueError:
+        return None
 
 
 def _rail_at(rails: Sequence[Rail], idx: int) -> Rail | None:

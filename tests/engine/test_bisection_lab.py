@@ -247,7 +247,9 @@ async def test_a_skipped_test_is_taken_up_again_once_the_explanation_is_fixed(
         + "  - {id: host.cx7-degraded, nodes: [spark3]}\n"
     )
     result, events = await walk_text(text, tmp_path)
-    concluded = [e for e in events if isinstance(e, BisectionConcluded)]
+    concluded = [
+        e for e in events if isinstance(e, BisectionConcluded) and e.step == "direct_connect"
+    ]
     assert [(c.step, c.conclusion) for c in concluded] == [
         ("direct_connect", "skipped"),
         ("direct_connect", "cleared-by-drain"),

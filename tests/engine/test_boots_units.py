@@ -34,3 +34,16 @@ def test_a_short_gap_is_a_reboot_and_a_missing_boot_cannot_tell() -> None:
     assert drained is None and "does not show the boot before 9b2c0d1e" in why
     assert boots.judge_drain("spark3", "sudo: a password is required", False, BOOT, 60.0)[0] is None
     assert boots.parse_list_boots("[{broken") == []
+
+
+def test_link_downs_count_the_nics_phy_counter_not_the_kernels_carrier_count() -> None:
+    from wizard.drain import link_downs
+
+    carrier = (
+        "/sys/class/net/enp1s0f0np0/carrier_down_count:3\n"  # two of them from MTU changes
+        "/sys/class/net/enP2p1s0f0np0/carrier_down_count:1\n"
+    )
+    phy = ["     link_down_events_phy: 1\n", "     link_down_events_phy: 0\n"]
+    assert link_downs(carrier, phy) == 1
+    assert link_downs(carrier, []) == 4  # no ethtool -S: the kernel's count is all there is
+    assert link_downs(carrier, ["ethtool: command not found"]) == 4
