@@ -45,6 +45,7 @@ class Context:
     transitions: tuple[Transition, ...] = ()
     drained_at: Mapping[str, float] = field(default_factory=dict)  # node -> last AC drain
     nccl_devices: str | None = None  # the inventory's `nccl: {devices: one|all}`
+    jobs: Mapping[str, str] = field(default_factory=dict)  # node -> the job's container name
 
 
 Step = Literal[

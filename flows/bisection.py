@@ -115,14 +115,19 @@ FLOW: tuple[StepSpec, ...] = (
         kind="drain",
         what=(
             "Every node whose links went down and up since its last full AC drain (a cable move, a "
-            "port bounce, a switch reboot, a fix that bounced links) is AC-drained: power off, unplug "
-            "for at least 60 s, power on."
+            "port bounce, a switch reboot, a fix that declares it bounces links, the NIC's "
+            "link_down_events_phy) is AC-drained: power off, unplug for at least 60 s, power on. "
+            "The journal (journalctl --list-boots) tells a drain from a reboot."
         ),
         why=(
             "A link transition can re-arm a low-throughput CX7 state that survives reboots; only a "
-            "full AC drain clears it. A bandwidth number from an undrained node is not evidence."
+            "full AC drain clears it. A bandwidth number from an undrained node is not evidence, "
+            "and a reboot back within seconds is not a drain."
         ),
-        good="Every node with a link transition has come back with a new boot_id after a drain.",
+        good=(
+            "Every node with a link transition came back with a new boot_id, and its journal "
+            "shows at least 60 s between the previous boot's last entry and this boot's first."
+        ),
         faults=("process.undrained-measurement",),
     ),
     StepSpec(
@@ -198,8 +203,9 @@ FLOW: tuple[StepSpec, ...] = (
         kind="halves",
         what=(
             "Drive both PCIe halves of every node at once, check which RDMA devices NCCL selects "
-            "(NCCL_IB_HCA, /etc/nccl.conf, the login environment), then run NCCL all_reduce_perf "
-            "across the cluster as the ground truth."
+            "(NCCL_IB_HCA in /etc/nccl.conf, the login environment and the environment of the "
+            "job's running container, docker inspect), then run NCCL all_reduce_perf across the "
+            "cluster as the ground truth."
         ),
         why=(
             "A GB10's CX7 reaches the SoC over two PCIe x4 halves: one half carries ~100 Gb/s, the "
@@ -218,14 +224,19 @@ FLOW: tuple[StepSpec, ...] = (
         title="Persist and prove",
         kind="persist",
         what=(
-            "Make sure every host change is persisted (netplan, sysctl.d, the mlnx_qos oneshot "
-            "unit, /etc/nccl.conf) and take a golden export of every switch."
+            "Take a golden export of every switch, run every check again, then reboot one node and "
+            "run the checks and the rail tests once more: every host change must come back by "
+            "itself (netplan with the host's renderer, sysctl.d, the mlnx_qos oneshot unit "
+            "ordered after the rail devices, /etc/nccl.conf)."
         ),
         why=(
             "A fix that does not survive a reboot comes back as the same ticket next month; the "
             "golden export is the known-good switch configuration to compare against."
         ),
-        good="Golden exports recorded in the session; all checks still pass.",
+        good=(
+            "Golden exports recorded in the session; all checks pass; the rebooted node came back "
+            "with every check passing and its rails at line rate, with zero manual steps."
+        ),
         faults=(),
     ),
 )

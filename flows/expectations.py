@@ -35,6 +35,7 @@ class Expectations:
     software_forwarding_max_gbps: float = 10.5  # ~9.5-10 on every transport: switch.offload-*
     degraded_band_gbps: tuple[float, float] = (8.0, 25.0)  # host.cx7-degraded / -throttled
     ac_drain_min_off_s: float = 60.0  # journal gap that tells an AC drain from a reboot
+    link_settle_timeout_s: float = 30.0  # links bounced by a fix: wait this long, then verify
     rstp_detour_max_gbps: float = 5.5  # ~4.5-5 single flow
     single_half_node_max_gbps: float = 115.0  # ~92-110 per node where ~196 expected
     nccl_socket_band: tuple[float, float] = (1.5, 3.5)  # GB/s: nccl.socket-fallback

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from flows import netplan
 from flows.base import Context
 from wizard import hostvalues
+from wizard.errors import FixRefused
 from wizard.model import (
     ApiCommand,
     FixPlan,
@@ -285,12 +287,40 @@ def rstp_plan(r: Rstp, verdict: Verdict, ctx: Context) -> FixPlan | None:
 # --- host fixes -------------------------------------------------------------------------------
 
 
+def host_octets(ctx: Context) -> dict[str, int]:
+    """Every node's host octet: the inventory's `addressing.hosts`, else the trailing digits of
+    the name (spark3 -> 3), else the inventory position. Raises FixRefused when two nodes would
+    get the same octet: the plan must never create the duplicates it fixes."""
+    explicit = ctx.addressing.get("hosts") or {}
+    out: dict[str, int] = {}
+    for i, node in enumerate(ctx.nodes, start=1):
+        m = re.search(r"(\d+)$", node)
+        if node in explicit:
+            out[node] = int(explicit[node])
+        elif m and 0 < int(m.group(1)) < 255:
+            out[node] = int(m.group(1))
+        else:
+            out[node] = i
+    by_octet: dict[int, list[str]] = {}
+    for node, octet in out.items():
+        by_octet.setdefault(octet, []).append(node)
+    clash = {o: ns for o, ns in by_octet.items() if len(ns) > 1}
+    if clash:
+        octet, names = min(clash.items())
+        raise FixRefused(
+            f"the addressing plan would give {' and '.join(names)} the same host octet {octet} "
+            "(from their names' trailing digits): nothing was written",
+            hint="give each node its own octet in the inventory, e.g. addressing: {hosts: {"
+            + ", ".join(f"{n}: {k}" for k, n in enumerate(sorted(out), start=1))
+            + "}}",
+        )
+    return out
+
+
 def host_index(node: str, ctx: Context) -> int:
-    """The host octet: trailing digits of the name (spark3 -> 3), else the inventory position."""
-    m = re.search(r"(\d+)$", node)
-    if m and 0 < int(m.group(1)) < 255:
-        return int(m.group(1))
-    return ctx.nodes.index(node) + 1 if node in ctx.nodes else 1
+    """The host octet of `node` (see `host_octets`)."""
+    octets = host_octets(ctx)
+    return octets.get(node, 1)
 
 
 def rail_index(rail: Rail, rails: Sequence[Rail]) -> int:
@@ -299,11 +329,14 @@ def rail_index(rail: Rail, rails: Sequence[Rail]) -> int:
     return ordered.index(rail) + 1
 
 
-def netplan_text(node: str, ctx: Context) -> str:
+def netplan_target(node: str, ctx: Context) -> tuple[str, str, str, str]:
+    """(path, text, renderer before, renderer written) of the fabric netplan of `node`: the file
+    that already defines its fabric netdevs, edited in place with the renderer it has, or a new
+    file with the renderer in force on the host (flows/netplan.py)."""
     rails = tuple(ctx.rails.get(node, ()))
     pattern = str(ctx.addressing.get("pattern") or ctx.expectations.rail_subnet_pattern)
     host = host_index(node, ctx)
-    eths: dict[str, object] = {}
+    eths: dict[str, dict[str, object]] = {}
     for rail in sorted(rails, key=lambda r: (r.port, r.half, r.netdev)):
         hostvalues.netdev(rail.netdev, node=node, where=NETPLAN_PATH)
         eths[rail.netdev] = {
@@ -313,9 +346,16 @@ def netplan_text(node: str, ctx: Context) -> str:
             "dhcp6": False,
             "link-local": [],
         }
-    doc = {"network": {"version": 2, "renderer": "networkd", "ethernets": eths}}
+    files = (ctx.addressing.get("netplan") or {}).get(node) or {}
+    now = netplan.found(files, eths)
+    doc = netplan.edited(now.doc, eths, now.renderer)
     header = "# written by fabwiz: one subnet per rail, MTU 9000, no IPv6 on the fabric\n"
-    return header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
+    text = header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
+    return now.path or NETPLAN_PATH, text, now.renderer, now.renderer
+
+
+def netplan_text(node: str, ctx: Context) -> str:
+    return netplan_target(node, ctx)[1]
 
 
 def _nodes_of(verdict: Verdict, ctx: Context) -> list[str]:
@@ -352,22 +392,32 @@ def _host_plan(
 def netplan_plan(verdict: Verdict, ctx: Context) -> FixPlan | None:
     """host.duplicate-ip, host.same-subnet-rails, host.mtu, host.ipv6-on-fabric,
     host.half-unused: the one-subnet-per-rail netplan."""
-    changes = [
-        HostChange(
-            node=node,
-            files=(HostFile(node, NETPLAN_PATH, netplan_text(node, ctx), 0o600),),
-            commands=("sudo -n netplan apply",),
-            rollback_commands=("sudo -n netplan apply",),
+    changes = []
+    bounces = False
+    renderers: set[str] = set()
+    for node in _nodes_of(verdict, ctx):
+        if not ctx.rails.get(node):
+            continue
+        path, text, before, after = netplan_target(node, ctx)
+        bounces = bounces or before != after  # a renderer change takes the links down
+        renderers.add(after)
+        changes.append(
+            HostChange(
+                node=node,
+                files=(HostFile(node, path, text, 0o600),),
+                commands=("sudo -n netplan apply",),
+                rollback_commands=("sudo -n netplan apply",),
+            )
         )
-        for node in _nodes_of(verdict, ctx)
-        if ctx.rails.get(node)
-    ]
     return _host_plan(
         verdict,
         "write netplan: rail N -> "
         + str(ctx.addressing.get("pattern") or ctx.expectations.rail_subnet_pattern)
-        + ", MTU 9000, link-local: [], dhcp6: no",
+        + ", MTU 9000, link-local: [], dhcp6: no (renderer kept: "
+        + ", ".join(sorted(renderers))
+        + ")",
         changes,
+        bounces=bounces,
     )
 
 
@@ -409,16 +459,20 @@ def safe_netdevs(netdevs: Sequence[str]) -> list[str]:
 
 def pfc_unit_text(netdevs: Sequence[str]) -> str:
     execs = "\n".join(f"ExecStart=/usr/bin/mlnx_qos -i {n} --pfc {PFC_OFF}" for n in netdevs)
+    # ordered after the rails' devices exist (mlnx_qos on a missing netdev fails at boot)
+    devices = " ".join(f"sys-subsystem-net-devices-{n}.device" for n in netdevs)
     return (
         "# written by fabwiz: the fabric is lossy, so host PFC stays off across reboots\n"
         "[Unit]\n"
         "Description=fabwiz: turn PFC off on the ConnectX-7 fabric rails\n"
-        "After=network-pre.target\n"
-        "Before=network.target\n\n"
+        f"Wants={devices} network-online.target\n"
+        f"After={devices} network-online.target\n\n"
         "[Service]\n"
         "Type=oneshot\n"
         "RemainAfterExit=yes\n"
-        f"{execs}\n\n"
+        f"{execs}\n"
+        "# seed 000's oneshot also keeps the deep C-states off (harmless where cpupower is absent)\n"
+        "ExecStart=-/usr/bin/cpupower idle-set -D 0\n\n"
         "[Install]\n"
         "WantedBy=multi-user.target\n"
     )
@@ -453,8 +507,12 @@ def host_pfc_plan(verdict: Verdict, ctx: Context) -> FixPlan | None:
 
 def nccl_plan(n: NcclConfig, verdict: Verdict, ctx: Context) -> FixPlan | None:
     changes = []
+    # a container's environment is changed where it is defined (the verdict shows how), never
+    # in host files the container does not read
+    on_host = [t for t in verdict.targets if "(container " not in t]
+    host_verdict = Verdict(verdict.fault, verdict.status, verdict.summary, tuple(on_host))
     for node in n.nodes:
-        if node.node not in _nodes_of(verdict, ctx):
+        if node.node not in _nodes_of(host_verdict, ctx):
             continue
         conf = {
             k: v

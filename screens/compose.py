@@ -89,6 +89,7 @@ def _digest(path: Path) -> str:
 def context_factory(inv: Inventory) -> Callable[[Observations, DrainGuard], Any]:
     exp = _expectations(inv)
     management = {s.name: tuple(s.management_ports) for s in inv.switches}
+    jobs = {n.name: n.job_container for n in inv.nodes if n.job_container}
 
     def build(obs: Observations, guard: DrainGuard) -> Any:
         ctx = make_context(
@@ -98,7 +99,11 @@ def context_factory(inv: Inventory) -> Callable[[Observations, DrainGuard], Any]
             expectations=exp,
             cabling=inv.cabling,
             management=management,
-            addressing={"pattern": inv.addressing_pattern},
+            addressing={
+                "pattern": inv.addressing_pattern,
+                "hosts": dict(inv.addressing_hosts),
+                "netplan": _netplan_files(obs, [n.name for n in inv.nodes]),
+            },
             known_good_firmware=inv.known_good_firmware,
             nccl_devices=inv.nccl_devices,
         )
@@ -109,9 +114,23 @@ def context_factory(inv: Inventory) -> Callable[[Observations, DrainGuard], Any]
             for n, items in guard.transitions.items()
             for at, cause in items
         )
-        return dataclasses.replace(ctx, transitions=transitions, drained_at=dict(guard.drains))
+        return dataclasses.replace(
+            ctx, transitions=transitions, drained_at=dict(guard.drains), jobs=jobs
+        )
 
     return build
+
+
+def _netplan_files(obs: Observations, nodes: list[str]) -> dict[str, dict[str, str]]:
+    """node -> netplan file -> content, where the sweep read them (the fix edits them)."""
+    from flows import netplan
+
+    out: dict[str, dict[str, str]] = {}
+    for node in nodes:
+        res = obs.node(node, netplan.PROBE.name)
+        if res is not None and res.stdout:
+            out[node] = netplan.parse_files(res.stdout)
+    return out
 
 
 async def _start_lab(scenario: str, time_scale: float, state: dict[str, Any] | None) -> Any:

@@ -12,12 +12,26 @@ after them. It is rebuilt from the session log on resume (`from_events`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from wizard.events import Event, LinkTransitionSeen, NodeDrained
 
 FAULT_ID = "process.undrained-measurement"
+
+_CARRIER_DOWN = re.compile(r"^/sys/class/net/([^/]+)/carrier_down_count:(\d+)\s*$", re.M)
+_PHY_DOWN = re.compile(r"^\s*link_down_events_phy:\s*(\d+)\s*$", re.M)
+
+
+def link_downs(carrier_text: str, phy_texts: Iterable[str]) -> int:
+    """A node's link-down events of this boot: the NIC's `link_down_events_phy` (ethtool -S,
+    per rail) where it was read, else the kernel's `carrier_down_count`, which an MTU change
+    bumps without any physical bounce."""
+    phy = [int(m.group(1)) for t in phy_texts for m in _PHY_DOWN.finditer(t)]
+    if phy:
+        return sum(phy)
+    return sum(int(m.group(2)) for m in _CARRIER_DOWN.finditer(carrier_text))
 
 
 @dataclass(slots=True)

@@ -23,9 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from wizard import bisect, boots, deadman, fixes, locks
+from wizard import bisect, boots, deadman, fixes, locks, settle
 from wizard.drain import FAULT_ID as UNDRAINED
-from wizard.drain import DrainGuard
+from wizard.drain import DrainGuard, link_downs
 from wizard.errors import FabwizError
 from wizard.events import (
     BisectionConcluded,
@@ -241,7 +241,6 @@ class Resume:
 
 # --- the engine ------------------------------------------------------------------------------
 
-_LINK_DOWN = re.compile(r"^/sys/class/net/([^/]+)/carrier_down_count:(\d+)\s*$", re.M)
 _CARRIER = re.compile(r"^/sys/class/net/([^/]+)/(carrier|speed):(-?\d+)\s*$", re.M)
 _CARRIER_PROBE = HostProbe(
     name="fabwiz.carrier",
@@ -249,6 +248,14 @@ _CARRIER_PROBE = HostProbe(
         "grep -H . /sys/class/net/*/carrier /sys/class/net/*/speed "
         "/sys/class/net/*/carrier_down_count 2>/dev/null; cat /proc/sys/kernel/random/boot_id"
     ),
+)
+
+
+# the NIC's own link-down counter per rail (a physical bounce; an MTU change does not count)
+_PHY_PROBE = HostProbe(
+    name="fabwiz.link_down_phy",
+    command="ethtool -S {netdev} | grep link_down_events_phy",
+    per_rail=True,
 )
 
 
@@ -305,6 +312,7 @@ class Engine:
         self._revisit: str | None = None  # a step to run again once the current one ends
         self._return_to: int | None = None
         self.settle_timeout_s = 30.0  # links bounced by a fix: how long to wait for them
+        # (the expectations' link_settle_timeout_s overrides it: inventory `expectations:`)
         if resume is not None:
             self.result.fixes = list(resume.fixes)
             self.result.healthy_before = resume.healthy_before
@@ -433,7 +441,10 @@ class Engine:
         return out
 
     async def _sweep(self, checks: Sequence[CheckLike]) -> Observations:
-        probes: dict[str, Probe] = {_CARRIER_PROBE.name: _CARRIER_PROBE}
+        probes: dict[str, Probe] = {
+            _CARRIER_PROBE.name: _CARRIER_PROBE,
+            _PHY_PROBE.name: _PHY_PROBE,
+        }
         for c in checks:
             for p in c.probes:
                 probes.setdefault(p.name, p)
@@ -452,7 +463,12 @@ class Engine:
             res = obs.node(node, _CARRIER_PROBE.name)
             if res is None or not res.stdout:
                 continue
-            downs = sum(int(m.group(2)) for m in _LINK_DOWN.finditer(res.stdout))
+            phy = [
+                r.stdout
+                for key, r in obs.nodes.get(node, {}).items()
+                if key.startswith(_PHY_PROBE.name + ":") and r.ok
+            ]
+            downs = link_downs(res.stdout, phy)
             boot_id = res.stdout.strip().splitlines()[-1].strip()
             cause = self.guard.observe_counters(node, downs, now, boot_id)
             if cause:
@@ -714,7 +730,8 @@ class Engine:
                     try:
                         plan = c.fix(c.parse(obs, ctx), v, ctx)
                     except Exception as exc:  # a plan bug is shown, never a crash
-                        self.note(f"no fix plan for {v.fault}: {exc!r}", "error")
+                        why = str(exc) if isinstance(exc, FabwizError) else repr(exc)
+                        self.note(f"no fix plan for {v.fault}: {why}", "error")
                         plan = None
                     if plan is not None:
                         out.append((v, plan))
@@ -849,6 +866,7 @@ class Engine:
             self._fire("declined")
             self.result.fixes.append(record)
             return False
+        baseline = await self._links(plan) if plan.bounces_links else {}
         self._fire("apply")
         armed: list[tuple[Any, str]] = []  # (change, rollback name)
         backed_up: list[Any] = []  # host changes whose backups exist (safe to revert)
@@ -917,6 +935,7 @@ class Engine:
             for node in self._nodes_of(plan):
                 self.guard.record_transition(node, self.clock(), f"fix {plan.fault} bounced links")
                 self.emit(LinkTransitionSeen(node=node, cause=f"fix {plan.fault} bounced links"))
+            await self._settle(plan, baseline)
         self._fire("verify")
         ok, detail = await self._verify(plan)
         self.emit(
@@ -1042,6 +1061,73 @@ class Engine:
             "info" if same else "error",
         )
         return same
+
+    async def _links(self, plan: FixPlan) -> dict[str, bool]:
+        """Link state of what `plan` may bounce: "switch/port" -> link-ok from
+        `/interface/ethernet/monitor once`, "node/netdev" -> carrier at line rate."""
+        out: dict[str, bool] = {}
+        for sw in sorted({c.switch for c in plan.switch_changes}):
+            try:
+                api = self.fabric.api(sw)
+                eth = await api.call("/interface/ethernet", "print")
+                ports = [
+                    r["name"] for r in eth if r.get("name") and not r["name"].startswith("ether")
+                ]
+                rows = await api.call(
+                    "/interface/ethernet", "monitor", numbers=",".join(ports), once=""
+                )
+            except Exception as exc:  # a switch that does not answer is not settled
+                self.note(f"{sw}: link state unreadable while settling: {exc}", "warn")
+                continue
+            for port, (up, cabled) in settle.switch_links(rows).items():
+                out[f"{sw}/{port}"] = up
+                if cabled:
+                    out.setdefault(f"{sw}/{port}#cabled", True)
+        for node in self._nodes_of(plan):
+            res = await self.fabric.run(node, _CARRIER_PROBE.command, timeout=5.0)
+            if res.ok:
+                for netdev, up in settle.host_links(res.stdout).items():
+                    out[f"{node}/{netdev}"] = up
+        return out
+
+    async def _settle(self, plan: FixPlan, before: dict[str, bool]) -> bool:
+        """After a change that bounces links: poll until every link up before the change (and
+        every cabled port the change touched) is up, or the settle timeout; then verify."""
+        must = [
+            f"{sw}/{port}"
+            for sw, ports in settle.touched_ports(plan.switch_changes).items()
+            for port in ports
+            if before.get(f"{sw}/{port}#cabled")
+        ]
+        timeout = float(getattr(self.thresholds, "link_settle_timeout_s", self.settle_timeout_s))
+        start = self.clock()
+        deadline = start + timeout
+        shown: tuple[list[str], float] | None = None
+        while True:
+            now = await self._links(plan)
+            waiting = settle.pending({k: v for k, v in before.items() if "#" not in k}, now, must)
+            left = deadline - self.clock()
+            if not waiting:
+                self.note(f"links settled {self.clock() - start:.0f} s after the change")
+                return True
+            if left <= 0:
+                self.note(
+                    f"links not settled {timeout:.0f} s after the change: "
+                    + ", ".join(waiting[:6])
+                    + ("..." if len(waiting) > 6 else "")
+                    + "; verifying as they are",
+                    "warn",
+                )
+                return False
+            # the countdown: when the set of links waited for changes, and every 5 s
+            if shown is None or shown[0] != waiting or shown[1] - left >= 5.0:
+                shown = (waiting, left)
+                self.note(
+                    f"settling: {left:.0f} s left, waiting for "
+                    + ", ".join(waiting[:4])
+                    + (f" and {len(waiting) - 4} more" if len(waiting) > 4 else "")
+                )
+            await self.sleep(self.poll_interval_s)
 
     async def _found_after_loss(self, exports: Sequence[ExportStatus]) -> str:
         """A switch fix stopped mid-way (the API session broke): reconnect, let the rollback
@@ -1779,6 +1865,10 @@ class Engine:
         gate = t.nccl_gate(len(self.fabric.nodes), len(self.fabric.switches))
         nccl_ok = self.result.nccl_busbw is None or self.result.nccl_busbw >= gate
         findings = [v for v in verdicts if v.is_finding]
+        if not findings and not obs.unreachable and rails_ok:
+            regressed = await self._prove_after_reboot(spec, config)
+            if regressed:
+                findings = regressed
         self.result.healthy_after = (
             not findings
             and rails_ok
@@ -1790,6 +1880,79 @@ class Engine:
         if findings:
             self.note("still open: " + ", ".join(sorted({v.fault for v in findings})), "warn")
         return False
+
+    async def _prove_after_reboot(
+        self, spec: StepLike, config: Sequence[CheckLike]
+    ) -> list[Verdict]:
+        """Reboot one node and run the sweep again: every fix must come back by itself (seed
+        000: "zero manual steps"). Offered first in a lab (its hands reboot), as an option on a
+        real rack. Returns the findings the reboot brought back."""
+        node = self._proof_node()
+        if node is None:
+            return []
+        question = f"Reboot {node} and re-run the sweep, to prove every fix survives a reboot?"
+        options = ["reboot and re-run the sweep", "skip the proof"]
+        if self.fabric.hands is None:
+            options.reverse()  # on a real rack the technician chooses it deliberately
+        answer = await self.operator.choose(spec.id, question, options)
+        self.emit(OperatorAnswered(step=spec.id, question="reboot proof", answer=answer))
+        if not answer.startswith("reboot"):
+            self.note(f"persistence not proven by a reboot: {answer}", "warn")
+            return []
+        action = PhysicalAction(
+            kind="reboot",
+            nodes=(node,),
+            instructions=(
+                f"Reboot {node} (sudo reboot, or its power button): a plain reboot, no AC drain. "
+                "The wizard waits for it to come back with a new boot_id, then runs every check "
+                "and the rail tests again: nothing may need a manual step."
+            ),
+        )
+        if not await self._physical(action):
+            self.note(f"persistence not proven: the reboot of {node} was not done", "warn")
+            return []
+        obs = await self._sweep(config)
+        verdicts = self._judge(config, obs, None)
+        self._record_verdicts(verdicts)
+        back = [v for v in verdicts if v.is_finding]
+        traffic = tuple(f for c in self.checks if c.needs_traffic for f in c.faults)
+        ms, measured = await self._measure_and_judge("rails", traffic)
+        back += [v for v in measured if v.is_finding and v.fault not in {b.fault for b in back}]
+        low = bisect.low(ms, self.thresholds.rail_fix_target_gbps)
+        mine = [m for m in ms if node in bisect.nodes_of(m) and m.valid]
+        if back or low or obs.unreachable or not mine:
+            what = sorted({v.fault for v in back}) + [f"{m.target} {m.value:.2f} Gb/s" for m in low]
+            sentence = f"after a reboot of {node} the fabric did not come back by itself: " + (
+                ", ".join(what) or "no rail of it measured"
+            )
+            self._concluded("not-persisted", sentence, (node,), None, None)
+            self.note(sentence, "error")
+            return back or [
+                Verdict(
+                    fault="host.rail-down",  # its rails did not come back to be measured
+                    status=Status.FAIL,
+                    summary=sentence,
+                    targets=(node,),
+                    check="persist-proof",
+                )
+            ]
+        worst = min(m.value for m in mine)
+        sentence = (
+            f"{node} rebooted and came back by itself: every check passes and its rails "
+            f"measure >= {worst:.2f} Gb/s with zero manual steps"
+        )
+        self._concluded("persisted", sentence, (node,), worst, None)
+        self.note(sentence)
+        return []
+
+    def _proof_node(self) -> str | None:
+        """The node to reboot: one a host fix of this session touched, else the first node."""
+        for f in self.result.fixes:
+            if f.verified:
+                for n in f.target.replace(",", " ").split():
+                    if n in self.fabric.nodes:
+                        return n
+        return self.fabric.nodes[0] if self.fabric.nodes else None
 
 
 class _Runner:

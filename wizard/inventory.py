@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -95,6 +95,8 @@ class NodeSpec(_Strict):
     identity_file: str | None = None
     known_hosts: str | None = None
     tools: dict[str, str] = Field(default_factory=dict)  # tool -> absolute path on this node
+    # the container the real job runs in: its environment is where NCCL settings count
+    job_container: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
     @field_validator("tools")
     @classmethod
@@ -148,6 +150,20 @@ class LabLink(_Strict):
 
 class Addressing(_Strict):
     pattern: str = "10.9.{rail}.{host}/24"
+    # node -> host octet, for names whose trailing digits do not give unique ones
+    hosts: dict[str, int] = Field(default_factory=dict)
+
+    @field_validator("hosts")
+    @classmethod
+    def _unique_octets(cls, v: dict[str, int]) -> dict[str, int]:
+        seen: dict[int, str] = {}
+        for node, octet in v.items():
+            if not 1 <= octet <= 254:
+                raise ValueError(f"{node}: host octet {octet} is not in 1..254")
+            if octet in seen:
+                raise ValueError(f"{seen[octet]} and {node} both have host octet {octet}")
+            seen[octet] = node
+        return v
 
     @field_validator("pattern")
     @classmethod
@@ -192,6 +208,7 @@ class Inventory:
     known_good_firmware: str | None
     warnings: tuple[str, ...] = ()
     nccl_devices: str | None = None  # `nccl: {devices: one|all}`
+    addressing_hosts: Mapping[str, int] = field(default_factory=dict)  # node -> host octet
 
     def node(self, name: str) -> NodeSpec:
         for n in self.nodes:
@@ -361,6 +378,14 @@ def _build(
                 line=_line_of(root, loc),
             )
         cabling[key] = (sw, port)
+    for node in model.addressing.hosts:
+        if node not in node_names:
+            raise InventoryError(
+                f"unknown node {node!r}; expected one of {sorted(node_names)}",
+                path=name,
+                field=f"addressing.hosts.{node}",
+                line=_line_of(root, ("addressing", "hosts", node)),
+            )
     if expectation_keys is not None:
         unknown = sorted(set(model.expectations) - set(expectation_keys))
         if unknown:
@@ -386,6 +411,7 @@ def _build(
         known_good_firmware=model.known_good_firmware,
         warnings=tuple(warnings),
         nccl_devices=model.nccl.devices,
+        addressing_hosts=dict(model.addressing.hosts),
     )
 
 

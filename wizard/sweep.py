@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import re
 import secrets
 import shlex
@@ -407,7 +408,7 @@ class Sweeper:
                 jobs = []
                 for i, (a, b) in enumerate(round_pairs):
                     ra = _rail_at(by_node.get(a, ()), idx)
-                    rb = _rail_at(by_node.get(b, ()), idx)
+                    rb = peer_rail(ra, by_node.get(b, ()), idx)
                     if (
                         ra is None
                         or rb is None
@@ -717,6 +718,28 @@ def _rail_names(node: str, out: Mapping[str, ProbeResult]) -> tuple[Rail, ...]:
     return tuple(
         Rail(node=node, netdev=m.netdev, rdma=m.rdma, port=0, half="A") for m in mapping.mappings
     )
+
+
+def peer_rail(mine: Rail | None, theirs: Sequence[Rail], idx: int) -> Rail | None:
+    """The rail of the other node that `mine` is cabled to: the one up in the same IPv4 subnet
+    (crossed cabling: one node's port 1 on the other's port 0, seed 002), else the same index."""
+    if mine is not None and mine.addresses:
+        nets = {n for n in map(_network, mine.addresses) if n is not None}
+        same = [
+            r
+            for r in sorted(theirs, key=lambda r: (r.port, r.half, r.netdev))
+            if r.up and any(_network(a) in nets for a in r.addresses)
+        ]
+        if same:
+            return same[0]
+    return _rail_at(theirs, idx)
+
+
+def _network(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    try:
+        return ipaddress.ip_interface(cidr).network
+    except ValueError:
+        return None
 
 
 def _rail_at(rails: Sequence[Rail], idx: int) -> Rail | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from flows import plans
+from flows import netplan, plans
 from flows.base import Check, Context, Observations
 from flows.checks._common import (
     IBDEV,
@@ -136,7 +136,7 @@ CHECK = Check(
     description=__doc__ or "",
     faults=FAULTS,
     step="addressing",
-    probes=(IBDEV, IP_ADDR, IP_LINK),
+    probes=(IBDEV, IP_ADDR, IP_LINK, netplan.PROBE),
     parse=parse,
     judge=judge,
     fix=fix,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flows import plans
+from flows import netplan, plans
 from flows.base import Check, Context, Observations
 from flows.checks._common import (
     ETHTOOL,
@@ -141,7 +141,7 @@ CHECK = Check(
     description=__doc__ or "",
     faults=("host.rail-down", "host.half-unused"),
     step="preflight",
-    probes=(IBDEV, IP_ADDR, IP_LINK, ETHTOOL, SW_MONITOR),
+    probes=(IBDEV, IP_ADDR, IP_LINK, ETHTOOL, SW_MONITOR, netplan.PROBE),
     parse=parse,
     judge=judge,
     fix=fix,

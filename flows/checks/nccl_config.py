@@ -12,7 +12,8 @@ pinned index is compared with each active device's RoCE v2 GID of its IPv4 addre
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 
 from flows import plans
 from flows.base import Check, Context, HostProbe, Observations
@@ -62,6 +63,29 @@ def hca_selects(spec: str, devices: list[str]) -> list[str]:
     return [d for d in devices if hit(d) != exclude]
 
 
+# the environment of every running container (the real job often runs in one: seed 002)
+CONTAINERS = HostProbe(
+    name="nccl.containers",
+    command="docker ps -q | xargs -r docker inspect --format '{{.Name}} {{json .Config.Env}}'",
+)
+
+
+def parse_containers(text: str) -> dict[str, dict[str, str]]:
+    """`docker inspect --format '{{.Name}} {{json .Config.Env}}'` lines -> name -> env."""
+    out: dict[str, dict[str, str]] = {}
+    for line in text.splitlines():
+        name, _, env = line.strip().partition(" ")
+        if not name or not env:
+            continue
+        try:
+            items = json.loads(env)
+        except ValueError:
+            continue
+        if isinstance(items, list):
+            out[name.lstrip("/")] = parse_env("\n".join(str(i) for i in items))
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class NodeNccl:
     node: str
@@ -71,6 +95,7 @@ class NodeNccl:
     gid_index: dict[str, int | None] | None = None  # device -> RoCE v2 IPv4 index (None: unread)
     interfaces: tuple[str, ...] = ()  # every netdev `ip -j addr` lists
     management: str | None = None  # the one non-fabric interface with an IPv4 address
+    containers: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> env
 
     @property
     def effective(self) -> dict[str, str]:
@@ -103,7 +128,24 @@ def parse(obs: Observations, ctx: Context) -> NcclConfig:
             else None
         )
         ifaces, mgmt = _interfaces(obs, node, {r.netdev for r in node_rails(ctx, node)})
-        out.append(NodeNccl(node, env or {}, conf or {}, active, index, ifaces, mgmt))
+        found, why3, _ = read(obs, node, CONTAINERS, parse_containers, ok_exit=(0, 1, 127))
+        containers = found or {}
+        job = ctx.jobs.get(node)
+        if job is not None:
+            if why3 is not None:
+                bad.append(why3)
+            elif job not in containers:
+                bad.append(
+                    Unreadable(
+                        node, CONTAINERS.command, f"the job's container {job} is not running", ""
+                    )
+                )
+            containers = {job: containers[job]} if job in containers else {}
+        out.append(
+            NodeNccl(
+                node, env or {}, conf or {}, active, index, ifaces, mgmt, containers=containers
+            )
+        )
     return NcclConfig(tuple(out), tuple(bad))
 
 
@@ -131,6 +173,17 @@ def single_device(spec: str, chosen: list[str]) -> bool:
     a prefix that happens to miss a half."""
     names = [s.split(":")[0].strip() for s in spec.lstrip("^").lstrip("=").split(",") if s.strip()]
     return not spec.startswith("^") and len(names) == 1 and chosen == names
+
+
+def container_change(name: str, values: dict[str, str]) -> str:
+    """The exact change for a container's environment: compose, or docker run -e."""
+    env = " ".join(f"{k}={v}" for k, v in values.items())
+    compose = "; ".join(f"- {k}={v}" for k, v in values.items())
+    flags = " ".join(f"-e {k}={v}" for k, v in values.items())
+    return (
+        f"in the container {name}'s environment ({env}): its compose file's `environment:` "
+        f"({compose}) or `docker run {flags} ...`, then recreate {name} (host files do not reach it)"
+    )
 
 
 def judge(n: NcclConfig, ctx: Context) -> list[Verdict]:
@@ -168,6 +221,25 @@ def judge(n: NcclConfig, ctx: Context) -> list[Verdict]:
                 else:
                     hca.fail(ev, warn=True)
             elif missing:
+                hca.fail(ev)
+            else:
+                hca.ok(ev)
+        for name, cenv in node.containers.items():
+            cspec = cenv.get("NCCL_IB_HCA")
+            if cspec is None:
+                continue
+            chosen = hca_selects(cspec, list(node.active))
+            missing = [d for d in node.active if d not in chosen]
+            want = {"NCCL_IB_HCA": "=" + ",".join(node.active)}
+            ev = Evidence(
+                f"{node.node} (container {name})",
+                f"{CONTAINERS.command}; {IBDEV.command}",
+                f"NCCL_IB_HCA={cspec} (container {name}) selects {', '.join(chosen) or 'nothing'}",
+                container_change(name, want)
+                if missing
+                else f"every active device: {', '.join(node.active)}",
+            )
+            if missing:
                 hca.fail(ev)
             else:
                 hca.ok(ev)
@@ -277,7 +349,7 @@ CHECK = Check(
     description=__doc__ or "",
     faults=("nccl.hca-filter", "nccl.socket-fallback"),
     step="halves",
-    probes=(NCCL_ENV, NCCL_CONF, IBDEV, SHOW_GIDS, IP_ADDR),
+    probes=(NCCL_ENV, NCCL_CONF, IBDEV, SHOW_GIDS, IP_ADDR, CONTAINERS),
     parse=parse,
     judge=judge,
     fix=fix,

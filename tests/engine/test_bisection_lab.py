@@ -18,6 +18,7 @@ from wizard.events import (
     BisectionConcluded,
     Event,
     FixApplied,
+    FixRolledBack,
     FixVerified,
     NodeDrained,
     Note,
@@ -43,9 +44,10 @@ async def walk_text(
     edit: Callable[[World], None] | None = None,
     operator: TerminalOperator | None = None,
     lab: Lab | None = None,
+    time_scale: float = 200.0,
 ) -> tuple[RunResult, list[Event]]:
     if lab is None:
-        lab = Lab(scenarios.load_text(text, path="scenario.yaml"), time_scale=200.0)
+        lab = Lab(scenarios.load_text(text, path="scenario.yaml"), time_scale=time_scale)
     if edit is not None:
         edit(lab.world)
     await lab.start()
@@ -58,7 +60,7 @@ async def walk_text(
         lab=None,
         lab_object=lab,
         session_dir=tmp_path / "session",
-        time_scale=200.0,
+        time_scale=time_scale,
         fsync=False,
     )
     try:
@@ -245,7 +247,9 @@ async def test_a_skipped_test_is_taken_up_again_once_the_explanation_is_fixed(
         + "  - {id: host.cx7-degraded, nodes: [spark3]}\n"
     )
     result, events = await walk_text(text, tmp_path)
-    concluded = [e for e in events if isinstance(e, BisectionConcluded)]
+    concluded = [
+        e for e in events if isinstance(e, BisectionConcluded) and e.step == "direct_connect"
+    ]
     assert [(c.step, c.conclusion) for c in concluded] == [
         ("direct_connect", "skipped"),
         ("direct_connect", "cleared-by-drain"),
@@ -271,4 +275,32 @@ async def test_a_skipped_test_is_taken_up_again_once_the_explanation_is_fixed(
         "switch.offload-split-cage",
         "host.cx7-degraded",
     }
+    assert result.healthy_after is True
+
+
+async def test_forced_legs_that_train_for_seconds_are_waited_for_not_rolled_back(
+    tmp_path: Path,
+) -> None:
+    text = (
+        "name: forced-legs-delayed\n"
+        + FOUR
+        + "faults:\n  - id: switch.breakout-autoneg\n"
+        + "facts:\n  switches:\n    crs804: {link_up_delay_s: 40}\n"
+    )
+    result, events = await walk_text(text, tmp_path, time_scale=20.0)
+    applied = [
+        e for e in events if isinstance(e, FixApplied) and e.fault == "switch.breakout-autoneg"
+    ]
+    assert len(applied) == 1
+    i = events.index(applied[0])
+    verified = next(e for e in events[i:] if isinstance(e, FixVerified))
+    j = events.index(verified)
+    between = [e for e in events[i:j] if isinstance(e, Note)]
+    countdown = [e.text for e in between if e.text.startswith("settling: ")]
+    # the legs were still training after the change: the wizard waited, showing the countdown
+    assert countdown and "crs804/qsfp56-dd-1-1" in countdown[0] and "s left" in countdown[0]
+    settled = [e.text for e in between if e.text.startswith("links settled")]
+    assert len(settled) == 1
+    assert verified.ok and verified.fault == "switch.breakout-autoneg"
+    assert not [e for e in events if isinstance(e, FixRolledBack)]
     assert result.healthy_after is True

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from wizard.lab import gids, hostnet, nodetools, perftest
 from wizard.lab import nccl as nccl_mod
 from wizard.lab.boots import list_boots
+from wizard.lab.docker import run as docker_cli
+from wizard.lab.renderer import applied as renderer_applied
 from wizard.lab.shell import STATUS, Command, ShellSyntaxError, parse, tokenize
 from wizard.lab.world import (
     HW_COUNTERS,
@@ -1447,6 +1449,7 @@ async def _netplan(ctx: Ctx, args: list[str]) -> int:
         if e:
             ctx.err(e + "\n")
             return 1
+        renderer_applied(world, node)
         return 0
     if args[0] == "try":
         timeout = 120.0
@@ -1667,6 +1670,27 @@ async def _mlxfwmanager(ctx: Ctx, args: list[str]) -> int:
         "  Status:           No matching image found\n"
     )
     return 0
+
+
+@command("docker")
+async def _docker(ctx: Ctx, args: list[str]) -> int:
+    return docker_cli(ctx.world, ctx.node, args, ctx.out, ctx.err)
+
+
+@command("xargs")
+async def _xargs(ctx: Ctx, args: list[str]) -> int:
+    """`xargs [-r] COMMAND ARGS...`: COMMAND with the words of standard input appended."""
+    no_run_if_empty = "-r" in args or "--no-run-if-empty" in args
+    rest = [a for a in args if a not in ("-r", "--no-run-if-empty")]
+    words = ctx.stdin.split()
+    if not words and no_run_if_empty:
+        return 0
+    cmd = rest or ["echo"]
+    handler = COMMANDS.get(cmd[0])
+    if handler is None:
+        ctx.err(f"xargs: {cmd[0]}: No such file or directory\n")
+        return 127
+    return await handler(ctx, [*cmd[1:], *words])
 
 
 from wizard.lab import nodecmds  # noqa: E402  (registers its commands; imports this module)

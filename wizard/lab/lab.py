@@ -258,6 +258,11 @@ class Lab:
         """Keep the counters (and the switches' traffic and cpu-load) moving between reads."""
         while True:
             await asyncio.sleep(0.25)
+            for sw in self.world.switches.values():
+                trained = getattr(sw, "trained", None)
+                if trained is not None and trained():  # legs that finished training: link-ok
+                    self.world.learn_macs()
+                    sw.recompute()  # type: ignore[attr-defined]
             if self.world.traffic is not None:
                 self.world.traffic.settle()
 
@@ -320,6 +325,11 @@ class Lab:
                 "user": self.user,
                 "identity_file": self.key_path.name,
                 "known_hosts": self.known_hosts_path.name,
+                **(
+                    {"job_container": self.world.facts.containers[name].name}
+                    if name in self.world.facts.containers
+                    else {}
+                ),
             }
             for name, srv in self.ssh.items()
         ]

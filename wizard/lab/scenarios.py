@@ -27,7 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from wizard.errors import ScenarioError
-from wizard.lab import boots, nodetools, scenario_facts
+from wizard.lab import boots, nodetools, renderer, scenario_facts
 from wizard.lab import faults as fault_mod
 from wizard.lab.facts import Facts
 from wizard.lab.switchport import CRS804, CRS812, new_switch
@@ -315,6 +315,7 @@ def build_world(scenario: Scenario, *, time_scale: float = 1.0) -> World:
         world.boot(node)
         node.boot_time -= 3600 + 600 * node.index  # the nodes have been up a while
     boots.seed_history(world)
+    renderer.apply_facts(world)
     world.compute_rstp()
     for f in scenario.faults:
         fault_mod.inject(

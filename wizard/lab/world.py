@@ -165,6 +165,7 @@ class NodeState:
     boots: list[tuple[str, float, float]] = field(default_factory=list)
     off_s: float | None = None
     down_at: float = 0.0
+    renderer: str = "networkd"  # the netplan renderer its fabric netdevs were last applied with
 
     def rail(self, key: str) -> RailState | None:
         for r in self.rails:
