@@ -22,6 +22,7 @@ from typing import Any
 import asyncssh
 
 from wizard.model import ProbeResult
+from wizard.transports.capped import cap_from_env, run_capped
 
 __all__ = ["SshTarget", "SshTransport", "sudo_error"]
 
@@ -123,6 +124,7 @@ class SshTransport:
     ) -> None:
         self.targets: dict[str, SshTarget] = {t.name: t for t in targets}
         self.accept_new_host_keys = accept_new_host_keys
+        self.output_cap = cap_from_env()  # bytes kept per stream of one probe
         self.connect_timeout = connect_timeout
         self.command_timeout = command_timeout
         self._ssh_config = None if ssh_config is None else Path(ssh_config).expanduser()
@@ -186,7 +188,7 @@ class SshTransport:
             return result(error=exc.message)
         limit = self.command_timeout if timeout is None else timeout
         try:
-            proc = await asyncio.wait_for(conn.run(command, check=False, input=stdin), limit)
+            proc = await asyncio.wait_for(run_capped(conn, command, stdin, self.output_cap), limit)
         except TimeoutError:
             return result(
                 error=f"{name}: `{_short(command)}` gave no answer within {limit:g} s; "
