@@ -204,6 +204,11 @@ async def open_wizard(
         if the_lab is not None and isinstance(event, _LAB_CHANGES):
             _save_lab(log, the_lab)
 
+    from wizard.events import Note
+    from wizard.transports.routeros_tls import trust_warnings
+
+    for text in trust_warnings(tr.target for tr in switches.values()):
+        emit(Note(level="warn", text=text, step=""))
     hands: Any = the_lab.hands if the_lab is not None else None
     if hands is None and inv.lab is not None:
         # An inventory written by a `fabwiz lab` running elsewhere: its hands answer on the
