@@ -204,11 +204,6 @@ async def open_wizard(
         if the_lab is not None and isinstance(event, _LAB_CHANGES):
             _save_lab(log, the_lab)
 
-    from wizard.events import Note
-    from wizard.transports.routeros_tls import trust_warnings
-
-    for text in trust_warnings(tr.target for tr in switches.values()):
-        emit(Note(level="warn", text=text, step=""))
     hands: Any = the_lab.hands if the_lab is not None else None
     if hands is None and inv.lab is not None:
         # An inventory written by a `fabwiz lab` running elsewhere: its hands answer on the
@@ -258,6 +253,7 @@ async def open_wizard(
         )
     if the_lab is not None:
         _save_lab(log, the_lab)
+    _trust_notes(emit, ssh, switches)
     engine = Engine(
         fabric=fabric,
         operator=operator,
@@ -272,6 +268,24 @@ async def open_wizard(
         resume=state_resume,
     )
     return Wiring(engine, fabric, log, inv, the_lab, owns_lab, list(sinks))
+
+
+def _trust_notes(
+    emit: Callable[[Event], None], ssh: SshTransport, switches: dict[str, RouterOsTransport]
+) -> None:
+    """Said once per session, and kept in its log: passwords over plaintext, the anonymous
+    api-ssl opt-in, and every SSH host key accepted on first use (node, fingerprint)."""
+    from wizard.events import Note
+    from wizard.transports.routeros_tls import trust_warnings
+
+    for text in trust_warnings(tr.target for tr in switches.values()):
+        emit(Note(level="warn", text=text, step=""))
+
+    def new_host_key(node: str, pattern: str, fp: str) -> None:
+        text = f"{node}: new SSH host key of {pattern} accepted and recorded in known_hosts: {fp}"
+        emit(Note(level="warn", text=text, step=""))
+
+    ssh.on_host_key = new_host_key
 
 
 # Events after which an in-process lab's world is saved beside the log (resume restarts it so).

@@ -320,7 +320,7 @@ def _steps(loaded: LoadedSession, state: SessionState) -> list[dict[str, Any]]:
 
 
 def _md_cell(value: Any) -> str:
-    return safetext.markdown(value) or " "
+    return safetext.markdown_cell(value) or " "
 
 
 def _md_table(headers: list[str], rows: list[list[Any]]) -> list[str]:

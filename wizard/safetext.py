@@ -53,16 +53,25 @@ def markup(text: object) -> str:
     return s
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
+_MD_SPECIAL = re.compile(r"([\\`*\[\]|~])")
+_ENTITY = re.compile(r"&(?=#?\w+;)")
 
 
 def markdown(text: object) -> str:
-    """For Markdown prose and table cells: every Markdown special is backslash-escaped and `<`,
-    `>`, `&` become entities (no raw HTML); newlines become `<br>`."""
-    s = clean(text)
-    s = html.escape(s, quote=False)
-    s = _MD_SPECIAL.sub(r"\\\1", s)
+    """For Markdown prose and table cells: the characters that make emphasis, code, links or
+    table cells are backslash-escaped, `<` (raw HTML) and `&` before an entity name become
+    entities; newlines become `<br>`."""
+    s = _MD_SPECIAL.sub(r"\\\1", clean(text))
+    s = _ENTITY.sub("&amp;", s).replace("<", "&lt;")
     return "<br>".join(s.splitlines()) if "\n" in s else s
+
+
+def markdown_cell(text: object) -> str:
+    """For a Markdown table cell that may carry the report's own code spans: no raw HTML (`<`),
+    no cell break (`|`), no control or escape sequence; newlines become `<br>`."""
+    s = clean(text).replace("\\", "\\\\").replace("|", "\\|")
+    s = _ENTITY.sub("&amp;", s).replace("<", "&lt;")
+    return "<br>".join(s.splitlines())
 
 
 def code_block(text: object, lang: str = "") -> list[str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -136,6 +136,7 @@ class SshTransport:
         self.max_concurrent_handshakes = 0
         self._in_handshake = 0
         self.accepted_host_keys: list[tuple[str, str, str]] = []  # (target, pattern, fingerprint)
+        self.on_host_key: Callable[[str, str, str], None] | None = None
 
     def add(self, target: SshTarget) -> None:
         self.targets[target.name] = target
@@ -151,6 +152,8 @@ class SshTransport:
         with path.open("a", encoding="utf-8") as fh:
             fh.write(f"{pattern} {algo} {blob}\n")
         self.accepted_host_keys.append((target.name, pattern, key.get_fingerprint("sha256")))
+        if self.on_host_key is not None:  # shown to the operator and kept in the session
+            self.on_host_key(target.name, pattern, key.get_fingerprint("sha256"))
 
     async def connect(self, name: str) -> str | None:
         """Open (or reuse) the connection to `name`. Returns None, or the error text."""
