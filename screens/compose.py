@@ -24,7 +24,7 @@ from flows.expectations import DEFAULT, Expectations
 from flows.registry import CHECKS, make_context
 from wizard.drain import DrainGuard
 from wizard.engine import Engine, FixRecord, Operator, Resume, RunResult
-from wizard.errors import FabwizError
+from wizard.errors import FabwizError, SessionLogError
 from wizard.events import (
     Event,
     ExportTaken,
@@ -392,9 +392,12 @@ def _healthy_before(loaded: LoadedSession) -> bool | None:
 # --- the headless runners ---------------------------------------------------------------------
 
 
-async def _walk(wiring: Wiring) -> RunResult:
+async def _walk(wiring: Wiring) -> RunResult | None:
+    """The walk; None when the session log could not be written (already said)."""
     try:
         return await wiring.engine.run()
+    except SessionLogError:
+        return None
     finally:
         await wiring.close()
 
@@ -475,6 +478,8 @@ def run_fix_command(
         wiring.engine.break_stale_locks = break_stale_lock
         folder = wiring.log.folder
         result = await _walk(wiring)
+        if result is None:
+            return 2
         return _finish(result, console, as_json, folder)
 
     return asyncio.run(main())
@@ -507,6 +512,8 @@ def resume_fix(
         wiring.engine.break_stale_locks = break_stale_lock
         folder = wiring.log.folder
         result = await _walk(wiring)
+        if result is None:
+            return 2
         return _finish(result, console, as_json, folder)
 
     return asyncio.run(main())

@@ -26,7 +26,7 @@ from typing import Any, Literal, Protocol
 from wizard import deadman, fixes, locks
 from wizard.drain import FAULT_ID as UNDRAINED
 from wizard.drain import DrainGuard
-from wizard.errors import FabwizError
+from wizard.errors import FabwizError, SessionLogError
 from wizard.events import (
     Event,
     ExportTaken,
@@ -361,6 +361,13 @@ class Engine:
                     continue
                 done.add(spec.id)
                 index += 1
+        except SessionLogError as exc:
+            # the log cannot be written (disk full, read-only): stop now, say what the
+            # targets do next; nothing more can be recorded
+            self.result.aborted = str(exc)
+            armed = " Any dead-man rollback already armed restores its target when due."
+            await self.operator.error("The wizard stopped", exc.message + armed, exc.hint)
+            raise
         except FabwizError as exc:
             self.result.aborted = str(exc)
             await self.operator.error("The wizard stopped", exc.message, exc.hint)

@@ -434,7 +434,17 @@ def resolve_password(
                 value = keyring.get_password(service, user)
                 return None if value is None else str(value)
 
-        value = getter(pw.keyring, spec.user)
+        try:
+            value = getter(pw.keyring, spec.user)
+        except Exception as exc:  # keyring.errors.KeyringError: no backend, locked, refused
+            raise InventoryError(
+                f"the keyring could not be read for service {pw.keyring!r} ({exc})",
+                path=where,
+                field="password.keyring",
+                hint="this machine has no usable keyring backend: install and unlock one "
+                "(e.g. gnome-keyring, or `pip install keyrings.alt`), or give the password as "
+                "{env: VAR} or {file: PATH}",
+            ) from None
         if value is None:
             raise InventoryError(
                 f"no password in the keyring for service {pw.keyring!r}, user {spec.user!r}",

@@ -409,7 +409,14 @@ class SessionLog:
 def _open_locked(path: Path) -> int:
     """Open the log for appending, holding an exclusive lock for the life of the process (a
     `kill -9` releases it): two fabwiz processes never append to one session."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, _FILE_MODE)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, _FILE_MODE)
+    except OSError as exc:  # a read-only folder or file system, no permission, disk full
+        raise SessionLogError(
+            f"cannot open the session log {path} for writing: {exc.strerror or exc}",
+            hint="make the session folder writable (or copy it somewhere writable and resume "
+            "that copy); `fabwiz report` can read it as it is",
+        ) from None
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX: no advisory locks, carry on

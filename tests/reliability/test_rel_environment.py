@@ -54,3 +54,93 @@ async def test_a_lab_session_with_a_common_word_password_keeps_its_evidence(
         assert fixes.same_config(kept, exports[0].contents)
         assert "add bridge=bridge" in render_export(sw)
         assert "password=bridge" not in (tmp_path / "session" / "events.jsonl").read_text()
+
+
+def test_a_keyring_without_backend_is_a_clear_inventory_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import keyring
+    from click.testing import CliRunner
+    from keyring.backends import fail
+
+    from screens.cli import cli
+
+    inv = tmp_path / "fabric.yaml"
+    inv.write_text(
+        "nodes: [{name: spark1, host: 127.0.0.1, port: 1}]\n"
+        "switches:\n  - {name: crs804, host: 127.0.0.1, port: 1, password: {keyring: fabwiz}}\n"
+    )
+    previous = keyring.get_keyring()
+    keyring.set_keyring(fail.Keyring())
+    try:
+        res = CliRunner().invoke(cli, ["fix", "-i", str(inv), "--session-dir", str(tmp_path / "s")])
+    finally:
+        keyring.set_keyring(previous)
+    out = res.output + (res.stderr if res.stderr_bytes is not None else "")
+    assert res.exit_code == 2, out
+    assert "Traceback" not in out and "password.keyring" in out and "no usable keyring" in out
+
+
+def test_disk_full_mid_fix_is_a_clear_message_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import errno
+
+    import wizard.session
+    from screens.compose import run_fix_command
+
+    real = wizard.session._write_all
+    state = {"armed": False}
+
+    def write(fd: int, data: bytes) -> None:
+        if b'"type":"rollback_armed"' in data.replace(b" ", b""):
+            state["armed"] = True  # the disk fills right after the rollback is armed
+        elif state["armed"]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd, data)
+
+    monkeypatch.setattr(wizard.session, "_write_all", write)
+    code = run_fix_command(
+        inventory=None,
+        lab="fault-switch-offload-split-cage",
+        yes=True,
+        as_json=False,
+        session_dir=tmp_path / "s",
+        accept_new_host_keys=False,
+        time_scale=100.0,
+    )
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert state["armed"]
+    assert code == 2, text[-2000:]
+    assert "Traceback" not in text
+    assert "No space left on device" in text and "--session-dir" in text
+    assert "dead-man rollback" in text  # what happens to the switch now
+
+
+def test_a_read_only_session_folder_on_resume_is_a_clear_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import errno
+
+    import wizard.session
+    from screens.compose import resume_fix
+    from wizard.session import SessionLog
+
+    log = SessionLog.create(tmp_path / "s", fsync=False)
+    log.start("fix", inventory_digest="", inventory_path="", scenario="healthy-2node-direct",
+              nodes=["spark1", "spark2"], switches=[], options={"lab": True})  # fmt: skip
+    log.close()
+    real_open = wizard.session.os.open
+
+    def read_only(path: Any, flags: int, *a: Any, **kw: Any) -> int:
+        if flags & wizard.session.os.O_WRONLY and str(path).endswith("events.jsonl"):
+            raise OSError(errno.EROFS, "Read-only file system")  # as a read-only mount says
+        return real_open(path, flags, *a, **kw)
+
+    monkeypatch.setattr(wizard.session.os, "open", read_only)
+    code = resume_fix(tmp_path / "s", yes=True, as_json=False)
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert code == 2, text
+    assert "Traceback" not in text and "Read-only file system" in text and "writable" in text
