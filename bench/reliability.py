@@ -46,6 +46,7 @@ CATEGORIES = [
     ("test_rel_resume_random.py", "fault cases"),
     ("test_engine_resume.py", "fault cases"),
     ("test_a_100_mb_probe", "fault cases"),
+    ("test_rel_environment.py", "fault cases"),
     ("test_engine_hostile.py", "dead-man cases"),
     ("test_engine_disarm.py", "dead-man cases"),
     ("test_engine_locks.py", "dead-man cases"),
