@@ -273,6 +273,7 @@ class Engine:
         self.break_stale_locks = break_stale_locks  # the operator asked: stale locks may go
         self.disarm_budget_s = disarm_budget_s  # retries of a lost disarm reply
         self._fire_at: dict[str, dt.datetime] = {}  # rollback name -> when it fires (switch)
+        self._undone_steps: set[str] = set()  # steps whose verified fix a rollback undid
         self.operator = operator
         self._emit = emit
         self.flow = list(flow)
@@ -340,6 +341,11 @@ class Engine:
             self._step = self.flow[index].id
             self._fix_counter = self._resume.fix_counter
             await self._settle_pending_rollbacks()
+            redo = [s for s in ids if s in self._undone_steps]
+            if redo:  # a verified fix its rollback undid meanwhile: that step runs again
+                done -= set(redo)
+                index = min(index, ids.index(redo[0]))
+                self._step = self.flow[index].id
             if self._resume.direct_cabled:
                 await self._restore_cabling()
         try:
@@ -1174,6 +1180,11 @@ class Engine:
                             f"{target} disarmed"
                         )
                     elif settled.state == "rolled-back":
+                        self._undone_steps.add(fix_id.split(":")[0])
+                        self._verified_fixes.discard(fix_id)
+                        for rec in self.result.fixes:
+                            if rec.fix_id == fix_id:
+                                rec.rolled_back, rec.state = True, "undone-by-rollback"
                         self.emit(
                             FixRolledBack(
                                 step=self._step,
