@@ -127,6 +127,13 @@ async def _start_lab(scenario: str, time_scale: float, state: dict[str, Any] | N
     return lab
 
 
+def known_switch_certs() -> Path:
+    """Where API-SSL certificates accepted on first use are kept (like known_hosts)."""
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("fabwiz")) / "known_switch_certs"
+
+
 def _transports(
     inv: Inventory, accept_new_host_keys: bool, prompt: Callable[[str], str] | None
 ) -> tuple[SshTransport, dict[str, RouterOsTransport], list[str]]:
@@ -139,7 +146,10 @@ def _transports(
         password = resolve_password(spec, prompt=prompt)
         if password:
             secrets.append(password)
-        switches[spec.name] = RouterOsTransport(RouterOsTarget.from_spec(spec, password))
+        tr = RouterOsTransport(RouterOsTarget.from_spec(spec, password))
+        tr.known_certs = known_switch_certs()
+        tr.accept_new_certs = accept_new_host_keys  # as for SSH host keys: only when asked
+        switches[spec.name] = tr
     return ssh, switches, secrets
 
 
@@ -286,6 +296,13 @@ def _trust_notes(
         emit(Note(level="warn", text=text, step=""))
 
     ssh.on_host_key = new_host_key
+
+    def new_cert(switch: str, where: str, fp: str) -> None:
+        text = f"{switch}: API-SSL certificate of {where} accepted on first use and pinned: {fp}"
+        emit(Note(level="warn", text=text, step=""))
+
+    for tr in switches.values():
+        tr.on_new_cert = new_cert
 
 
 # Events after which an in-process lab's world is saved beside the log (resume restarts it so).

@@ -173,3 +173,34 @@ def test_inventory_tls_forms_and_warnings() -> None:
     assert "anonymous DH" in warnings[0] and "plaintext" in warnings[1]
     with pytest.raises(ValueError, match="fingerprint"):
         SwitchSpec.model_validate({"name": "s", "host": "h", "tls": {"fingerprint": "md5:00"}})
+
+
+async def test_a_certificate_is_pinned_on_first_use_only_when_asked(
+    impostor: tuple[Switch, bytes, str], tmp_path: Path
+) -> None:
+    s, der, _cert_file = impostor
+    store = tmp_path / "known_switch_certs"
+    refused = RouterOsTransport(_target(s.port))
+    refused.known_certs = store  # not asked: nothing recorded, no login
+    assert await refused.connect() is not None
+    await refused.close()
+    assert not store.exists() and s.logins() == []
+    seen: list[tuple[str, str, str]] = []
+    first = RouterOsTransport(_target(s.port))
+    first.known_certs, first.accept_new_certs = store, True
+    first.on_new_cert = lambda *a: seen.append(a)
+    assert (await first.print("/system/identity")).rows == ({"name": "crs804"},)
+    await first.close()
+    assert seen == [("crs804", f"127.0.0.1:{s.port}", fingerprint(der))]
+    assert store.read_text() == f"127.0.0.1:{s.port} {fingerprint(der)}\n"
+    # from then on the recorded pin is checked, without the flag
+    again = RouterOsTransport(_target(s.port))
+    again.known_certs = store
+    assert (await again.print("/system/identity")).rows == ({"name": "crs804"},)
+    await again.close()
+    store.write_text(f"127.0.0.1:{s.port} sha256:" + ":".join(["AB"] * 32) + "\n")
+    changed = RouterOsTransport(_target(s.port))
+    changed.known_certs, changed.accept_new_certs = store, True
+    err = await changed.connect()
+    await changed.close()
+    assert err is not None and "refusing to send the password" in err  # never re-recorded

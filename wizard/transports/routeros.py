@@ -18,8 +18,9 @@ import asyncio
 import codecs
 import ssl
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import librouteros
@@ -115,6 +116,10 @@ class RouterOsTransport:
         self._api: Any = None
         self._lock = asyncio.Lock()
         self.logins = 0
+        # API-SSL certificates trusted on first use (only when the operator asked)
+        self.known_certs: Path | None = None
+        self.accept_new_certs = False
+        self.on_new_cert: Callable[[str, str, str], None] | None = None
 
     @property
     def name(self) -> str:
@@ -379,6 +384,12 @@ class RouterOsTransport:
         if self._api is not None:
             return self._api
         t = self.target
+        first_use = t.tls and not (t.tls_fingerprint or t.ca_file or t.tls_anonymous)
+        if first_use and self.known_certs is not None:
+            pin = routeros_tls.known_cert(self.known_certs, t.where)
+            if pin:
+                t = replace(t, tls_fingerprint=pin)
+                first_use = False
         context: ssl.SSLContext | None = None
         if t.tls:
             try:
@@ -430,6 +441,12 @@ class RouterOsTransport:
             ) from None
         except ssl.SSLCertVerificationError as exc:
             seen = await routeros_tls.peer_fingerprint(t.host, t.api_port, t.timeout_s)
+            if seen and first_use and self.accept_new_certs and self.known_certs is not None:
+                # recorded, then checked as a pin on the connection that logs in
+                routeros_tls.record_cert(self.known_certs, t.where, seen)
+                if self.on_new_cert is not None:
+                    self.on_new_cert(t.name, t.where, seen)
+                return await self._session()
             raise _Failed(
                 f"{t.name}: the API-SSL certificate at {t.where} is not trusted "
                 f"({exc.verify_message or exc.reason or exc}); the password was not sent. It "

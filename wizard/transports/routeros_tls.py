@@ -7,7 +7,9 @@ self-signed one): anything else is refused. `tls: {anonymous: true}` is RouterOS
 api-ssl without a certificate (anonymous DH): encrypted but not authenticated, only on that
 explicit opt-in, and said when the session opens. The check runs on the connection that then
 logs in, before the password is written. Plaintext API (8728) with a password is said once per
-session too.
+session too. With `tls: true` and neither a CA that vouches for the switch nor a pin, the
+certificate is recorded on first use only when the operator asks (`--accept-new-host-keys`, as
+for SSH host keys) in a `known_switch_certs` file, and pinned from then on.
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ import asyncio
 import hashlib
 import ipaddress
 import ssl
+from pathlib import Path
 from typing import Any
 
 __all__ = [
     "check_peer",
     "client_context",
     "fingerprint",
+    "known_cert",
     "peer_fingerprint",
+    "record_cert",
     "trust_warnings",
 ]
 
@@ -122,6 +127,25 @@ async def peer_fingerprint(host: str, port: int, timeout: float) -> str | None:
         return fingerprint(der) if der else None
     finally:
         writer.close()
+
+
+def known_cert(store: Path, where: str) -> str | None:
+    """The fingerprint recorded for `host:port` on first use (with --accept-new-host-keys)."""
+    try:
+        lines = store.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == where:
+            return parts[1]
+    return None
+
+
+def record_cert(store: Path, where: str, fp: str) -> None:
+    store.parent.mkdir(parents=True, exist_ok=True)
+    with store.open("a", encoding="utf-8") as fh:
+        fh.write(f"{where} {fp}\n")
 
 
 def trust_warnings(targets: Any) -> list[str]:
