@@ -24,7 +24,7 @@ from flows.expectations import DEFAULT, Expectations
 from flows.registry import CHECKS, make_context
 from wizard.drain import DrainGuard
 from wizard.engine import Engine, FixRecord, Operator, Resume, RunResult
-from wizard.errors import FabwizError
+from wizard.errors import FabwizError, SessionLogError
 from wizard.events import (
     Event,
     ExportTaken,
@@ -147,6 +147,13 @@ async def _start_lab(scenario: str, time_scale: float, state: dict[str, Any] | N
     return lab
 
 
+def known_switch_certs() -> Path:
+    """Where API-SSL certificates accepted on first use are kept (like known_hosts)."""
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("fabwiz")) / "known_switch_certs"
+
+
 def _transports(
     inv: Inventory, accept_new_host_keys: bool, prompt: Callable[[str], str] | None
 ) -> tuple[SshTransport, dict[str, RouterOsTransport], list[str]]:
@@ -159,7 +166,10 @@ def _transports(
         password = resolve_password(spec, prompt=prompt)
         if password:
             secrets.append(password)
-        switches[spec.name] = RouterOsTransport(RouterOsTarget.from_spec(spec, password))
+        tr = RouterOsTransport(RouterOsTarget.from_spec(spec, password))
+        tr.known_certs = known_switch_certs()
+        tr.accept_new_certs = accept_new_host_keys  # as for SSH host keys: only when asked
+        switches[spec.name] = tr
     return ssh, switches, secrets
 
 
@@ -273,6 +283,7 @@ async def open_wizard(
         )
     if the_lab is not None:
         _save_lab(log, the_lab)
+    _trust_notes(emit, ssh, switches)
     engine = Engine(
         fabric=fabric,
         operator=operator,
@@ -287,6 +298,31 @@ async def open_wizard(
         resume=state_resume,
     )
     return Wiring(engine, fabric, log, inv, the_lab, owns_lab, list(sinks))
+
+
+def _trust_notes(
+    emit: Callable[[Event], None], ssh: SshTransport, switches: dict[str, RouterOsTransport]
+) -> None:
+    """Said once per session, and kept in its log: passwords over plaintext, the anonymous
+    api-ssl opt-in, and every SSH host key accepted on first use (node, fingerprint)."""
+    from wizard.events import Note
+    from wizard.transports.routeros_tls import trust_warnings
+
+    for text in trust_warnings(tr.target for tr in switches.values()):
+        emit(Note(level="warn", text=text, step=""))
+
+    def new_host_key(node: str, pattern: str, fp: str) -> None:
+        text = f"{node}: new SSH host key of {pattern} accepted and recorded in known_hosts: {fp}"
+        emit(Note(level="warn", text=text, step=""))
+
+    ssh.on_host_key = new_host_key
+
+    def new_cert(switch: str, where: str, fp: str) -> None:
+        text = f"{switch}: API-SSL certificate of {where} accepted on first use and pinned: {fp}"
+        emit(Note(level="warn", text=text, step=""))
+
+    for tr in switches.values():
+        tr.on_new_cert = new_cert
 
 
 # Events after which an in-process lab's world is saved beside the log (resume restarts it so).
@@ -404,9 +440,12 @@ def _healthy_before(loaded: LoadedSession) -> bool | None:
 # --- the headless runners ---------------------------------------------------------------------
 
 
-async def _walk(wiring: Wiring) -> RunResult:
+async def _walk(wiring: Wiring) -> RunResult | None:
+    """The walk; None when the session log could not be written (already said)."""
     try:
         return await wiring.engine.run()
+    except SessionLogError:
+        return None
     finally:
         await wiring.close()
 
@@ -487,6 +526,8 @@ def run_fix_command(
         wiring.engine.break_stale_locks = break_stale_lock
         folder = wiring.log.folder
         result = await _walk(wiring)
+        if result is None:
+            return 2
         return _finish(result, console, as_json, folder)
 
     return asyncio.run(main())
@@ -519,6 +560,8 @@ def resume_fix(
         wiring.engine.break_stale_locks = break_stale_lock
         folder = wiring.log.folder
         result = await _walk(wiring)
+        if result is None:
+            return 2
         return _finish(result, console, as_json, folder)
 
     return asyncio.run(main())

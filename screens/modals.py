@@ -28,6 +28,7 @@ from textual.widgets import Button, Footer, ProgressBar, SelectionList, Static, 
 from wizard.events import Event, NodeDrained, Note, PhysicalActionDone
 from wizard.fixes import ExportStatus
 from wizard.model import FixPlan, PhysicalAction
+from wizard.safetext import clean
 
 DRAIN_SECONDS = 60  # AC off long enough to clear the CX7 degraded state (FAULTS.md)
 
@@ -110,7 +111,7 @@ class FixConfirmModal(Dialog[bool]):
             yield Static(Text(f"Apply fix: {plan.summary}", style="bold"), id="dialog-title")
             yield Static(Text(f"{plan.fault} on {plan.target}"), classes="dim")
             with VerticalScroll(id="preview"):
-                yield Static(Text(plan.preview or "(no preview)"), id="preview-text")
+                yield Static(Text(clean(plan.preview) or "(no preview)"), id="preview-text")
             yield Static(self._export_text(), id="export", classes=self._export_class())
             yield Static(self._rollback_text(), id="rollback")
             with Horizontal(classes="buttons"):
@@ -440,7 +441,7 @@ class RawOutputModal(Dialog[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="raw"):
             yield Static(Text(self.title_text, style="bold"), id="dialog-title")
-            yield TextArea(self.text, read_only=True, soft_wrap=False, id="raw-text")
+            yield TextArea(clean(self.text), read_only=True, soft_wrap=False, id="raw-text")
             with Horizontal(classes="buttons"):
                 yield Button("Close (esc)", id="close", compact=True)
 

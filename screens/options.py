@@ -38,7 +38,8 @@ def walk_options(f: F) -> F:
     f = click.option(
         "--accept-new-host-keys",
         is_flag=True,
-        help="Accept and record SSH host keys not yet in known_hosts (never a changed one).",
+        help="Accept and record SSH host keys not yet in known_hosts, and API-SSL certificates "
+        "no CA vouches for (never a changed one).",
     )(f)
     f = click.option(
         "--session-dir",

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
+from rich.text import Text
 
 from wizard.events import (
     Event,
@@ -32,6 +33,8 @@ from wizard.events import (
 )
 from wizard.fixes import ExportStatus
 from wizard.model import FixPlan, PhysicalAction, Status
+from wizard.safetext import clean
+from wizard.safetext import markup as esc
 
 STATUS_STYLE = {
     Status.PASS: "green",
@@ -58,12 +61,16 @@ class TerminalOperator:
         return click.confirm(question, default=default, err=True)
 
     async def confirm_fix(self, plan: FixPlan, export: ExportStatus | None) -> bool:
-        body = Syntax(plan.preview, "bash", word_wrap=True) if plan.preview else plan.summary
+        body = (
+            Syntax(clean(plan.preview), "bash", word_wrap=True)
+            if plan.preview
+            else esc(plan.summary)
+        )
         self.console.print(
-            Panel(body, title=f"fix {plan.fault} on {plan.target}", subtitle=plan.summary)
+            Panel(body, title=f"fix {plan.fault} on {esc(plan.target)}", subtitle=esc(plan.summary))
         )
         if export is not None:
-            state = "verified" if export.verified else f"NOT verified ({export.error})"
+            state = "verified" if export.verified else f"NOT verified ({esc(export.error)})"
             self.console.print(
                 f"  export {export.file} on {export.switch}: {state}, {export.size} bytes, "
                 f"sha256 {export.sha256[:12]}"
@@ -76,7 +83,7 @@ class TerminalOperator:
 
     async def physical_action(self, action: PhysicalAction, can_perform_in_lab: bool) -> str:
         self.console.print(
-            Panel(action.instructions, title=f"physical action: {action.kind}", style="yellow")
+            Panel(esc(action.instructions), title=f"physical action: {action.kind}", style="yellow")
         )
         if can_perform_in_lab and self._ask("Perform it with the lab's hands?", default=True):
             return "perform"
@@ -93,7 +100,7 @@ class TerminalOperator:
         return str(click.prompt(question, type=click.Choice(options), default=options[0], err=True))
 
     async def error(self, title: str, message: str, hint: str | None) -> None:
-        text = message if not hint else f"{message}\n[dim]what to do:[/] {hint}"
+        text = esc(message) if not hint else f"{esc(message)}\n[dim]what to do:[/] {esc(hint)}"
         self.console.print(Panel(text, title=title, style="red"))
 
 
@@ -116,22 +123,24 @@ class EventPrinter:
             if v.status is Status.PASS and not self.verbose:
                 return
             style = STATUS_STYLE[v.status]
-            c.print(f"[{style}]{v.status.value.upper():7}[/] {v.fault}: {v.summary}")
+            c.print(f"[{style}]{v.status.value.upper():7}[/] {v.fault}: {esc(v.summary)}")
             if v.status is not Status.PASS and v.evidence:
                 table = Table(show_header=True, header_style="dim", box=None, padding=(0, 1))
                 for col in ("target", "command", "observed", "expected"):
                     table.add_column(col, overflow="fold")
                 for e in v.evidence[:8]:
-                    table.add_row(e.target, e.command, e.observed, e.expected)
+                    table.add_row(
+                        *(Text(clean(x)) for x in (e.target, e.command, e.observed, e.expected))
+                    )
                 if len(v.evidence) > 8:
                     table.add_row("...", f"{len(v.evidence) - 8} more", "", "")
                 c.print(table)
         elif isinstance(event, MeasurementTaken):
             m = event.measurement
-            flag = "" if m.valid else f" [yellow](not judged: {m.reason})[/]"
+            flag = "" if m.valid else f" [yellow](not judged: {esc(m.reason)})[/]"
             if m.valid and m.reason:
-                flag = f" [red]({m.reason})[/]"
-            c.print(f"  measured {m.target}: {m.value:.2f} {m.unit}{flag}")
+                flag = f" [red]({esc(m.reason)})[/]"
+            c.print(f"  measured {esc(m.target)}: {m.value:.2f} {m.unit}{flag}")
         elif isinstance(event, ExportTaken):
             c.print(
                 f"  [cyan]export[/] {event.file} on {event.switch} ({event.purpose}): "
@@ -147,19 +156,19 @@ class EventPrinter:
         elif isinstance(event, FixVerified):
             style = "green" if event.ok else "red"
             c.print(
-                f"  [{style}]verified[/] {event.fault}: {event.detail}"
+                f"  [{style}]verified[/] {event.fault}: {esc(event.detail)}"
                 if event.ok
-                else f"  [{style}]verification failed[/] {event.fault}: {event.detail}"
+                else f"  [{style}]verification failed[/] {event.fault}: {esc(event.detail)}"
             )
         elif isinstance(event, FixRolledBack):
             c.print(
-                f"  [red]rolled back[/] {event.fault}: {event.reason}"
+                f"  [red]rolled back[/] {event.fault}: {esc(event.reason)}"
                 + (" (switch back at the exported state)" if event.restored else "")
             )
         elif isinstance(event, FixRefusedEvent):
-            c.print(f"  [red]refused[/] {event.fault} on {event.target}: {event.reason}")
+            c.print(f"  [red]refused[/] {event.fault} on {esc(event.target)}: {esc(event.reason)}")
         elif isinstance(event, PhysicalActionDone):
-            c.print(f"  [green]done[/] {event.kind} ({event.performed_by}): {event.observed}")
+            c.print(f"  [green]done[/] {event.kind} ({event.performed_by}): {esc(event.observed)}")
         elif isinstance(event, Note):
             style = {"info": "dim", "warn": "yellow", "error": "red"}.get(event.level, "dim")
-            c.print(f"  [{style}]{event.text}[/]")
+            c.print(f"  [{style}]{esc(event.text)}[/]")

@@ -26,7 +26,7 @@ from typing import Any, Literal, Protocol
 from wizard import bisect, boots, deadman, fixes, locks, settle
 from wizard.drain import FAULT_ID as UNDRAINED
 from wizard.drain import DrainGuard, link_downs
-from wizard.errors import FabwizError
+from wizard.errors import FabwizError, SessionLogError
 from wizard.events import (
     BisectionConcluded,
     Event,
@@ -284,6 +284,7 @@ class Engine:
         self.break_stale_locks = break_stale_locks  # the operator asked: stale locks may go
         self.disarm_budget_s = disarm_budget_s  # retries of a lost disarm reply
         self._fire_at: dict[str, dt.datetime] = {}  # rollback name -> when it fires (switch)
+        self._undone_steps: set[str] = set()  # steps whose verified fix a rollback undid
         self.operator = operator
         self._emit = emit
         self.flow = list(flow)
@@ -358,6 +359,11 @@ class Engine:
             self._step = self.flow[index].id
             self._fix_counter = self._resume.fix_counter
             await self._settle_pending_rollbacks()
+            redo = [s for s in ids if s in self._undone_steps]
+            if redo:  # a verified fix its rollback undid meanwhile: that step runs again
+                done -= set(redo)
+                index = min(index, ids.index(redo[0]))
+                self._step = self.flow[index].id
             if self._resume.direct_cabled:
                 await self._restore_cabling()
         try:
@@ -389,6 +395,13 @@ class Engine:
                     continue
                 if self._return_to is not None:
                     index, self._return_to = self._return_to, None
+        except SessionLogError as exc:
+            # the log cannot be written (disk full, read-only): stop now, say what the
+            # targets do next; nothing more can be recorded
+            self.result.aborted = str(exc)
+            armed = " Any dead-man rollback already armed restores its target when due."
+            await self.operator.error("The wizard stopped", exc.message + armed, exc.hint)
+            raise
         except FabwizError as exc:
             self.result.aborted = str(exc)
             await self.operator.error("The wizard stopped", exc.message, exc.hint)
@@ -1296,6 +1309,11 @@ class Engine:
                             f"{target} disarmed"
                         )
                     elif settled.state == "rolled-back":
+                        self._undone_steps.add(fix_id.split(":")[0])
+                        self._verified_fixes.discard(fix_id)
+                        for rec in self.result.fixes:
+                            if rec.fix_id == fix_id:
+                                rec.rolled_back, rec.state = True, "undone-by-rollback"
                         self.emit(
                             FixRolledBack(
                                 step=self._step,

@@ -108,17 +108,39 @@ class NodeSpec(_Strict):
         return self.host or self.name
 
 
+class TlsSpec(_Strict):
+    """How API-SSL is trusted: a pinned certificate, a CA file, or (opt-in) none at all."""
+
+    fingerprint: str | None = Field(
+        default=None, pattern=r"^sha256:([0-9A-Fa-f]{2}:?){31}[0-9A-Fa-f]{2}$"
+    )
+    ca_file: str | None = None
+    anonymous: bool = False  # RouterOS' certificate-less default api-ssl: not authenticated
+
+
 class SwitchSpec(_Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
     model: Literal["CRS804-4DDQ", "CRS812-8DS-2DQ-2DDQ"] | None = None
     host: str = Field(min_length=1)
     port: int | None = Field(default=None, ge=1, le=65535)
-    tls: bool = False
+    tls: bool | TlsSpec = False
     user: str = "admin"
     password: str | PasswordSource | None = None
     management_ports: tuple[str, ...] = ("ether1",)
     ca_file: str | None = None  # for API-SSL: a CA bundle; default: no verification warning
     timeout_s: float = Field(default=10.0, gt=0)
+
+    @field_validator("tls", mode="before")
+    @classmethod
+    def _tls(cls, v: Any) -> Any:
+        if isinstance(v, bool | TlsSpec):
+            return v
+        if isinstance(v, dict):
+            return TlsSpec.model_validate(v)
+        raise ValueError(
+            "expected a boolean (true: verify against the system CAs or ca_file) or "
+            "{fingerprint: sha256:..., ca_file: PATH, anonymous: true}"
+        )
 
     @field_validator("password", mode="before")
     @classmethod
@@ -473,7 +495,17 @@ def resolve_password(
                 value = keyring.get_password(service, user)
                 return None if value is None else str(value)
 
-        value = getter(pw.keyring, spec.user)
+        try:
+            value = getter(pw.keyring, spec.user)
+        except Exception as exc:  # keyring.errors.KeyringError: no backend, locked, refused
+            raise InventoryError(
+                f"the keyring could not be read for service {pw.keyring!r} ({exc})",
+                path=where,
+                field="password.keyring",
+                hint="this machine has no usable keyring backend: install and unlock one "
+                "(e.g. gnome-keyring, or `pip install keyrings.alt`), or give the password as "
+                "{env: VAR} or {file: PATH}",
+            ) from None
         if value is None:
             raise InventoryError(
                 f"no password in the keyring for service {pw.keyring!r}, user {spec.user!r}",

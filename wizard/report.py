@@ -10,13 +10,12 @@ renders files for outside readers, not the terminal UI.
 
 from __future__ import annotations
 
-import html
 import json
-import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from wizard import safetext
 from wizard.events import (
     ExportTaken,
     LinkTransitionSeen,
@@ -347,9 +346,7 @@ def _steps(loaded: LoadedSession, state: SessionState) -> list[dict[str, Any]]:
 
 
 def _md_cell(value: Any) -> str:
-    text = "" if value is None else str(value)
-    text = text.replace("\\", "\\\\").replace("|", "\\|")
-    return "<br>".join(text.splitlines()) or " "
+    return safetext.markdown_cell(value) or " "
 
 
 def _md_table(headers: list[str], rows: list[list[Any]]) -> list[str]:
@@ -362,9 +359,7 @@ def _md_table(headers: list[str], rows: list[list[Any]]) -> list[str]:
 
 
 def _fence(text: str, lang: str = "") -> list[str]:
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return [fence + lang, text.rstrip("\n"), fence]
+    return safetext.code_block(text, lang)
 
 
 def _inventory(s: dict[str, Any]) -> str:
@@ -629,7 +624,7 @@ pre{background:#f6f6f6;padding:.6em;overflow:auto;font-size:12px}code{font-size:
 
 
 def _h(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    return safetext.html_text(value)
 
 
 def _html_table(headers: list[str], rows: list[list[str]]) -> str:

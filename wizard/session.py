@@ -96,6 +96,10 @@ def new_session_id(now: float | None = None) -> str:
 # --- secrets ---------------------------------------------------------------------------------
 
 
+_PASSWORD_CONTEXT = r"""((?:password|passwd|secret|passphrase|token)["']?\s*[:=]\s*["']?)"""  # noqa: S105 - a pattern
+_PASSWORD_KEY = re.compile(r"password|passwd|secret|passphrase|token", re.I)
+
+
 class SecretScrubber:
     """Replaces every registered secret string with `«secret»` in text and in JSON data.
 
@@ -105,8 +109,16 @@ class SecretScrubber:
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._secrets: set[str] = set()
+        self._weak: set[str] = set()  # common-word secrets: scrubbed in password contexts only
         for s in secrets:
             self.add(s)
+
+    @staticmethod
+    def weak(secret: str) -> bool:
+        """A secret that is also an ordinary word of the evidence (`admin`, `bridge`, `true`):
+        replacing it everywhere would corrupt exports and probe output, so it is scrubbed
+        where a password is written (`password=...`, a "password" key), never elsewhere."""
+        return len(secret) < 8 or bool(re.fullmatch(r"[A-Za-z]+|[0-9]+", secret))
 
     def add(self, secret: str) -> None:
         """Register a secret, with the forms it takes inside recorded text: stripped (read from a
@@ -122,18 +134,23 @@ class SecretScrubber:
                 urllib.parse.quote(base, safe=""),
             ):
                 if variant:
-                    self._secrets.add(variant)
+                    (self._weak if self.weak(base) else self._secrets).add(variant)
 
     def __len__(self) -> int:
-        return len(self._secrets)
+        return len(self._secrets) + len(self._weak)
 
     def scrub(self, text: str) -> str:
-        if not self._secrets:
+        if not self._secrets and not self._weak:
             return text
         # Longest first, so a secret containing another is replaced whole.
         for s in sorted(self._secrets, key=len, reverse=True):
             if s in text:
                 text = text.replace(s, SCRUBBED)
+        for s in sorted(self._weak, key=len, reverse=True):
+            if s in text:
+                text = re.sub(
+                    _PASSWORD_CONTEXT + re.escape(s) + r"(?![\w])", rf"\g<1>{SCRUBBED}", text
+                )
         return text
 
     def scrub_json(self, value: Any) -> Any:
@@ -141,7 +158,11 @@ class SecretScrubber:
             return self.scrub(value)
         if isinstance(value, dict):
             return {
-                (self.scrub(k) if isinstance(k, str) else k): self.scrub_json(v)
+                (self.scrub(k) if isinstance(k, str) else k): (
+                    SCRUBBED
+                    if isinstance(k, str) and _PASSWORD_KEY.search(k) and v in self._weak
+                    else self.scrub_json(v)
+                )
                 for k, v in value.items()
             }
         if isinstance(value, list | tuple):
@@ -447,7 +468,14 @@ class SessionLog:
 def _open_locked(path: Path) -> int:
     """Open the log for appending, holding an exclusive lock for the life of the process (a
     `kill -9` releases it): two fabwiz processes never append to one session."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, _FILE_MODE)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, _FILE_MODE)
+    except OSError as exc:  # a read-only folder or file system, no permission, disk full
+        raise SessionLogError(
+            f"cannot open the session log {path} for writing: {exc.strerror or exc}",
+            hint="make the session folder writable (or copy it somewhere writable and resume "
+            "that copy); `fabwiz report` can read it as it is",
+        ) from None
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX: no advisory locks, carry on

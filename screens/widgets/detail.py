@@ -20,6 +20,7 @@ from textual.widgets import Button, DataTable, Static
 from screens.widgets.steps import GLYPHS
 from screens.widgets.view_model import StepView
 from wizard.model import Evidence, Status, Verdict
+from wizard.safetext import clean
 
 _ACTIONS: tuple[tuple[str, str, str], ...] = (
     # intent, label, key (the screen's bindings)
@@ -172,7 +173,7 @@ class StepDetail(Vertical):
 
 def _cell(text: str, width: int) -> Text:
     """One line, at most `width` cells: the raw output modal has the rest."""
-    line = " ".join(text.split())
+    line = " ".join(clean(text).split())
     return Text(line if len(line) <= width else line[: width - 1] + "…", no_wrap=True)
 
 
@@ -189,9 +190,9 @@ def _verdict_text(view: StepView) -> Text:
         if i:
             out.append("\n")
         out.append(f"{GLYPHS.get(str(v.status), '·')} {str(v.status).upper():<7} ", style="bold")
-        out.append(f"{v.fault}: {v.summary}")
+        out.append(f"{v.fault}: {clean(v.summary)}")
     for fix in view.fixes.values():
         out.append("\n")
         out.append(f"  fix {fix.state.replace('_', ' ')}: ", style="bold")
-        out.append(fix.summary)
+        out.append(clean(fix.summary))
     return out

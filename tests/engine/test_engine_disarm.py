@@ -200,3 +200,52 @@ async def test_orphaned_rollback_entry_is_found_and_settled_on_resume(
         lab.world.set_clock(lab.world.now() + WINDOW_PAST)
         sw.tick()
         assert sw.hw_offloaded_bridge() == "roce-br"
+
+
+async def test_a_verified_fix_undone_before_resume_is_said_and_applied_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from flows.bisection import FLOW
+    from screens.compose import open_wizard
+    from screens.terminal import TerminalOperator
+    from wizard.session import load_session
+
+    async def die(*_a: Any, **_k: Any) -> Any:
+        raise Killed  # verified, killed before the disarm
+
+    async with Lab(SCENARIO, time_scale=100.0) as lab:
+        sw: Any = lab.world.switches["crs804"]
+        real = deadman.disarm_switch
+        monkeypatch.setattr(deadman, "disarm_switch", die)
+        with pytest.raises(Killed):
+            await walk(lab, tmp_path, STEPS, traffic=False)
+        monkeypatch.setattr(deadman, "disarm_switch", real)
+        assert sw.hw_offloaded_bridge() == "roce-br"  # fixed...
+        lab.world.set_clock(lab.world.now() + WINDOW_PAST)
+        sw.tick()
+        assert sw.hw_offloaded_bridge() != "roce-br"  # ...and undone by its own rollback
+
+        events: list[Any] = []
+        wiring = await open_wizard(
+            operator=TerminalOperator(Console(file=io.StringIO()), yes=True, interactive=False),
+            sinks=[events.append],
+            lab_object=lab,
+            resume=load_session(tmp_path / "session"),
+            command="resume",
+            fsync=False,
+        )
+        wiring.engine.flow = [s for s in FLOW if s.id in STEPS]
+        try:
+            result = await wiring.engine.run()
+        finally:
+            await wiring.close()
+        undone = [e for e in events if isinstance(e, FixRolledBack)]
+        assert undone and "before it was disarmed" in undone[0].reason
+        states = [f["state"] for f in result.to_json()["fixes"]]
+        assert states == ["undone-by-rollback", "verified"], states
+        assert sw.hw_offloaded_bridge() == "roce-br"  # applied again, and it stays
+        assert not [r for r in sw.tables["scheduler"] if r["name"].startswith("fabwiz-")]

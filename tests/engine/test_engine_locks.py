@@ -116,5 +116,32 @@ async def test_node_lock_is_taken_and_released_around_a_host_fix(tmp_path: Path)
 
         w = await walk(lab, tmp_path, ["preflight", "addressing"], traffic=False, tweak=watch)
         assert [e for e in w.of(FixApplied) if e.fault == "host.mtu"]
+        fix = next(f for f in w.result.to_json()["fixes"] if f["fault"] == "host.mtu")
+        assert fix["state"] == "verified"  # the timed revert was stopped, its files in place
+        assert not lab.hosts["spark2"].timers
         assert seen and all("session=" in s for s in seen)
         assert locks.NODE_LOCK not in node.files
+
+
+async def test_two_sessions_at_once_leave_the_switch_fixed_and_clean(tmp_path: Path) -> None:
+    import asyncio
+
+    async with Lab("fault-switch-offload-split-cage", time_scale=100.0) as lab:
+        sw: Any = lab.world.switches["crs804"]
+        a, b = await asyncio.gather(
+            walk(lab, tmp_path / "a", STEPS, traffic=False),
+            walk(lab, tmp_path / "b", STEPS, traffic=False),
+        )
+        states = []
+        for w in (a, b):
+            for f in w.result.to_json()["fixes"]:
+                if f["fault"] == "switch.offload-split-cage":
+                    states.append(f["state"])
+        # one session fixed it; the other was refused by the lock or found nothing to fix
+        assert states.count("verified") >= 1, states
+        assert set(states) <= {"verified", "refused"}, states
+        refusals = [e.reason for w in (a, b) for e in w.of(FixRefusedEvent)]
+        assert all("being changed by session" in r for r in refusals), refusals
+        assert sw.hw_offloaded_bridge() == "roce-br"
+        assert not [r for r in sw.tables["scheduler"] if r["name"].startswith("fabwiz-")]
+        assert not [e for e in sw.tables["log"] if "error" in e["topics"]]

@@ -132,7 +132,7 @@ def _switch_config_matches(lab: Lab, w: object) -> tuple[bool, str]:
 @pytest.mark.parametrize(
     ("kind", "match", "case"),
     [
-        ("drop-after", r"^/system/scheduler/add", "after the export, rollback armed, reply lost"),
+        ("drop-after", r"^/system/scheduler/add .*name=fabwiz-rb-", "rollback armed, reply lost"),
         ("drop-before", r"^/interface/bridge/port/remove", "before the change reaches the switch"),
         ("drop-after", r"^/interface/bridge/port/remove", "during the change: one port removed"),
     ],

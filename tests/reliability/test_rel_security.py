@@ -146,11 +146,16 @@ async def test_hostile_names_from_probe_output_are_quoted_in_probes(tmp_path: Pa
 async def test_hostile_names_from_probe_output_never_reach_a_fix_command_unquoted(
     tmp_path: Path,
 ) -> None:
-    sent, _probes, _text = await _hostile_run(tmp_path)
-    # A name the kernel would never give an interface is left out of the fix entirely; any
-    # command that does carry probe text carries it quoted.
+    sent, probes, _text = await _hostile_run(tmp_path)
+    # The fix did run (PFC off on the other rails), so there are fix commands to check...
+    fix_commands = [c for c in sent if "mlnx_qos" in c and "--pfc 0,0,0,0,0,0,0,0" in c]
+    assert len(fix_commands) >= 3, sent[-20:]
+    # ...and a name the kernel would never give an interface is in none of them, nor in a
+    # file the fix wrote (the PFC unit); any other command that carries it (a probe) quotes it.
+    assert not [c for c in fix_commands if "fabwiz-pwned" in c]
     for command in sent:
         if "fabwiz-pwned" in command:
+            assert command in probes or "tee" not in command, command
             _assert_quoted(command)
     assert not Path("/tmp/fabwiz-pwned").exists()
 

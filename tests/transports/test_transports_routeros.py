@@ -301,8 +301,15 @@ async def test_against_the_lab_switch(tls: bool, tmp_path: object) -> None:
         context.load_cert_chain(cert, key)
     server = RouterOsServer(sw, users={"fabwiz": "pw"}, ssl=context)
     port = await server.start()
+    pin = None
+    if tls:  # a self-signed certificate is trusted by its pinned fingerprint only
+        from pathlib import Path
+
+        from wizard.transports.routeros_tls import fingerprint
+
+        pin = fingerprint(ssl.PEM_cert_to_DER_cert(Path(cert).read_text()))
     try:
-        async with RouterOsTransport(target(port, tls=tls)) as t:
+        async with RouterOsTransport(target(port, tls=tls, tls_fingerprint=pin)) as t:
             ident = await t.print("/system/identity")
             assert ident.rows == ({"name": "crs804"},)
             bp = await t.print(

@@ -48,6 +48,13 @@ async def _process(commands: list[str], process: asyncssh.SSHServerProcess[str])
     elif cmd == "sleep":
         await asyncio.sleep(30)
         process.exit(0)
+    elif cmd.startswith("big "):  # `big MB`: MB megabytes of output, written in 1 MiB pieces
+        line = ("x" * 1023 + "\n") * 1024
+        for _ in range(int(cmd.split()[1])):
+            process.stdout.write(line)
+            await process.stdout.drain()
+        process.stderr.write("done\n")
+        process.exit(0)
     elif cmd == "cat":
         data = await process.stdin.read()
         process.stdout.write(data.upper())
@@ -199,3 +206,24 @@ async def test_unknown_target() -> None:
     async with SshTransport([], ssh_config=None) as t:
         r = await t.run("ghost", "echo")
     assert r.error == "ghost: not in the inventory"
+
+
+async def test_a_100_mb_probe_output_is_capped_with_a_mark(server: Server) -> None:
+    async with SshTransport([server.target()], ssh_config=None) as t:
+        assert t.output_cap == 4 * 1024 * 1024  # the default
+        r = await t.run("spark1", "big 100", timeout=120)
+    assert r.exit_status == 0 and r.error is None  # drained to the end: the real exit status
+    assert r.stderr == "done\n"
+    body, _, tail = r.stdout.partition("\n[fabwiz: output truncated: ")
+    assert len(body.encode()) == 4 * 1024 * 1024
+    assert tail.startswith(f"{100 * 1024 * 1024} bytes, only the first {4 * 1024 * 1024} kept")
+
+
+async def test_the_cap_is_configurable(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FABWIZ_PROBE_OUTPUT_MB", "1")
+    async with SshTransport([server.target()], ssh_config=None) as t:
+        small = await t.run("spark1", "echo small")
+        r = await t.run("spark1", "big 3")
+    assert small.stdout == "ran: echo small\n"
+    assert r.stdout.count("x") == 1024 * 1024 - 1024  # 1 MiB kept, less its newlines
+    assert "output truncated: 3145728 bytes" in r.stdout

@@ -57,6 +57,27 @@ def _read_secret(path: Path, default: str | None = None) -> str:
     return text or default or secrets.token_urlsafe(12)
 
 
+MARKER = ".fabwiz-lab"  # in a folder the lab created: its keys may be reused on a restart
+
+
+def claim_private_dir(directory: Path) -> Path:
+    """The folder the lab keeps its keys and secrets in. One it creates (0700, marked) or
+    created before (marked, ours, private) is used as is; any other (a shared folder such as
+    the system temp folder) is never chmodded nor its files reused: a fresh private folder is
+    made inside it."""
+    if not directory.exists():
+        directory.mkdir(parents=True, mode=0o700)
+        (directory / MARKER).write_text("fabwiz lab folder\n")
+        return directory
+    st = directory.stat()
+    mine = st.st_uid == os.getuid() and not st.st_mode & 0o077
+    if (directory / MARKER).is_file() and mine:
+        return directory
+    fresh = Path(tempfile.mkdtemp(prefix="fabwiz-lab-", dir=directory))  # 0700, new
+    (fresh / MARKER).write_text("fabwiz lab folder\n")
+    return fresh
+
+
 class Lab:
     """A running lab. `async with Lab("crs804-three-bugs") as lab: ...`"""
 
@@ -86,6 +107,7 @@ class Lab:
         if directory is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="fabwiz-lab-")
             directory = self._tmp.name
+            (Path(directory) / MARKER).write_text("fabwiz lab folder\n")
         self.directory = Path(directory)
         self._world = world or scenario_mod.build_world(self.scenario, time_scale=time_scale)
         self.hands = Hands(self._world)
@@ -147,8 +169,9 @@ class Lab:
             raise
 
     async def _start(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.directory.chmod(0o700)
+        self.directory = claim_private_dir(self.directory)
+        self.key_path = self.directory / "id_ed25519"
+        self.known_hosts_path = self.directory / "known_hosts"
         keys = self.directory / "hostkeys"
         keys.mkdir(exist_ok=True)
         # a restarted lab (same folder) keeps its keys and, when free, its ports: it looks like
@@ -308,14 +331,19 @@ class Lab:
     def switch_port(self, switch: str) -> int:
         return int(self.api[switch].port)
 
+    def _rel(self, path: Path) -> str:
+        """`path` as the inventory names it: relative to the inventory's own folder."""
+        return os.path.relpath(path, self.inventory_path.parent)
+
     def inventory(self) -> dict[str, Any]:
         inv: dict[str, Any] = {"name": f"lab-{self.scenario.name}"}
         if self.control_address:
-            inv["lab"] = {"control": self.control_address, "token_file": self.control_token_file}
+            token = self._rel(self.directory / (self.control_token_file or TOKEN_FILE))
+            inv["lab"] = {"control": self.control_address, "token_file": token}
         inv["defaults"] = {
             "user": self.user,
-            "identity_file": self.key_path.name,
-            "known_hosts": self.known_hosts_path.name,
+            "identity_file": self._rel(self.key_path),
+            "known_hosts": self._rel(self.known_hosts_path),
         }
         inv["nodes"] = [
             {
@@ -323,8 +351,8 @@ class Lab:
                 "host": LOCALHOST,
                 "port": srv.port,
                 "user": self.user,
-                "identity_file": self.key_path.name,
-                "known_hosts": self.known_hosts_path.name,
+                "identity_file": self._rel(self.key_path),
+                "known_hosts": self._rel(self.known_hosts_path),
                 **(
                     {"job_container": self.world.facts.containers[name].name}
                     if name in self.world.facts.containers
@@ -341,7 +369,7 @@ class Lab:
                 "port": api.port,
                 "tls": False,
                 "user": self.user,
-                "password": {"file": f"switch-{name}.password"},
+                "password": {"file": self._rel(self.directory / f"switch-{name}.password")},
                 "management_ports": ["ether1"],
             }
             for name, api in self.api.items()

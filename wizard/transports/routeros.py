@@ -18,11 +18,13 @@ import asyncio
 import codecs
 import ssl
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import librouteros
+import librouteros.login
 from librouteros.exceptions import (
     ConnectionClosed,
     FatalError,
@@ -32,6 +34,7 @@ from librouteros.exceptions import (
 )
 
 from wizard.model import ApiCommand, ProbeResult
+from wizard.transports import routeros_tls
 
 __all__ = ["WIRE_ENCODING", "RouterOsTarget", "RouterOsTransport"]
 
@@ -67,8 +70,10 @@ class RouterOsTarget:
     password: str
     port: int | None = None
     tls: bool = False
-    ca_file: str | None = None  # verify API-SSL against this CA; None: RouterOS' self-signed
+    ca_file: str | None = None  # verify API-SSL against this CA; None: the system CAs
     timeout_s: float = 10.0
+    tls_fingerprint: str | None = None  # pinned certificate (sha256:...)
+    tls_anonymous: bool = False  # RouterOS' certificate-less api-ssl, by explicit opt-in
 
     @property
     def api_port(self) -> int:
@@ -81,15 +86,19 @@ class RouterOsTarget:
     @classmethod
     def from_spec(cls, spec: Any, password: str) -> RouterOsTarget:
         """From an inventory `SwitchSpec` and its resolved password."""
+        tls = spec.tls
+        detail = tls if not isinstance(tls, bool) else None
         return cls(
             name=spec.name,
             host=spec.host,
             user=spec.user,
             password=password,
             port=spec.port,
-            tls=spec.tls,
-            ca_file=spec.ca_file,
+            tls=bool(tls),
+            ca_file=(getattr(detail, "ca_file", None) or spec.ca_file),
             timeout_s=spec.timeout_s,
+            tls_fingerprint=getattr(detail, "fingerprint", None),
+            tls_anonymous=bool(getattr(detail, "anonymous", False)),
         )
 
 
@@ -107,6 +116,10 @@ class RouterOsTransport:
         self._api: Any = None
         self._lock = asyncio.Lock()
         self.logins = 0
+        # API-SSL certificates trusted on first use (only when the operator asked)
+        self.known_certs: Path | None = None
+        self.accept_new_certs = False
+        self.on_new_cert: Callable[[str, str, str], None] | None = None
 
     @property
     def name(self) -> str:
@@ -371,16 +384,29 @@ class RouterOsTransport:
         if self._api is not None:
             return self._api
         t = self.target
+        first_use = t.tls and not (t.tls_fingerprint or t.ca_file or t.tls_anonymous)
+        if first_use and self.known_certs is not None:
+            pin = routeros_tls.known_cert(self.known_certs, t.where)
+            if pin:
+                t = replace(t, tls_fingerprint=pin)
+                first_use = False
         context: ssl.SSLContext | None = None
         if t.tls:
-            if t.ca_file:
-                context = ssl.create_default_context(cafile=t.ca_file)
-            else:
-                # RouterOS' API-SSL uses a self-signed certificate unless one is installed:
-                # encrypt, but do not verify (give ca_file in the inventory to verify).
-                context = ssl.create_default_context()
-                context.check_hostname = False
-                context.verify_mode = ssl.CERT_NONE
+            try:
+                context = routeros_tls.client_context(t)
+            except (OSError, ssl.SSLError) as exc:
+                raise _Failed(f"{t.name}: cannot load the CA file {t.ca_file}: {exc}") from None
+
+        async def checked_login(api: Any, user: str, password: str) -> None:
+            # the peer is checked on this connection before the password is written
+            writer = getattr(api.protocol.transport, "writer", None)
+            why = routeros_tls.check_peer(
+                t, writer.get_extra_info("ssl_object") if writer else None
+            )
+            if why:
+                raise _Failed(why)
+            await librouteros.login.async_plain(api, user, password)
+
         self.logins += 1
         try:
             self._api = await asyncio.wait_for(
@@ -392,6 +418,7 @@ class RouterOsTransport:
                     timeout=t.timeout_s,
                     ssl_wrapper=context,
                     encoding=WIRE_ENCODING,
+                    login_method=checked_login,
                 ),
                 t.timeout_s + 1,
             )
@@ -412,10 +439,33 @@ class RouterOsTransport:
                 f"{t.name}: no answer from the RouterOS API at {t.where} within "
                 f"{t.timeout_s:g} s: is the switch up, and is {t.api_port} reachable?"
             ) from None
-        except ssl.SSLError as exc:
+        except ssl.SSLCertVerificationError as exc:
+            seen = await routeros_tls.peer_fingerprint(t.host, t.api_port, t.timeout_s)
+            if seen and first_use and self.accept_new_certs and self.known_certs is not None:
+                # recorded, then checked as a pin on the connection that logs in
+                routeros_tls.record_cert(self.known_certs, t.where, seen)
+                if self.on_new_cert is not None:
+                    self.on_new_cert(t.name, t.where, seen)
+                return await self._session()
             raise _Failed(
-                f"{t.name}: TLS handshake with {t.where} failed ({exc.reason or exc}): is "
-                "api-ssl enabled with a certificate, and is the CA right?"
+                f"{t.name}: the API-SSL certificate at {t.where} is not trusted "
+                f"({exc.verify_message or exc.reason or exc}); the password was not sent. It "
+                f"presents {seen or 'a certificate'}: if that is the switch's own (check "
+                "`/certificate print detail` on its console), pin it in the inventory with "
+                f"`tls: {{fingerprint: {seen or 'sha256:...'}}}`, or give the CA in `ca_file`"
+            ) from None
+        except (ssl.SSLError, ConnectionResetError) as exc:
+            reason = getattr(exc, "reason", None) or exc.strerror or type(exc).__name__
+            if not t.tls:
+                raise _Failed(
+                    f"{t.name}: {t.where} reset the connection during login ({reason}); is "
+                    f"{t.api_port} the api service (or is it api-ssl, `tls: true`)?"
+                ) from None
+            raise _Failed(
+                f"{t.name}: TLS handshake with {t.where} failed ({reason}). RouterOS' default "
+                "api-ssl has no certificate (anonymous DH): give it one (`/certificate add "
+                "name=api common-name=<host>`, `/certificate sign api`, `/ip service set api-ssl "
+                "certificate=api`), or accept it unauthenticated with `tls: {anonymous: true}`"
             ) from None
         except (ConnectionClosed, FatalError) as exc:
             raise _Failed(
@@ -423,7 +473,8 @@ class RouterOsTransport:
                 f"{t.api_port} really the {'api-ssl' if t.tls else 'api'} service?"
             ) from None
         except OSError as exc:
-            raise _Failed(f"{t.name}: cannot reach {t.where}: {exc.strerror or exc}") from None
+            why = exc.strerror or str(exc) or type(exc).__name__
+            raise _Failed(f"{t.name}: cannot reach {t.where}: {why}") from None
         except (LibRouterosError, UnicodeError) as exc:
             raise _Failed(f"{t.name}: API login failed at {t.where}: {exc}") from None
         return self._api

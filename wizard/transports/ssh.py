@@ -19,12 +19,13 @@ import asyncio
 import random
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wizard.model import ProbeResult
+from wizard.transports.capped import cap_from_env, run_capped
 
 if TYPE_CHECKING:
     import asyncssh
@@ -167,6 +168,7 @@ class SshTransport:
     ) -> None:
         self.targets: dict[str, SshTarget] = {t.name: t for t in targets}
         self.accept_new_host_keys = accept_new_host_keys
+        self.output_cap = cap_from_env()  # bytes kept per stream of one probe
         self.connect_timeout = connect_timeout
         self.command_timeout = command_timeout
         self._ssh_config = None if ssh_config is None else Path(ssh_config).expanduser()
@@ -182,6 +184,7 @@ class SshTransport:
         self.max_concurrent_handshakes = 0
         self._in_handshake = 0
         self.accepted_host_keys: list[tuple[str, str, str]] = []  # (target, pattern, fingerprint)
+        self.on_host_key: Callable[[str, str, str], None] | None = None
 
     def add(self, target: SshTarget) -> None:
         self.targets[target.name] = target
@@ -197,6 +200,8 @@ class SshTransport:
         with path.open("a", encoding="utf-8") as fh:
             fh.write(f"{pattern} {algo} {blob}\n")
         self.accepted_host_keys.append((target.name, pattern, key.get_fingerprint("sha256")))
+        if self.on_host_key is not None:  # shown to the operator and kept in the session
+            self.on_host_key(target.name, pattern, key.get_fingerprint("sha256"))
 
     async def connect(self, name: str) -> str | None:
         """Open (or reuse) the connection to `name`. Returns None, or the error text."""
@@ -234,13 +239,8 @@ class SshTransport:
             return result(error=exc.message)
         limit = self.command_timeout if timeout is None else timeout
         try:
-            # no stdin is /dev/null (EOF at once, like `ssh -n`): nothing waits on it
-            run = (
-                conn.run(command, check=False, stdin=_asyncssh().DEVNULL)
-                if stdin is None
-                else conn.run(command, check=False, input=stdin)
-            )
-            proc = await asyncio.wait_for(run, limit)
+            # stdin is written, then closed at once (like `ssh -n` when there is none)
+            proc = await asyncio.wait_for(run_capped(conn, command, stdin, self.output_cap), limit)
         except TimeoutError:
             return result(
                 error=f"{name}: `{_short(command)}` gave no answer within {limit:g} s; "
