@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import inspect
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
@@ -24,7 +25,7 @@ from wizard.model import Measurement, PhysicalAction, ProbeResult, Rail
 from wizard.probes import Observations, Probe
 from wizard.sweep import Sweeper, rail_pairs
 from wizard.transports.routeros import RouterOsTransport
-from wizard.transports.ssh import SshTransport
+from wizard.transports.ssh import SshTransport, StreamFailed
 
 
 class LabHands(Protocol):
@@ -139,36 +140,70 @@ class InventoryFabric:
                 await sampler
 
     async def _sample_rails(self) -> None:
-        """Live gauges: every `sample_interval_s`, read each node's RDMA byte counters and its
-        uptime in one command, and emit `RailSampled` Gb/s from the deltas (node time, so a lab
-        running faster than life still shows true rates). Never blocks the measurement."""
+        """Live gauges: one long-lived channel per node runs a sampling loop on the node (its
+        uptime and RDMA byte counters every `sample_interval_s`, a marker line after each) and
+        `RailSampled` Gb/s come from the deltas (node time, so a lab running faster than life
+        still shows true rates). Never blocks the measurement."""
         if self._sink is None:
             return
-        last: dict[str, tuple[float, dict[str, int]]] = {}
+        await asyncio.gather(*(self._sample_node(n) for n in self.nodes), return_exceptions=True)
+
+    async def _sample_node(self, node: str) -> None:
+        """One node's stream. Its node clock is calibrated on the first samples: a clock that
+        runs faster than the wall (a lab at --time-scale) gets a longer node-time sleep, so the
+        wall rate stays the asked one. A broken stream is started again after a pause."""
+        assert self._sink is not None
+        sleep_node_s = self.sample_interval_s
+        calibrated = False
         while True:
-            results = await asyncio.gather(
-                *(self.ssh.run(n, _COUNTERS, timeout=5.0) for n in self.nodes),
-                return_exceptions=True,
-            )
-            for node, res in zip(self.nodes, results, strict=True):
-                if not isinstance(res, ProbeResult) or not res.ok:
-                    continue
-                sample = _parse_counters(res.stdout)
-                if sample is None:
-                    continue
-                prev = last.get(node)
-                last[node] = sample
-                if prev is None or sample[0] <= prev[0]:
-                    continue
-                dt = sample[0] - prev[0]
-                by_rdma = {r.rdma: r.netdev for r in self.sweeper.rails.get(node, ())}
-                for rdma, words in sample[1].items():
-                    before = prev[1].get(rdma)
-                    if before is None or rdma not in by_rdma or words < before:
-                        continue
-                    gbps = (words - before) * 4 * 8 / dt / 1e9  # port_xmit_data counts 4-byte words
-                    self._sink(RailSampled(node=node, netdev=by_rdma[rdma], gbps=round(gbps, 2)))
-            await asyncio.sleep(self.sample_interval_s)
+            restart = False
+            last: tuple[float, dict[str, int]] | None = None
+            first_wall: tuple[float, float] | None = None  # (wall, node uptime) of sample 1
+            block: list[str] = []
+            try:
+                # aclosing: leaving the loop (calibrated, cancelled) closes the channel now,
+                # which ends the node's sampling loop
+                async with contextlib.aclosing(
+                    self.ssh.stream_lines(node, _sampler(sleep_node_s))
+                ) as lines:
+                    async for line in lines:
+                        if line.strip() != _SAMPLE_END:
+                            block.append(line)
+                            continue
+                        sample = _parse_counters("".join(block))
+                        block = []
+                        if sample is None:
+                            continue
+                        now = time.monotonic()
+                        if first_wall is None:
+                            first_wall = (now, sample[0])
+                        elif not calibrated and now - first_wall[0] > 0:
+                            calibrated = True
+                            rate = (sample[0] - first_wall[1]) / (now - first_wall[0])
+                            if rate > 1.5:  # the node's clock runs faster than the wall
+                                sleep_node_s = round(self.sample_interval_s * rate, 3)
+                                restart = True
+                                break  # restart the loop with the longer sleep
+                        if last is not None and sample[0] > last[0]:
+                            self._emit_samples(node, last, sample)
+                        last = sample
+            except StreamFailed:
+                pass
+            if not restart:  # the stream broke or ended: try again after a pause
+                await asyncio.sleep(max(1.0, self.sample_interval_s * 4))
+
+    def _emit_samples(
+        self, node: str, prev: tuple[float, dict[str, int]], sample: tuple[float, dict[str, int]]
+    ) -> None:
+        assert self._sink is not None
+        dt = sample[0] - prev[0]
+        by_rdma = {r.rdma: r.netdev for r in self.sweeper.rails.get(node, ())}
+        for rdma, words in sample[1].items():
+            before = prev[1].get(rdma)
+            if before is None or rdma not in by_rdma or words < before:
+                continue
+            gbps = (words - before) * 4 * 8 / dt / 1e9  # port_xmit_data counts 4-byte words
+            self._sink(RailSampled(node=node, netdev=by_rdma[rdma], gbps=round(gbps, 2)))
 
     async def _measure(self, kind: str) -> list[Measurement]:
         if kind == "rails":
@@ -327,6 +362,14 @@ class InventoryFabric:
 
 
 _COUNTERS = "cat /proc/uptime; grep -H . /sys/class/infiniband/*/ports/1/counters/port_xmit_data"
+_SAMPLE_END = "@@fabwiz-sample@@"
+
+
+def _sampler(sleep_s: float) -> str:
+    """The sampling loop a node runs for the gauges: one sample, a marker line, a sleep."""
+    return f"while :; do {_COUNTERS}; echo {_SAMPLE_END}; sleep {sleep_s:g}; done"
+
+
 _XMIT = re.compile(
     r"^/sys/class/infiniband/([^/]+)/ports/1/counters/port_xmit_data:(\d+)\s*$", re.M
 )
