@@ -87,6 +87,9 @@ class InventoryFabric:
         self._hands = HandsPort(hands) if hands is not None else None
         self.perf_duration_s = perf_duration_s
         self.sample_interval_s = 0.25
+        self._sample_sleep: dict[str, float] = {}  # node -> calibrated node-time sleep
+        self._samples_seen: dict[str, int] = {}  # node -> samples emitted (streams alive)
+        self._sampled = asyncio.Event()
         # ib_write_bw's server must listen before its client connects: 0.3 s on real nodes.
         self.server_start_delay_s = server_start_delay_s
         # The engine emits MeasurementTaken itself (after the drain guard): the sweeper's
@@ -135,9 +138,23 @@ class InventoryFabric:
         try:
             return await self._measure(kind)
         finally:
+            await self._last_samples()
             sampler.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sampler
+
+    async def _last_samples(self) -> None:
+        """Let every streaming node send one more sample: the one that covers the end of the
+        test (a test shorter than the sampling interval is seen only by it). Bounded."""
+        before = dict(self._samples_seen)
+        deadline = time.monotonic() + 3 * self.sample_interval_s
+        while any(self._samples_seen[n] <= before.get(n, 0) for n in self._samples_seen):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._sampled.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._sampled.wait(), left)
 
     async def _sample_rails(self) -> None:
         """Live gauges: one long-lived channel per node runs a sampling loop on the node (its
@@ -153,8 +170,8 @@ class InventoryFabric:
         runs faster than the wall (a lab at --time-scale) gets a longer node-time sleep, so the
         wall rate stays the asked one. A broken stream is started again after a pause."""
         assert self._sink is not None
-        sleep_node_s = self.sample_interval_s
-        calibrated = False
+        sleep_node_s = self._sample_sleep.get(node, self.sample_interval_s)
+        calibrated = node in self._sample_sleep
         while True:
             restart = False
             last: tuple[float, dict[str, int]] | None = None
@@ -175,18 +192,23 @@ class InventoryFabric:
                         if sample is None:
                             continue
                         now = time.monotonic()
+                        if last is not None and sample[0] > last[0]:
+                            self._emit_samples(node, last, sample)
+                            self._samples_seen[node] = self._samples_seen.get(node, 0) + 1
+                            self._sampled.set()
+                        last = sample
                         if first_wall is None:
                             first_wall = (now, sample[0])
                         elif not calibrated and now - first_wall[0] > 0:
                             calibrated = True
                             rate = (sample[0] - first_wall[1]) / (now - first_wall[0])
+                            sleep_node_s = self.sample_interval_s
                             if rate > 1.5:  # the node's clock runs faster than the wall
                                 sleep_node_s = round(self.sample_interval_s * rate, 3)
                                 restart = True
+                            self._sample_sleep[node] = sleep_node_s  # for the next tests too
+                            if restart:
                                 break  # restart the loop with the longer sleep
-                        if last is not None and sample[0] > last[0]:
-                            self._emit_samples(node, last, sample)
-                        last = sample
             except StreamFailed:
                 pass
             if not restart:  # the stream broke or ended: try again after a pause
@@ -356,6 +378,7 @@ class InventoryFabric:
         return to_direct, back
 
     async def close(self) -> None:
+        self.sweeper.cancel_opening()
         await asyncio.gather(
             self.ssh.close(), *(t.close() for t in self.transports.values()), return_exceptions=True
         )
