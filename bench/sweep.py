@@ -56,13 +56,13 @@ def scenario_text(nodes: int) -> str:
     )
 
 
-async def serve(nodes: int) -> None:
+async def serve(nodes: int, time_scale: float = 1000.0) -> None:
     """Child mode: run the lab in this process, print the inventory path, wait for stdin EOF."""
     from wizard.lab import scenarios
     from wizard.lab.lab import Lab
 
     scen = scenarios.load_text(scenario_text(nodes), path=f"bench-{nodes}.yaml")
-    async with Lab(scen, time_scale=1000.0) as lab:
+    async with Lab(scen, time_scale=time_scale) as lab:
         print(lab.inventory_path, flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
 
@@ -379,9 +379,10 @@ def main() -> None:
         help="the virtualenv holding clush, parallel-ssh and ansible",
     )
     ap.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--serve-time-scale", type=float, default=1000.0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
-        asyncio.run(serve(args.serve))
+        asyncio.run(serve(args.serve, args.serve_time_scale))
         return
     sizes = [8, 16] if args.quick else [int(x) for x in args.sizes.split(",")]
     bench(sizes, 3 if args.quick else args.runs, Path(args.venv))

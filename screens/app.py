@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
@@ -33,6 +33,7 @@ from screens.modals import (
     RawOutputModal,
 )
 from screens.session_screen import Prompt, SessionScreen
+from screens.widgets.coalesce import Coalescer
 from screens.widgets.gauges import RailGauges
 from screens.widgets.messages import (
     ApplyFixRequested,
@@ -47,11 +48,23 @@ from screens.widgets.messages import (
 )
 from screens.widgets.view_model import SessionView, StepInfo, load_steps, raw_for
 from wizard.errors import FabwizError
-from wizard.events import Event, MeasurementTaken, RailSampled, SessionEnded, StepChanged
+from wizard.events import (
+    Event,
+    MeasurementTaken,
+    Note,
+    ProbeAnswered,
+    ProbeSent,
+    RailSampled,
+    SessionEnded,
+    StepChanged,
+    VerdictReached,
+)
 from wizard.fixes import ExportStatus
 from wizard.model import FixPlan, PhysicalAction, Rail
 
 GAUGE_FLUSH_S = 0.25  # at most four gauge repaints a second, whatever the sample rate
+# Events that come by the thousand during a sweep; their repaints are coalesced.
+COALESCED_EVENTS = (ProbeSent, ProbeAnswered, VerdictReached, MeasurementTaken, Note)
 
 # Which answers of `Operator.choose` an action-bar intent stands for.
 INTENT_ANSWERS: dict[str, tuple[str, ...]] = {
@@ -137,6 +150,7 @@ class TuiPorts:
     # --- Operator ------------------------------------------------------------------------------
 
     async def confirm_fix(self, plan: FixPlan, export: ExportStatus | None) -> bool:
+        self.app.repaints.flush()  # what is under the modal is what the engine said so far
         window = getattr(self.app.engine, "rollback_window_s", None)
         modal = FixConfirmModal(plan, export, rollback_window_s=window)
         applied: bool = await self.app.push_screen(modal, wait_for_dismiss=True)
@@ -144,6 +158,7 @@ class TuiPorts:
 
     async def physical_action(self, action: PhysicalAction, can_perform_in_lab: bool) -> str:
         app = self.app
+        app.repaints.flush()
         previous = app.physical_modal
         if previous is not None and previous.is_attached:
             # Asked again (e.g. "not done yet") or the next action: one prompt at a time.
@@ -160,6 +175,7 @@ class TuiPorts:
     async def choose(self, step: str, question: str, options: list[str]) -> str:
         answers = match_intents(options)
         if answers is None:
+            self.app.repaints.flush()
             picked: str = await self.app.push_screen(
                 ChoiceModal(step, question, options), wait_for_dismiss=True
             )
@@ -175,6 +191,7 @@ class TuiPorts:
             self.app.offer_choice(None)
 
     async def error(self, title: str, message: str, hint: str | None) -> None:
+        self.app.repaints.flush()
         await self.app.push_screen_wait(ErrorModal(title, message, hint))
 
 
@@ -217,6 +234,8 @@ class FabwizApp(App[int]):
         self._engine_done = False
         self._failed = False
         self._pending_request: asyncio.Future[Any] | None = None
+        # the detail and log panes repaint a few times a second at most, like the gauges
+        self.repaints = Coalescer(self, self._repaint)
         if sub_title:
             self.sub_title = sub_title
 
@@ -260,7 +279,7 @@ class FabwizApp(App[int]):
             self.sub_title = sub_title
             self.session.engine_ready = True
             self.session.engine_takes_requests = callable(getattr(self.engine, "request", None))
-            self.session.update_view({"detail"})
+            self.repaints.flush({"detail"})
             await self.engine.run()
             self._engine_done = True
             # Keep what the factory started (the demo's lab) until the operator quits.
@@ -273,7 +292,7 @@ class FabwizApp(App[int]):
             self._failed = True
             error = event.worker.error
             self.session.engine_ready = False
-            self.session.update_view({"detail"})
+            self.repaints.flush({"detail"})
             self.push_screen(
                 ErrorModal(
                     "The engine stopped",
@@ -297,9 +316,16 @@ class FabwizApp(App[int]):
         if isinstance(event, SessionEnded):
             self.sub_title = "healthy" if event.healthy else "findings left"
             screen.prompt = Prompt(step=self.view.current or "", question=self._ending(event))
-        screen.update_view(changed)
+            self.repaints.flush(changed)
+        elif isinstance(event, COALESCED_EVENTS):
+            self.repaints.add(changed)  # the sweep's flood: a few repaints a second
+        else:
+            self.repaints.flush(changed)  # rare and meaningful: shown at once
         if self.physical_modal is not None:
             self.physical_modal.on_engine_event(event)
+
+    def _repaint(self, parts: Collection[str]) -> None:
+        self.session.update_view(parts)
 
     def _ending(self, event: SessionEnded) -> str:
         fixes = [f for v in self.view.steps.values() for f in v.fixes.values()]
@@ -340,7 +366,7 @@ class FabwizApp(App[int]):
                 dict(choice.answers),
             )
             screen.follow(choice.step)
-        screen.update_view({"prompt"})
+        self.repaints.flush({"prompt"})
 
     def physical_modal_closed(self, modal: PhysicalActionModal) -> None:
         if self.physical_modal is modal:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import inspect
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
@@ -24,7 +25,7 @@ from wizard.model import Measurement, PhysicalAction, ProbeResult, Rail
 from wizard.probes import Observations, Probe
 from wizard.sweep import Sweeper, rail_pairs
 from wizard.transports.routeros import RouterOsTransport
-from wizard.transports.ssh import SshTransport
+from wizard.transports.ssh import SshTransport, StreamFailed
 
 
 class LabHands(Protocol):
@@ -86,6 +87,9 @@ class InventoryFabric:
         self._hands = HandsPort(hands) if hands is not None else None
         self.perf_duration_s = perf_duration_s
         self.sample_interval_s = 0.25
+        self._sample_sleep: dict[str, float] = {}  # node -> calibrated node-time sleep
+        self._samples_seen: dict[str, int] = {}  # node -> samples emitted (streams alive)
+        self._sampled = asyncio.Event()
         # ib_write_bw's server must listen before its client connects: 0.3 s on real nodes.
         self.server_start_delay_s = server_start_delay_s
         self._direct_pair: tuple[str, str, int] | None = None  # set by direct_connect_action
@@ -149,41 +153,94 @@ class InventoryFabric:
         try:
             return await self._measure(kind)
         finally:
+            await self._last_samples()
             sampler.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sampler
 
+    async def _last_samples(self) -> None:
+        """Let every streaming node send one more sample: the one that covers the end of the
+        test (a test shorter than the sampling interval is seen only by it). Bounded."""
+        before = dict(self._samples_seen)
+        deadline = time.monotonic() + 3 * self.sample_interval_s
+        while any(self._samples_seen[n] <= before.get(n, 0) for n in self._samples_seen):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._sampled.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._sampled.wait(), left)
+
     async def _sample_rails(self) -> None:
-        """Live gauges: every `sample_interval_s`, read each node's RDMA byte counters and its
-        uptime in one command, and emit `RailSampled` Gb/s from the deltas (node time, so a lab
-        running faster than life still shows true rates). Never blocks the measurement."""
+        """Live gauges: one long-lived channel per node runs a sampling loop on the node (its
+        uptime and RDMA byte counters every `sample_interval_s`, a marker line after each) and
+        `RailSampled` Gb/s come from the deltas (node time, so a lab running faster than life
+        still shows true rates). Never blocks the measurement."""
         if self._sink is None:
             return
-        last: dict[str, tuple[float, dict[str, int]]] = {}
+        await asyncio.gather(*(self._sample_node(n) for n in self.nodes), return_exceptions=True)
+
+    async def _sample_node(self, node: str) -> None:
+        """One node's stream. Its node clock is calibrated on the first samples: a clock that
+        runs faster than the wall (a lab at --time-scale) gets a longer node-time sleep, so the
+        wall rate stays the asked one. A broken stream is started again after a pause."""
+        assert self._sink is not None
+        sleep_node_s = self._sample_sleep.get(node, self.sample_interval_s)
+        calibrated = node in self._sample_sleep
         while True:
-            results = await asyncio.gather(
-                *(self.ssh.run(n, _COUNTERS, timeout=5.0) for n in self.nodes),
-                return_exceptions=True,
-            )
-            for node, res in zip(self.nodes, results, strict=True):
-                if not isinstance(res, ProbeResult) or not res.ok:
-                    continue
-                sample = _parse_counters(res.stdout)
-                if sample is None:
-                    continue
-                prev = last.get(node)
-                last[node] = sample
-                if prev is None or sample[0] <= prev[0]:
-                    continue
-                dt = sample[0] - prev[0]
-                by_rdma = {r.rdma: r.netdev for r in self.sweeper.rails.get(node, ())}
-                for rdma, words in sample[1].items():
-                    before = prev[1].get(rdma)
-                    if before is None or rdma not in by_rdma or words < before:
-                        continue
-                    gbps = (words - before) * 4 * 8 / dt / 1e9  # port_xmit_data counts 4-byte words
-                    self._sink(RailSampled(node=node, netdev=by_rdma[rdma], gbps=round(gbps, 2)))
-            await asyncio.sleep(self.sample_interval_s)
+            restart = False
+            last: tuple[float, dict[str, int]] | None = None
+            first_wall: tuple[float, float] | None = None  # (wall, node uptime) of sample 1
+            block: list[str] = []
+            try:
+                # aclosing: leaving the loop (calibrated, cancelled) closes the channel now,
+                # which ends the node's sampling loop
+                async with contextlib.aclosing(
+                    self.ssh.stream_lines(node, _sampler(sleep_node_s))
+                ) as lines:
+                    async for line in lines:
+                        if line.strip() != _SAMPLE_END:
+                            block.append(line)
+                            continue
+                        sample = _parse_counters("".join(block))
+                        block = []
+                        if sample is None:
+                            continue
+                        now = time.monotonic()
+                        if last is not None and sample[0] > last[0]:
+                            self._emit_samples(node, last, sample)
+                            self._samples_seen[node] = self._samples_seen.get(node, 0) + 1
+                            self._sampled.set()
+                        last = sample
+                        if first_wall is None:
+                            first_wall = (now, sample[0])
+                        elif not calibrated and now - first_wall[0] > 0:
+                            calibrated = True
+                            rate = (sample[0] - first_wall[1]) / (now - first_wall[0])
+                            sleep_node_s = self.sample_interval_s
+                            if rate > 1.5:  # the node's clock runs faster than the wall
+                                sleep_node_s = round(self.sample_interval_s * rate, 3)
+                                restart = True
+                            self._sample_sleep[node] = sleep_node_s  # for the next tests too
+                            if restart:
+                                break  # restart the loop with the longer sleep
+            except StreamFailed:
+                pass
+            if not restart:  # the stream broke or ended: try again after a pause
+                await asyncio.sleep(max(1.0, self.sample_interval_s * 4))
+
+    def _emit_samples(
+        self, node: str, prev: tuple[float, dict[str, int]], sample: tuple[float, dict[str, int]]
+    ) -> None:
+        assert self._sink is not None
+        dt = sample[0] - prev[0]
+        by_rdma = {r.rdma: r.netdev for r in self.sweeper.rails.get(node, ())}
+        for rdma, words in sample[1].items():
+            before = prev[1].get(rdma)
+            if before is None or rdma not in by_rdma or words < before:
+                continue
+            gbps = (words - before) * 4 * 8 / dt / 1e9  # port_xmit_data counts 4-byte words
+            self._sink(RailSampled(node=node, netdev=by_rdma[rdma], gbps=round(gbps, 2)))
 
     async def _measure(self, kind: str) -> list[Measurement]:
         if kind == "rails":
@@ -360,12 +417,21 @@ class InventoryFabric:
         return to_direct, back
 
     async def close(self) -> None:
+        self.sweeper.cancel_opening()
         await asyncio.gather(
             self.ssh.close(), *(t.close() for t in self.transports.values()), return_exceptions=True
         )
 
 
 _COUNTERS = "cat /proc/uptime; grep -H . /sys/class/infiniband/*/ports/1/counters/port_xmit_data"
+_SAMPLE_END = "@@fabwiz-sample@@"
+
+
+def _sampler(sleep_s: float) -> str:
+    """The sampling loop a node runs for the gauges: one sample, a marker line, a sleep."""
+    return f"while :; do {_COUNTERS}; echo {_SAMPLE_END}; sleep {sleep_s:g}; done"
+
+
 _XMIT = re.compile(
     r"^/sys/class/infiniband/([^/]+)/ports/1/counters/port_xmit_data:(\d+)\s*$", re.M
 )

@@ -383,6 +383,8 @@ class SessionLog:
 
     def _timed_sync(self) -> None:
         with self._lock:
+            if self._timer is not threading.current_thread():
+                return  # cancelled while it waited for the lock: a later sync covered it
             self._timer = None
             if self._fd is None:
                 return

@@ -199,6 +199,12 @@ class Sweeper:
         for name, api in self.switches.items():
             self._opening[f"switch:{name}"] = asyncio.ensure_future(api.connect())
 
+    def cancel_opening(self) -> None:
+        """Stop the handshakes `open` started that no sweep has waited for (closing early)."""
+        for fut in self._opening.values():
+            fut.cancel()
+        self._opening.clear()
+
     async def _connected(
         self, name: str, connect: Callable[[], Awaitable[str | None]]
     ) -> str | None:

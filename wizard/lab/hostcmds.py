@@ -22,7 +22,16 @@ from wizard.lab import nccl as nccl_mod
 from wizard.lab.boots import list_boots
 from wizard.lab.docker import run as docker_cli
 from wizard.lab.renderer import applied as renderer_applied
-from wizard.lab.shell import STATUS, Command, ShellSyntaxError, parse, tokenize
+from wizard.lab.shell import (
+    STATUS,
+    Command,
+    Loop,
+    Pipeline,
+    ShellSyntaxError,
+    parse,
+    split_loops,
+    tokenize,
+)
 from wizard.lab.world import (
     HW_COUNTERS,
     PHY_COUNTERS,
@@ -116,11 +125,67 @@ class Host:
     ) -> int:
         env = self.base_env(login)
         try:
-            pipelines = parse(tokenize(script, env))
+            parts = split_loops(tokenize(script, env))
+            pipelines = [parse(p) if isinstance(p, list) else p for p in parts]
         except ShellSyntaxError as exc:
             err(f"bash: -c: line 1: {exc}\n")
             self.last_status = 2
             return 2
+        status = 0
+        for part in pipelines:
+            if isinstance(part, Loop):
+                status = await self._loop(part, out, err, stdin=stdin, login=login, root=root)
+            else:
+                status = await self._pipelines(part, out, err, stdin=stdin, login=login, root=root)
+        return status
+
+    async def _loop(
+        self, loop: Loop, out: Write, err: Write, *, stdin: str, login: bool, root: bool
+    ) -> int:
+        """`while COND; do BODY; done`, for as long as COND exits 0 (or until the session that
+        runs it goes away, which cancels it). Output streams as the body writes it."""
+        status = 0
+        try:
+            cond = [parse(p) if isinstance(p, list) else p for p in split_loops(loop.cond)]
+            body = [parse(p) if isinstance(p, list) else p for p in split_loops(loop.body)]
+        except ShellSyntaxError as exc:
+            err(f"bash: -c: line 1: {exc}\n")
+            return 2
+        while True:
+            ok = 0
+            for part in cond:
+                ok = await self._part(part, out, err, stdin=stdin, login=login, root=root)
+            if ok != 0:
+                self.last_status = status  # `$?` after a loop: its last body's status
+                return status
+            for part in body:
+                status = await self._part(part, out, err, stdin=stdin, login=login, root=root)
+            await asyncio.sleep(0)  # a loop without `sleep` must not starve the other nodes
+
+    async def _part(
+        self,
+        part: list[Pipeline] | Loop,
+        out: Write,
+        err: Write,
+        *,
+        stdin: str,
+        login: bool,
+        root: bool,
+    ) -> int:
+        if isinstance(part, Loop):
+            return await self._loop(part, out, err, stdin=stdin, login=login, root=root)
+        return await self._pipelines(part, out, err, stdin=stdin, login=login, root=root)
+
+    async def _pipelines(
+        self,
+        pipelines: list[Pipeline],
+        out: Write,
+        err: Write,
+        *,
+        stdin: str,
+        login: bool,
+        root: bool,
+    ) -> int:
         status = 0
         skip = False
         for pl in pipelines:

@@ -3,7 +3,8 @@
 Supported: words with '...' and "..." quoting and backslash escapes, `$?` / `$VAR` / `${VAR}`
 expansion, globs on unquoted words (against the node's virtual filesystem), `;`, newlines,
 `&&`, `||`, pipes (`a | grep x`), redirections `2>&1`, `>&2`, `2>/dev/null`, `>/dev/null`,
-`> FILE`, `>> FILE`, `< FILE`, and `#` comments. Commands themselves live in `hostcmds.py`.
+`> FILE`, `>> FILE`, `< FILE`, `#` comments, and `while LIST; do LIST; done` loops (see
+`split_loops`). Commands themselves live in `hostcmds.py`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ class Word:
     text: str
     globbable: bool = False  # contains an unquoted * or ?
     tilde: bool = False  # starts with an unquoted ~ (home directory)
+    quoted: bool = False  # has a quoted part: never a reserved word (`while`, `do`, `done`)
 
 
 @dataclass
@@ -52,12 +54,13 @@ def tokenize(script: str, variables: dict[str, str]) -> list[Word | str]:
     have = False
     glob = False
     tilde = False
+    quoted = False
 
     def flush() -> None:
-        nonlocal cur, have, glob, tilde
+        nonlocal cur, have, glob, tilde, quoted
         if have:
-            out.append(Word("".join(cur), glob, tilde))
-        cur, have, glob, tilde = [], False, False, False
+            out.append(Word("".join(cur), glob, tilde, quoted))
+        cur, have, glob, tilde, quoted = [], False, False, False, False
 
     def expand(j: int) -> tuple[str, int]:
         # script[j] == "$"
@@ -91,7 +94,7 @@ def tokenize(script: str, variables: dict[str, str]) -> list[Word | str]:
                 continue
             if i + 1 < n:
                 cur.append(script[i + 1])
-                have = True
+                have = quoted = True
             i += 2
             continue
         if c == "'":
@@ -99,12 +102,12 @@ def tokenize(script: str, variables: dict[str, str]) -> list[Word | str]:
             if end < 0:
                 raise ShellSyntaxError("unexpected EOF while looking for matching `''")
             cur.append(script[i + 1 : end])
-            have = True
+            have = quoted = True
             i = end + 1
             continue
         if c == '"':
             i += 1
-            have = True
+            have = quoted = True
             while True:
                 if i >= n:
                     raise ShellSyntaxError("unexpected EOF while looking for matching `\"'")
@@ -213,3 +216,69 @@ def parse(tokens: list[Word | str]) -> list[Pipeline]:
     if commands:
         pipelines.append(Pipeline(commands, ";"))
     return pipelines
+
+
+# --- while loops ----------------------------------------------------------------------------
+
+
+@dataclass
+class Loop:
+    """`while COND; do BODY; done`: COND runs, and while it exits 0, BODY runs."""
+
+    cond: list[Word | str]
+    body: list[Word | str]
+
+
+def _reserved(tokens: list[Word | str], k: int, word: str) -> bool:
+    """tokens[k] is the unquoted reserved word `word` in command position."""
+    t = tokens[k]
+    if not isinstance(t, Word) or t.quoted or t.text != word:
+        return False
+    return k == 0 or tokens[k - 1] in (";", "\n", "&&", "||", "|", "&")
+
+
+def split_loops(tokens: list[Word | str]) -> list[list[Word | str] | Loop]:
+    """Cut a token list into plain runs and top-level `while` loops (nested loops stay inside
+    their loop's body and are cut when it runs). A loop ends at its `done`, which must be
+    followed by an operator or the end, as in sh."""
+    out: list[list[Word | str] | Loop] = []
+    plain: list[Word | str] = []
+    k = 0
+    while k < len(tokens):
+        if _reserved(tokens, k, "do") or _reserved(tokens, k, "done"):
+            word = tokens[k]
+            assert isinstance(word, Word)
+            raise ShellSyntaxError(f"syntax error near unexpected token `{word.text}'")
+        if not _reserved(tokens, k, "while"):
+            plain.append(tokens[k])
+            k += 1
+            continue
+        depth, do_at, j = 0, -1, k
+        while j < len(tokens):
+            if _reserved(tokens, j, "while"):
+                depth += 1
+            elif _reserved(tokens, j, "do") and depth == 1 and do_at < 0:
+                do_at = j
+            elif _reserved(tokens, j, "done"):
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        if do_at < 0 or j >= len(tokens):
+            raise ShellSyntaxError(
+                "syntax error: unexpected end of file (a `while` without `do ... done`)"
+            )
+        after = tokens[j + 1] if j + 1 < len(tokens) else None
+        if isinstance(after, Word):
+            raise ShellSyntaxError(f"syntax error near unexpected token `{after.text}'")
+        cond, body = tokens[k + 1 : do_at], tokens[do_at + 1 : j]
+        if not any(isinstance(t, Word) for t in cond) or not any(isinstance(t, Word) for t in body):
+            raise ShellSyntaxError("syntax error near unexpected token `do'")
+        if plain:
+            out.append(plain)
+            plain = []
+        out.append(Loop(cond, body))
+        k = j + 1
+    if plain:
+        out.append(plain)
+    return out

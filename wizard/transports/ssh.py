@@ -19,7 +19,7 @@ import asyncio
 import random
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +30,7 @@ from wizard.transports.capped import cap_from_env, run_capped
 if TYPE_CHECKING:
     import asyncssh
 
-__all__ = ["SshTarget", "SshTransport", "sudo_error"]
+__all__ = ["SshTarget", "SshTransport", "StreamFailed", "sudo_error"]
 
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
@@ -271,6 +271,24 @@ class SshTransport:
         error = sudo_error(name, command, stderr) if "sudo -n" in command else None
         return result(stdout=stdout, stderr=stderr, exit_status=status, error=error)
 
+    async def stream_lines(self, name: str, command: str) -> AsyncGenerator[str, None]:
+        """Run a long-lived command on node `name` over its connection (a channel of its own)
+        and yield its stdout line by line as it comes; closing the generator closes the
+        channel, which ends the remote command. Transport trouble raises `StreamFailed`."""
+        try:
+            conn = await self._connection(name)
+        except _ConnectFailed as exc:
+            raise StreamFailed(exc.message) from None
+        asyncssh = _asyncssh()
+        try:
+            async with conn.create_process(command, stderr=asyncssh.DEVNULL) as proc:
+                async for line in proc.stdout:
+                    yield str(line)
+        except (asyncssh.Error, OSError) as exc:
+            raise StreamFailed(
+                f"{name}: the stream of `{_short(command)}` broke: {_reason(exc)}"
+            ) from None
+
     async def close(self) -> None:
         conns = list(self._conns.values())
         self._conns.clear()
@@ -443,6 +461,10 @@ class SshTransport:
             raise _ConnectFailed(f"{target.name}: SSH failed: {_reason(exc)}") from None
         except ValueError as exc:  # asyncssh raises ValueError for bad config/options
             raise _ConnectFailed(f"{target.name}: bad SSH settings: {exc}") from None
+
+
+class StreamFailed(Exception):
+    """A long-lived command could not start or its channel broke (the message says which)."""
 
 
 class _ConnectFailed(Exception):

@@ -1,0 +1,328 @@
+"""Bench: the TUI's speed. Prints medians of alternating runs:
+
+  .venv/bin/python bench/tui.py [--runs 5] [--nodes 32] [--quick]
+
+first screen   a fresh `python` process to the first painted frame of the wizard (imports
+               included; Textual's headless driver, which composes and renders every frame);
+preflight      with the lab (in a child process) of --nodes nodes: from the app's start to
+               the preflight verdicts on screen and the engine asking, against `check`'s
+               sweep and judging of the same lab (both in this process, after a warm-up);
+gauges         the TUI process's CPU while 16, 64 and 128 gauges (4, 16 and 32 nodes x 4
+               rails) are fed by the real sampler (one streaming channel per node), and the
+               rate each gauge got;
+key latency    from a key press to its action having run, while the gauges stream and
+               ib_write_bw rail tests run back to back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+FIRST_SCREEN = """
+import time
+t0 = time.perf_counter()
+from pathlib import Path
+import screens.app
+from screens.app import FabwizApp
+
+class Once(FabwizApp):
+    CSS_PATH = str(Path(screens.app.__file__).with_name("app.tcss"))
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.call_after_refresh(self._painted)
+
+    def _painted(self) -> None:
+        print(time.perf_counter() - t0)
+        self.exit(0)
+
+Once(None).run(headless=True, size=(120, 40))
+"""
+
+
+def first_screen(runs: int) -> float:
+    out = []
+    for _ in range(runs):
+        r = subprocess.run(
+            [str(ROOT / ".venv/bin/python"), "-c", FIRST_SCREEN],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        out.append(float(r.stdout.split()[-1]))
+    return statistics.median(out)
+
+
+class LabChild:
+    """The lab of bench/sweep.py in a child process (its servers use their own CPU)."""
+
+    def __init__(self, nodes: int, time_scale: float = 1000.0) -> None:
+        self.nodes, self.time_scale = nodes, time_scale
+        self.proc: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> Path:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(ROOT / "bench/sweep.py"),
+                "--serve",
+                str(self.nodes),
+                "--serve-time-scale",
+                str(self.time_scale),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        return Path(self.proc.stdout.readline().strip())
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+async def until(pilot: Any, predicate: Callable[[], bool], timeout: float = 120.0) -> None:
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise TimeoutError("the TUI never got there")
+        await pilot.pause(0.01)
+
+
+async def tui_preflight(inventory: Path) -> float:
+    from screens.app import FabwizApp
+    from screens.commands.run import wizard_factory
+
+    with tempfile.TemporaryDirectory() as tmp:
+        app = FabwizApp(wizard_factory(inventory=inventory, session_dir=Path(tmp) / "s"))
+        t0 = time.perf_counter()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await until(
+                pilot,
+                lambda: app.pending_choice is not None and app.pending_choice.step == "preflight",
+            )
+            took = time.perf_counter() - t0
+            assert app.view.steps["preflight"].verdicts, "preflight showed no verdict"
+            app.exit_session()
+            await pilot.pause(0.1)
+        return took
+
+
+async def check_time(inventory: Path) -> float:
+    from screens.commands.check import run_check
+    from wizard.inventory import load_inventory
+
+    t0 = time.perf_counter()
+    report = await run_check(load_inventory(inventory), ssh_config=None)
+    took = time.perf_counter() - t0
+    assert report.checked
+    return took
+
+
+async def preflight(nodes: int, runs: int) -> tuple[float, float]:
+    tui: list[float] = []
+    chk: list[float] = []
+    with LabChild(nodes) as inventory:
+        await check_time(inventory)  # warm-up: imports, the lab's first answers
+        await tui_preflight(inventory)
+        for i in range(runs):
+            first, second = (check_time, tui_preflight) if i % 2 else (tui_preflight, check_time)
+            a = await first(inventory)
+            b = await second(inventory)
+            (chk if first is check_time else tui).append(a)
+            (tui if first is check_time else chk).append(b)
+    return statistics.median(tui), statistics.median(chk)
+
+
+async def _fabric(inventory: Path, stack: AsyncExitStack, sink: Callable[[Any], None]) -> Any:
+    from wizard.fabric import InventoryFabric
+    from wizard.inventory import load_inventory
+    from wizard.transports.ssh import SshTarget, SshTransport
+
+    inv = load_inventory(inventory)
+    ssh = SshTransport([SshTarget.from_spec(n) for n in inv.nodes], ssh_config=None)
+    fabric = InventoryFabric(inv, ssh, {}, sink=sink, perf_duration_s=5)
+    stack.push_async_callback(fabric.close)
+    await fabric.sweeper.sweep([])
+    return fabric
+
+
+async def gauges(nodes: int, seconds: float) -> tuple[int, float, float]:
+    """(gauges, CPU share of one core, samples per gauge per second) over `seconds`."""
+    from screens.app import FabwizApp
+    from wizard.events import RailSampled
+
+    with LabChild(nodes) as inventory:
+        app = FabwizApp(None)
+        async with app.run_test(size=(120, 40)) as pilot, AsyncExitStack() as stack:
+            got: list[int] = [0]
+            errors: list[str] = []
+
+            def sink(ev: Any) -> None:
+                if isinstance(ev, RailSampled):
+                    got[0] += 1
+                try:
+                    app.ports.emit(ev)
+                except Exception as exc:
+                    errors.append(repr(exc))
+                    raise
+
+            fabric = await _fabric(inventory, stack, sink)
+            rails = [r for rs in fabric.rails.values() for r in rs]
+            app.session.gauges.set_rails(rails)
+            app.session.action_show_bottom("gauges")
+            task = asyncio.ensure_future(fabric._sample_rails())
+            await pilot.pause(1.5)  # streams open, clocks calibrated
+            got[0] = 0
+            c0, t0 = time.process_time(), time.perf_counter()
+            await asyncio.sleep(seconds)
+            cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    if errors:
+        print(f"  gauges at {nodes} nodes: the app refused samples: {errors[0]}")
+    return len(rails), cpu / wall, got[0] / max(1, len(rails)) / wall
+
+
+async def gauges_fed(rails_n: int, seconds: float, hz: float = 4.0) -> float:
+    """The TUI process's CPU share while `rails_n` gauges get `hz` samples a second each, fed
+    as the sampler feeds them (RailSampled into the app's ports): the UI's own cost, whatever
+    the nodes' speed."""
+    from screens.app import FabwizApp
+    from wizard.events import RailSampled
+    from wizard.model import Rail
+
+    rails = [
+        Rail(node=f"spark{i // 4 + 1}", netdev=nd, rdma=rd, port=p, half=h)  # type: ignore[arg-type]
+        for i, (nd, rd, p, h) in enumerate(
+            [
+                ("enp1s0f0np0", "rocep1s0f0", 0, "A"),
+                ("enP2p1s0f0np0", "roceP2p1s0f0", 0, "B"),
+                ("enp1s0f1np1", "rocep1s0f1", 1, "A"),
+                ("enP2p1s0f1np1", "roceP2p1s0f1", 1, "B"),
+            ]
+            * (rails_n // 4)
+        )
+    ]
+    app = FabwizApp(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.session.gauges.set_rails(rails)
+        app.session.action_show_bottom("gauges")
+        await pilot.pause(0.5)
+        c0, t0 = time.process_time(), time.perf_counter()
+        k = 0
+        while time.perf_counter() - t0 < seconds:
+            for r in rails:
+                app.ports.emit(RailSampled(node=r.node, netdev=r.netdev, gbps=50 + k % 50))
+            k += 1
+            await asyncio.sleep(1 / hz)
+        cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    return cpu / wall
+
+
+async def key_latency(nodes: int, presses: int) -> tuple[float, float]:
+    """Median and worst key-to-action time while gauges stream and rail tests run."""
+    from screens.app import FabwizApp
+
+    with LabChild(nodes, time_scale=10.0) as inventory:
+        app = FabwizApp(None)
+        async with app.run_test(size=(120, 40)) as pilot, AsyncExitStack() as stack:
+            fabric = await _fabric(inventory, stack, app.ports.emit)
+            app.session.gauges.set_rails([r for rs in fabric.rails.values() for r in rs])
+            screen = app.session
+            handled: list[float] = []
+            seen = asyncio.Event()
+            real = screen.action_show_bottom
+
+            def timed(which: str) -> None:
+                handled.append(time.perf_counter())
+                seen.set()
+                real(which)
+
+            screen.action_show_bottom = timed  # type: ignore[method-assign]
+
+            async def tests() -> None:
+                while True:
+                    await fabric.measure("rails")
+
+            load = asyncio.ensure_future(tests())
+            await pilot.pause(1.0)
+            lat: list[float] = []
+            for i in range(presses):
+                seen.clear()
+                t0 = time.perf_counter()
+                await pilot.press("g" if i % 2 else "l")
+                await asyncio.wait_for(seen.wait(), 10)
+                lat.append(handled[-1] - t0)
+                await asyncio.sleep(0.2)
+            load.cancel()
+            await asyncio.gather(load, return_exceptions=True)
+    return statistics.median(lat), max(lat)
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    fs = first_screen(args.runs)
+    print(f"first screen: {fs:.3f} s (process start to the first painted frame, median)")
+    tui, chk = await preflight(args.nodes, args.runs)
+    print(
+        f"preflight at {args.nodes} nodes: TUI {tui:.2f} s, check {chk:.2f} s, "
+        f"ratio {tui / chk:.2f} (medians of {args.runs} alternating runs)"
+    )
+    med, worst = await key_latency(min(args.nodes, 16), 10 if args.quick else 20)
+    print(f"key latency during rail tests: median {med * 1000:.0f} ms, worst {worst * 1000:.0f} ms")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--nodes", type=int, default=32, help="lab size for the preflight timing")
+    ap.add_argument("--quick", action="store_true", help="3 runs, 8 nodes, shorter samples")
+    ap.add_argument("--gauges", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--seconds", type=float, default=6.0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.gauges:
+        n, share, hz = asyncio.run(gauges(args.gauges, args.seconds))
+        fed = asyncio.run(gauges_fed(n, args.seconds))
+        print(
+            f"gauges: {n:>3} from the lab's sampling loops at {hz:.1f} Hz each, TUI process CPU "
+            f"{share * 100:.0f}% of a core; fed at 4 Hz each: {fed * 100:.0f}% of a core"
+        )
+        return
+    if args.quick:
+        args.runs, args.nodes = 3, 8
+    asyncio.run(main_async(args))
+    gauge_runs(args.quick)
+
+
+def gauge_runs(quick: bool) -> None:
+    for nodes in (4, 16, 32) if not quick else (4, 16):
+        # each in a fresh process: one app and one lab per measurement
+        r = subprocess.run(
+            [sys.executable, __file__, "--gauges", str(nodes), "--seconds", "3" if quick else "6"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        print(r.stdout.strip() or f"gauges at {nodes} nodes failed: {r.stderr[-300:]}")
+
+
+if __name__ == "__main__":
+    main()

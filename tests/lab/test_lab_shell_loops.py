@@ -1,0 +1,84 @@
+"""The lab's shell runs `while` loops as sh does: output streams per iteration, `sleep` takes
+node time, the loop ends when its condition fails or its session goes away."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from wizard.lab import scenarios
+from wizard.lab.hostcmds import Host
+from wizard.lab.perftest import Registry
+
+
+def _host(time_scale: float = 1000.0) -> Host:
+    w = scenarios.build_world(scenarios.load("healthy-2node-direct"), time_scale=time_scale)
+    return Host(w, w.nodes["spark1"], Registry())
+
+
+async def _run(host: Host, script: str) -> tuple[str, str, int]:
+    out: list[str] = []
+    err: list[str] = []
+    rc = await host.run(script, out.append, err.append)
+    return "".join(out), "".join(err), rc
+
+
+async def test_a_false_condition_runs_no_body_and_exits_0() -> None:
+    host = _host()
+    assert await _run(host, "while false; do echo never; done; echo after") == (
+        "after\n",
+        "",
+        0,
+    )
+
+
+async def test_the_loop_ends_when_its_condition_fails() -> None:
+    host = _host()
+    host.node.files["/tmp/flag"] = "x"
+    script = "while cat /tmp/flag >/dev/null; do echo tick; rm /tmp/flag; done; echo rc=$?"
+    out, err, rc = await _run(host, script)
+    assert (out, rc) == ("tick\nrc=0\n", 0)  # the loop's status is its last body's
+    assert err == "cat: /tmp/flag: No such file or directory\n"  # the condition that failed
+
+
+async def test_reserved_words_only_in_command_position_and_unquoted() -> None:
+    host = _host()
+    assert await _run(host, "echo while do done") == ("while do done\n", "", 0)
+    out, err, rc = await _run(host, "'while' true; do echo x; done")
+    assert rc == 2 and "near unexpected token `do'" in err and out == ""
+    out, err, rc = await _run(host, "while true; echo x")
+    assert rc == 2 and "without `do ... done`" in err
+
+
+async def test_a_sampling_loop_streams_each_iteration_until_cancelled() -> None:
+    host = _host(time_scale=1000.0)  # `sleep 1` is a millisecond of wall time here
+    lines: list[str] = []
+    got_three = asyncio.Event()
+
+    def out(text: str) -> None:
+        lines.extend(text.splitlines())
+        if lines.count("@@") >= 3:
+            got_three.set()
+
+    script = (
+        "while :; do cat /proc/uptime; grep -H . "
+        "/sys/class/infiniband/*/ports/1/counters/port_xmit_data; echo @@; sleep 1; done"
+    )
+    task = asyncio.ensure_future(host.run(script, out, lambda _e: None))
+    await asyncio.wait_for(got_three.wait(), 10)
+    assert not task.done()  # still looping: it streamed while running
+    task.cancel()  # the session went away
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    blocks: list[list[str]] = []
+    cur: list[str] = []
+    for line in lines:
+        if line == "@@":
+            blocks.append(cur)
+            cur = []
+        else:
+            cur.append(line)
+    uptimes = [float(b[0].split()[0]) for b in blocks]
+    assert uptimes == sorted(uptimes) and uptimes[1] - uptimes[0] >= 0.99  # node seconds
+    counters = [x for x in blocks[0] if "port_xmit_data:" in x]
+    assert len(counters) == 4 and all(c.startswith("/sys/class/infiniband/roce") for c in counters)

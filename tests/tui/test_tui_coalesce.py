@@ -1,0 +1,127 @@
+"""The detail and log panes are repainted a few times a second at most, however many events a
+sweep emits; a decision shows the latest state at once."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Collection
+from typing import Any
+
+from textual.widgets import Log
+
+from screens.app import FabwizApp
+from screens.session_screen import SessionScreen
+from screens.widgets.coalesce import UI_FLUSH_S, Coalescer
+from wizard.events import PhysicalActionRequested, ProbeAnswered, ProbeSent, StepChanged
+from wizard.model import ProbeResult
+
+T0 = 1_780_000_000.0
+
+
+class FakeTimers:
+    def __init__(self) -> None:
+        self.armed: list[tuple[float, Callable[[], object]]] = []
+
+    def set_timer(self, delay: float, callback: Callable[[], object]) -> object:
+        self.armed.append((delay, callback))
+        return None
+
+    def fire(self) -> None:
+        armed, self.armed = self.armed, []
+        for _delay, cb in armed:
+            cb()
+
+
+def test_a_burst_renders_once_now_and_once_on_the_tick() -> None:
+    now = [100.0]
+    timers = FakeTimers()
+    rendered: list[set[str]] = []
+
+    def render(parts: Collection[str]) -> None:
+        rendered.append(set(parts))
+
+    c = Coalescer(timers, render, interval_s=0.25, clock=lambda: now[0])
+    c.add({"log"})  # quiet before: at once
+    assert rendered == [{"log"}] and timers.armed == []
+    for i in range(500):
+        now[0] += 0.0001
+        c.add({"log", "detail"} if i % 2 else {"log"})
+    assert len(rendered) == 1  # 500 changes later, still one repaint
+    assert len(timers.armed) == 1  # one tick armed for the rest
+    delay, _cb = timers.armed[0]
+    assert 0.19 < delay <= 0.25
+    now[0] += delay
+    timers.fire()
+    assert rendered == [{"log"}, {"log", "detail"}]
+    assert c.renders == 2 and c.pending == frozenset()
+
+
+def test_a_decision_flushes_what_is_pending_at_once() -> None:
+    now = [0.0]
+    timers = FakeTimers()
+    rendered: list[set[str]] = []
+    c = Coalescer(timers, lambda p: rendered.append(set(p)), clock=lambda: now[0])
+    c.add({"log"})
+    c.add({"steps"})
+    assert rendered == [{"log"}]
+    c.flush({"prompt"})
+    assert rendered == [{"log"}, {"steps", "prompt"}]
+    timers.fire()  # the armed tick finds nothing left
+    assert len(rendered) == 2
+    assert UI_FLUSH_S <= 0.5  # "a few times a second"
+
+
+def _probe(i: int) -> list[Any]:
+    res = ProbeResult(
+        target=f"spark{i % 32 + 1}", kind="ssh", command=f"ethtool e{i}", error="boom"
+    )
+    return [
+        ProbeSent(step="preflight", target=res.target, command=res.command, at=T0),
+        ProbeAnswered(step="preflight", probe=f"ethtool:e{i}", result=res, at=T0),
+    ]
+
+
+async def _settle(pilot: Any, predicate: Callable[[], bool]) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + 10
+    while not predicate():
+        assert loop.time() < end, "timed out"
+        await pilot.pause(0.02)
+
+
+async def test_a_sweeps_events_repaint_the_panes_a_few_times_not_per_event() -> None:
+    app = FabwizApp(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, SessionScreen)
+        shown: list[int] = []
+        real = screen._show_detail
+
+        def counting() -> None:
+            shown.append(1)
+            real()
+
+        screen._show_detail = counting  # type: ignore[method-assign]
+        app.repaints.interval_s = 3600.0  # only the leading repaint inside this test
+        app.ports.emit(StepChanged(step="preflight", phase="probing", at=T0))  # shown at once
+        before = app.repaints.renders
+        for i in range(300):
+            for ev in _probe(i):
+                app.ports.emit(ev)
+        await _settle(pilot, lambda: len(app.view.steps["preflight"].probes) == 300)
+        # 600 events applied to the view; the panes were repainted at most once for them
+        assert app.repaints.renders - before <= 1
+        assert app.repaints.pending  # the rest waits for the next tick
+        log = screen.query_one("#log", Log)
+        lines_before = log.line_count
+        # a decision shows everything at once
+        app.ports.emit(
+            PhysicalActionRequested(
+                step="preflight", kind="ac_drain", nodes=("spark3",), instructions="x", at=T0
+            )
+        )
+        await _settle(pilot, lambda: not app.repaints.pending)
+        assert log.line_count >= lines_before + 300  # every failed probe is a log line
+        assert "boom" in log.lines[-2] or "boom" in "".join(log.lines[-5:])
+        assert len(shown) <= 4
