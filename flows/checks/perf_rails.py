@@ -11,7 +11,7 @@ a clean 200G link is the CX7 state: `host.cx7-throttled` when the firmware is ol
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from flows import plans
 from flows.base import Check, Context, Observations
@@ -53,6 +53,7 @@ class RailRuns:
     old_firmware: frozenset[str]
     stall_causes: dict[str, frozenset[str]]  # failing config fault -> nodes/targets it names
     narrow_pcie: frozenset[str]
+    nccl_busbw: float | None = None  # the same run's NCCL busbw (GB/s), None: not run or unread
 
 
 def _failing(verdicts: list[Verdict]) -> list[Verdict]:
@@ -99,6 +100,7 @@ def parse(obs: Observations, ctx: Context) -> RailRuns:
         frozenset(old),
         causes,
         frozenset(t for ts in narrow for t in ts),
+        _nccl_busbw(obs),
     )
 
 
@@ -209,6 +211,11 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
         "host.mtu": "RDMA stalls: a fabric netdev below MTU 9000",
         "host.pcie-width": "rail bandwidth capped by a narrow PCIe link",
     }
+    notes = {
+        k: corroborate(f[k], r.nccl_busbw, ctx)
+        for k in ("host.cx7-degraded", "host.cx7-throttled")
+        if f[k].bad
+    }
     out = []
     for k in FAULTS:
         if (
@@ -224,12 +231,61 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
                     if r.runs
                     else "no rail measurement"
                 ),
-                bad=f"{summaries[k]}: {listing(f[k].targets, 4)}",
+                bad=f"{summaries[k]}: {listing(f[k].targets, 4)}{notes.get(k, '')}",
                 unknown="rail bandwidth outside every known signature: "
                 + listing(e.target for e in f[k].unknown),
             )
         )
     return out
+
+
+def _nccl_busbw(obs: Observations) -> float | None:
+    from wizard.errors import ParseError
+    from wizard.parsers.nccl import parse_nccl
+
+    run = next((m for m in obs.measurements if m.kind == "nccl" and m.valid), None)
+    if run is None:
+        return None
+    try:
+        return parse_nccl(str(run.extra.get("raw", ""))).avg_busbw
+    except ParseError:
+        return run.value or None
+
+
+def corroborate(f: Finding, busbw: float | None, ctx: Context) -> str:
+    """Before an AC drain or a firmware update on a perftest number alone: does NCCL agree?
+    perftest has a GB10 false-negative mode (linux-rdma/perftest#394). Returns a note for the
+    summary; a healthy NCCL turns the finding into a warning."""
+    e = ctx.expectations
+    gate = e.nccl_gate(len(ctx.nodes), len(ctx.switches))
+    if busbw is None:
+        f.unknown.append(
+            Evidence(
+                "cluster",
+                "all_reduce_perf",
+                "NCCL not run: perftest alone is not enough for a host verdict",
+                f"NCCL busbw below {gate:g} GB/s agreeing (perftest#394 false negatives)",
+                Status.UNKNOWN,
+            )
+        )
+        return "; NCCL has not corroborated it yet"
+    agrees = busbw < gate
+    f.bad.append(
+        Evidence(
+            "cluster",
+            "all_reduce_perf",
+            f"NCCL busbw {busbw:g} GB/s: " + ("agrees" if agrees else "healthy, disagrees"),
+            f"below {gate:g} GB/s if the CX7 is really slow (perftest#394 false negatives)",
+            Status.FAIL if agrees else Status.WARN,
+        )
+    )
+    if agrees:
+        return f"; NCCL agrees ({busbw:g} GB/s)"
+    f.bad[:] = [replace(ev, status=Status.WARN) for ev in f.bad]
+    return (
+        f"; but NCCL is healthy ({busbw:g} GB/s): likely perftest's GB10 false-negative mode "
+        "(linux-rdma/perftest#394), re-run before draining or updating firmware"
+    )
 
 
 def _switched(m: Measurement, ctx: Context) -> bool:

@@ -294,6 +294,9 @@ def build_world(scenario: Scenario, *, time_scale: float = 1.0) -> World:
         fault_mod.inject(
             world, f.id, nodes=f.nodes, switches=f.switches, ports=f.ports, params=f.params
         )
+    for node_name, nf in scenario.facts.nodes.items():
+        if nf.firmware and node_name in world.nodes:
+            world.nodes[node_name].firmware = nf.firmware  # a version, not a fault
     for sw_name, switch in world.switches.items():
         if hasattr(switch, "management_port"):  # the wizard reaches each switch on this port
             sf = scenario.facts.switches.get(sw_name)
