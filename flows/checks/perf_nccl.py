@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flows.base import Check, Context, Observations
-from flows.checks import host_links, nccl_config
+from flows.checks import host_links, nccl_config, switch_offload, switch_qos, switch_rstp
 from flows.checks._common import Finding
 from wizard.errors import ParseError
 from wizard.model import Evidence, Measurement, Status, Verdict
@@ -57,6 +57,7 @@ class NcclRun:
     half_config_bad: bool
     socket_config_bad: bool
     explained: tuple[str, ...] = ()  # failing faults elsewhere that explain a low busbw
+    switch_read: bool = True  # the switch side was read with this run (else: not ruled out)
 
 
 def _failing(verdicts: list[Verdict], fault: str) -> bool:
@@ -81,12 +82,15 @@ def parse(obs: Observations, ctx: Context) -> NcclRun:
     sock_config = _failing(config, "nccl.socket-fallback")
     half = _failing(host_links.judge(host_links.parse(obs, ctx), ctx), "host.half-unused")
     explained = _explainers(obs, ctx) if run is not None else ()
-    return NcclRun(run, parsed, error, active, hca, half, sock_config, explained)
+    switch_read = all(
+        obs.switch(sw, "bridge_port") is not None or sw in obs.unreachable for sw in ctx.switches
+    )
+    return NcclRun(run, parsed, error, active, hca, half, sock_config, explained, switch_read)
 
 
 def _explainers(obs: Observations, ctx: Context) -> tuple[str, ...]:
     """Failing verdicts of the config and rail checks that explain a low busbw."""
-    from flows.checks import perf_rails, switch_offload, switch_qos, switch_rstp
+    from flows.checks import perf_rails
 
     out: list[str] = []
     for check in (switch_offload, switch_qos, switch_rstp):
@@ -268,11 +272,16 @@ def _judge_busbw(
             for fault in n.explained
         ]
     low.fail(row, target="cluster")
+    nothing = (
+        "and no other finding explains it"
+        if n.switch_read
+        else "and the switch side was not read with this run (see the offload and QoS steps)"
+    )
     return [
         low.verdict(
             ok="",
-            bad=f"NCCL busbw {p.avg_busbw:g} GB/s: {BAND_TEXT[band]}, and no other finding "
-            "explains it; the per-rail tests and counters of the same run say where to look",
+            bad=f"NCCL busbw {p.avg_busbw:g} GB/s: {BAND_TEXT[band]}, {nothing}; the per-rail "
+            "tests and counters of the same run say where to look",
         )
     ]
 
@@ -283,7 +292,12 @@ CHECK = Check(
     description=__doc__ or "",
     faults=FAULTS,
     step="halves",
-    probes=(),
+    # what explains a low busbw is read in the same sweep (offload, QoS, RSTP)
+    probes=tuple(
+        dict.fromkeys(
+            (*switch_offload.CHECK.probes, *switch_qos.CHECK.probes, *switch_rstp.CHECK.probes)
+        )
+    ),
     parse=parse,
     judge=judge,
     needs_traffic=True,
