@@ -216,7 +216,7 @@ FLOW: tuple[StepSpec, ...] = (
             "Both halves together >= 180 Gb/s per node (98 + 98), NCCL using IB on every active "
             "device, all_reduce busbw >= 21.875 GB/s (26.6 for 2 nodes, 23.3 for 4)."
         ),
-        faults=("host.half-unused", "nccl.hca-filter", "nccl.socket-fallback"),
+        faults=("host.half-unused", "nccl.hca-filter", "nccl.socket-fallback", "nccl.busbw-low"),
         traffic=True,
     ),
     StepSpec(

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from flows.checks.nccl_config import NcclConfig
     from flows.checks.switch_link import SwitchLinks
     from flows.checks.switch_mtu import SwitchMtu
-    from flows.checks.switch_offload import Offload
+    from flows.checks.switch_offload import Offload, SwitchBridges
     from flows.checks.switch_qos import SwitchQos
     from flows.checks.switch_rstp import Rstp
 
@@ -157,6 +157,18 @@ def switch_link_plan(links: SwitchLinks, verdict: Verdict, ctx: Context) -> FixP
     )
 
 
+def offload_target(sw: SwitchBridges) -> str:
+    """The bridge the fabric belongs in: the one the chip offloads; when it offloads none, the
+    bridge of the management ports (the switch's own bridge); else the fabric's bridge."""
+    chip = sw.offloaded_bridges()
+    if len(chip) == 1:
+        return chip[0]
+    mgmt = {p.bridge for p in sw.ports if p.interface in sw.management_ports}
+    if len(mgmt) == 1:
+        return next(iter(mgmt))
+    return sw.fabric_bridge() or "bridge"
+
+
 def offload_plan(off: Offload, verdict: Verdict, ctx: Context) -> FixPlan | None:
     from flows.checks.switch_offload import classify
 
@@ -165,8 +177,10 @@ def offload_plan(off: Offload, verdict: Verdict, ctx: Context) -> FixPlan | None
         ports = classify(sw).get(verdict.fault, [])
         main = sw.fabric_bridge() or "bridge"
         if verdict.fault == "switch.offload-second-bridge" and ports:
-            # every switch-chip port into the fabric bridge: the other bridge keeps only the
-            # CPU/management ports, so the chip offloads the fabric bridge
+            # every fabric port into the one bridge the chip offloads (or, when it offloads
+            # none, the management ports' bridge), then the emptied extra bridge is deleted
+            # (seed 003: one hardware-offloaded bridge per switch)
+            main = offload_target(sw)
             ports = [p for p in sw.fabric if p.bridge != main]
         cmds: list[ApiCommand] = []
         back: list[ApiCommand] = []

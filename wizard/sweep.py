@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from wizard import ncclrun, readiness
+from wizard.counters import deltas, parse_rail, rail_command, switch_deltas, switch_ports
 from wizard.discovery import (
     DISCOVERY_HOST_PROBES,
     ETHTOOL_I,
@@ -497,6 +498,7 @@ class Sweeper:
                     await asyncio.wait_for(done.wait(), interval_s)
 
         started = time.monotonic() + delay
+        ports_before = await self._switch_port_counters()
         sampler = asyncio.ensure_future(sample()) if self.switches else None
         try:
             results = await asyncio.gather(*jobs)
@@ -506,13 +508,40 @@ class Sweeper:
             if sampler is not None:
                 with contextlib.suppress(Exception):
                     await sampler
+        ports_after = await self._switch_port_counters()
         peaks: dict[str, float] = {}
         for sent, answered, name, load in samples:
             if sent >= started + interval_s and answered <= ended - interval_s:
                 peaks[name] = max(peaks.get(name, 0.0), load)
-        if not peaks:
-            return list(results)
-        return [replace(m, extra={**m.extra, "switch_cpu": dict(peaks)}) for m in results]
+        moved = {
+            sw: switch_deltas(ports_before[sw], after)
+            for sw, after in ports_after.items()
+            if sw in ports_before
+        }
+        extra: dict[str, object] = {}
+        if peaks:
+            extra["switch_cpu"] = dict(peaks)
+        if moved:
+            extra["switch_ports"] = moved  # per switch, the ports whose counters moved
+        return [replace(m, extra={**m.extra, **extra}) if extra else m for m in results]
+
+    async def _switch_port_counters(self) -> dict[str, dict[str, dict[str, int]]]:
+        """Every switch's per-port packet and byte counters (`/interface print`)."""
+        out: dict[str, dict[str, dict[str, int]]] = {}
+        for name, api in self.switches.items():
+            res = await api.call("/interface", "print", timeout=10.0)
+            if res.error is None:
+                out[name] = switch_ports(res.rows)
+        return out
+
+    async def _rail_counters(self, rail: Rail) -> dict[str, int] | None:
+        res = await self.ssh.run(rail.node, rail_command(rail), timeout=10.0)
+        if res.error is not None:
+            return None
+        try:
+            return parse_rail(res.stdout)
+        except ParseError:
+            return None
 
     async def _one_rail_test(
         self,
@@ -571,6 +600,7 @@ class Sweeper:
             base.replace("{rdma}", shlex.quote(client.rdma)).replace("{gid}", str(cgid))
             + f" {shlex.quote(client_ip)}"
         )
+        c0, s0 = await asyncio.gather(self._rail_counters(client), self._rail_counters(server))
         self._emit(ProbeSent(step=self.step, target=server.node, command=server_cmd))
         srv = asyncio.ensure_future(self.ssh.run(server.node, server_cmd, timeout=timeout))
         await asyncio.sleep(delay)
@@ -583,6 +613,12 @@ class Sweeper:
             srv_res = ProbeResult(
                 target=server.node, kind="ssh", command=server_cmd, error="timeout"
             )
+        c1, s1 = await asyncio.gather(self._rail_counters(client), self._rail_counters(server))
+        counters = {
+            side: deltas(a, b)
+            for side, a, b in (("client", c0, c1), ("server", s0, s1))
+            if a is not None and b is not None
+        }
         self._emit(ProbeAnswered(step=self.step, probe=f"ib_write_bw:{client.netdev}", result=cli))
         self._emit(
             ProbeAnswered(step=self.step, probe=f"ib_write_bw:{server.netdev}", result=srv_res)
@@ -623,6 +659,7 @@ class Sweeper:
                 "port": client.port,
                 "command": client_cmd,
                 "gid_index": {"client": cgid, "server": sgid},
+                "counters": counters,  # RDMA/PHY counter deltas around the test, per end
                 "qps": qps,
                 "bidir": bidir,
                 "raw": cli.stdout,

@@ -2,8 +2,9 @@
 
 Each CX7 half sits on a PCIe Gen5 x4 link; below that (e.g. x2 on an old BIOS) the half cannot
 carry ~100 Gb/s (`host.pcie-width`: `lspci -vv` LnkSta). A CX7 firmware older than the cluster's
-known-good version (or older than the rest of the cluster) is the firmware power throttle of
-`host.cx7-throttled` (~12-13 Gb/s RDMA on links that look healthy).
+known-good version (or older than the rest of the cluster) is information, never a fault on its
+own: seed 000 lists 28.45 vs 28.47 as a false trail. `host.cx7-throttled` needs the bandwidth
+signature too (~12-13 Gb/s RDMA on links that look healthy, `--perf`), judged by the rail test.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from flows.checks._common import (
     read,
     sudo_command,
 )
-from wizard.model import Evidence, FixPlan, Verdict
+from wizard.model import Evidence, FixPlan, Status, Verdict
 from wizard.parsers.ethtool import parse_ethtool_driver
 from wizard.parsers.lspci import parse_lspci
 
@@ -126,7 +127,16 @@ def judge(h: HostPcie, ctx: Context) -> list[Verdict]:
             f"firmware >= {ref}" if ref else "the cluster's known-good firmware",
         )
         if f.node in old:
-            fw.fail(ev, target=f.node)
+            # information: shown, never a verdict without the bandwidth signature
+            fw.good.append(
+                Evidence(
+                    ev.target,
+                    ev.command,
+                    ev.observed + " (older: information, not a fault without ~12-13 Gb/s RDMA)",
+                    ev.expected,
+                    Status.BENIGN,
+                )
+            )
         else:
             fw.ok(ev)
     return [
@@ -135,7 +145,12 @@ def judge(h: HostPcie, ctx: Context) -> list[Verdict]:
             bad=f"CX7 PCIe link below {e.pcie_speed} x{e.pcie_width} on {listing(width.targets)}",
         ),
         fw.verdict(
-            ok="CX7 firmware is at the known-good version"
+            ok=(
+                f"CX7 firmware older than {ref} on {listing(old)}: information only (a "
+                "throttle needs the 8-25 Gb/s bandwidth signature, --perf)"
+            )
+            if old
+            else "CX7 firmware is at the known-good version"
             if ref
             else "CX7 firmware is the same on every node",
             bad=f"CX7 firmware older than {ref} on {listing(fw.targets)}: the firmware power "

@@ -1,7 +1,10 @@
 """Host PFC: is priority flow control off on every rail, matching the lossy fabric?
 
-A host NIC with PFC on while the switches are lossy pauses and stalls for nothing
-(`host.pfc-enabled`). `mlnx_qos -i <rail>` shows the PFC line per priority. Good: all zero, kept
+A host NIC with PFC on while the fabric is lossy is hygiene, not a stall (`host.pfc-enabled`):
+with no lossless switch port no pause frame comes back, and the "RDMA connects but moves no
+data" stall of seed 000 was switch QoS on the offloaded path (`switch.qos-pfc-stall`). It is
+turned off so that the host matches the fabric and a later lossless switch change cannot stall
+it. `mlnx_qos -i <rail>` shows the PFC line per priority. Good: all zero, kept
 across reboots by a systemd oneshot.
 """
 
@@ -68,7 +71,7 @@ def judge(h: HostPfc, ctx: Context) -> list[Verdict]:
     return [
         f.verdict(
             ok="PFC is off on every rail",
-            bad=f"PFC is enabled on host NICs while the fabric is lossy: {listing(f.targets)}",
+            bad=f"PFC is enabled on host NICs while the fabric is lossy (hygiene: match the fabric; not what stalls RDMA): {listing(f.targets)}",
         )
     ]
 

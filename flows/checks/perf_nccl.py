@@ -3,8 +3,13 @@
 The log says which transport NCCL chose (`Using network IB` vs `Socket`: `nccl.socket-fallback`,
 ~2-3 GB/s), which RDMA devices it uses (fewer than are up: one PCIe half idle, from
 `nccl.hca-filter` or `host.half-unused`), and whether GPU Direct RDMA is on ("GPU Direct RDMA
-Disabled" is normal on GB10 unified memory: `benign.gdr-disabled`). Good: IB over every active
-device, busbw near 23-26 GB/s.
+Disabled" is normal on GB10 unified memory: `benign.gdr-disabled`). The transport is read from
+the per-channel connection lines (`via NET/IB/N`, `via NET/Socket/N`, `via P2P/...`): a
+single-host run whose network plugin is Socket but whose channels are P2P is no socket
+fallback. The ground truth can fail: busbw is judged in bands against `nccl_expected` /
+`nccl_gate` (~0.5 GB/s: a software-forwarded path; ~2-3 GB/s: sockets; ~half: one PCIe half
+idle) and reported under the fault that explains it, or as `nccl.busbw-low` when none does.
+Good: IB over every active device, busbw near 23-26 GB/s.
 """
 
 from __future__ import annotations
@@ -12,13 +17,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flows.base import Check, Context, Observations
-from flows.checks import host_links, nccl_config
+from flows.checks import host_links, nccl_config, switch_offload, switch_qos, switch_rstp
 from flows.checks._common import Finding
 from wizard.errors import ParseError
 from wizard.model import Evidence, Measurement, Status, Verdict
 from wizard.parsers.nccl import NcclResult, parse_nccl
 
-FAULTS = ("nccl.socket-fallback", "nccl.hca-filter", "host.half-unused", "benign.gdr-disabled")
+FAULTS = (
+    "nccl.socket-fallback",
+    "nccl.hca-filter",
+    "host.half-unused",
+    "nccl.busbw-low",
+    "benign.gdr-disabled",
+)
+# faults whose failing verdict explains a low busbw (the per-rail tests and config say where)
+EXPLAINERS = (
+    "switch.offload-split-cage",
+    "switch.offload-second-bridge",
+    "switch.offload-disabled",
+    "switch.offload-lost",
+    "switch.qos-pfc-stall",
+    "switch.mtu",
+    "switch.rstp-isl-blocked",
+    "host.duplicate-ip",
+    "host.mtu",
+    "host.cx7-degraded",
+    "host.cx7-throttled",
+    "host.pcie-width",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +56,8 @@ class NcclRun:
     hca_config_bad: bool
     half_config_bad: bool
     socket_config_bad: bool
+    explained: tuple[str, ...] = ()  # failing faults elsewhere that explain a low busbw
+    switch_read: bool = True  # the switch side was read with this run (else: not ruled out)
 
 
 def _failing(verdicts: list[Verdict], fault: str) -> bool:
@@ -53,7 +81,62 @@ def parse(obs: Observations, ctx: Context) -> NcclRun:
     hca = _failing(config, "nccl.hca-filter")
     sock_config = _failing(config, "nccl.socket-fallback")
     half = _failing(host_links.judge(host_links.parse(obs, ctx), ctx), "host.half-unused")
-    return NcclRun(run, parsed, error, active, hca, half, sock_config)
+    explained = _explainers(obs, ctx) if run is not None else ()
+    switch_read = all(
+        obs.switch(sw, "bridge_port") is not None or sw in obs.unreachable for sw in ctx.switches
+    )
+    return NcclRun(run, parsed, error, active, hca, half, sock_config, explained, switch_read)
+
+
+def _explainers(obs: Observations, ctx: Context) -> tuple[str, ...]:
+    """Failing verdicts of the config and rail checks that explain a low busbw."""
+    from flows.checks import perf_rails
+
+    out: list[str] = []
+    for check in (switch_offload, switch_qos, switch_rstp):
+        verdicts = check.judge(check.parse(obs, ctx), ctx)
+        out += [v.fault for v in verdicts if v.status in (Status.FAIL, Status.WARN)]
+    rails = perf_rails.judge(perf_rails.parse(obs, ctx), ctx)
+    out += [v.fault for v in rails if v.status in (Status.FAIL, Status.WARN)]
+    return tuple(f for f in dict.fromkeys(out) if f in EXPLAINERS)
+
+
+def channel_transport(p: NcclResult) -> str | None:
+    """The transport the channels used (`via NET/IB/N`, `NET/Socket/N`, `P2P/...`); the
+    `Using network` line only when no channel line was logged."""
+    nets = {v.split("/")[1] for v in p.channel_nets if v.startswith("NET/")}
+    if "Socket" in nets:
+        return "Socket"
+    if nets:
+        return "IB"
+    if p.channel_nets:
+        return "P2P"  # every channel stays inside the node (NVLink, shared memory)
+    return p.transport
+
+
+def busbw_band(busbw: float, ctx: Context) -> str:
+    """Which band of FAULTS.md a busbw (GB/s) sits in."""
+    e = ctx.expectations
+    expected = e.nccl_expected(len(ctx.nodes))
+    lo, hi = e.nccl_socket_band
+    if busbw >= e.nccl_gate(len(ctx.nodes), len(ctx.switches)):
+        return "healthy"
+    if busbw <= e.software_forwarding_max_gbps / 8:
+        return "software"  # ~0.5 GB/s: the switch CPU forwards (seed 000: 0.46)
+    if lo <= busbw <= hi:
+        return "socket"
+    if 0.35 * expected <= busbw <= 0.65 * expected:
+        return "half"
+    return "low"
+
+
+BAND_TEXT = {
+    "software": "~0.5 GB/s, the software-forwarding band: look at the switch offload (CPU, H "
+    "flags) and the rail tests",
+    "socket": "~2-3 GB/s, the TCP-socket band, although the channels run over IB",
+    "half": "about half the expected busbw: one PCIe half idle or one rail slow",
+    "low": "below the gate",
+}
 
 
 def judge(n: NcclRun, ctx: Context) -> list[Verdict]:
@@ -83,17 +166,20 @@ def judge(n: NcclRun, ctx: Context) -> list[Verdict]:
     ev = Evidence(
         "cluster",
         cmd,
-        f"transport {p.transport or '?'}, {bw}",
+        f"transport {channel_transport(p) or '?'}"
+        + (f" (channels: {', '.join(p.channel_nets[:4])})" if p.channel_nets else "")
+        + f", {bw}",
         f"IB, ~{expected_bw:g} GB/s",
         raw=raw,
     )
-    if p.transport == "Socket" and (n.socket_config_bad or n.active > 0):
+    transport = channel_transport(p)
+    if transport == "Socket" and (n.socket_config_bad or n.active > 0):
         # with no usable RDMA rail at all NCCL falls back by necessity: the link checks say why
         sock.fail(ev, target="cluster")
-    elif p.transport is not None:
+    elif transport is not None:
         sock.ok(ev)
     devices = len(p.net_ib_devices) or (p.net_ib_device_count or 0)
-    if p.transport == "IB" and n.active and devices and devices < n.active:
+    if transport == "IB" and n.active and devices and devices < n.active:
         dev_ev = Evidence(
             "cluster",
             cmd,
@@ -106,8 +192,14 @@ def judge(n: NcclRun, ctx: Context) -> list[Verdict]:
         else:
             hca.fail(dev_ev, target="cluster")
     out = [
-        sock.verdict(ok="NCCL runs over IB verbs", bad="NCCL runs over TCP sockets (~2-3 GB/s)"),
+        sock.verdict(
+            ok=f"NCCL runs over {transport or 'IB'} verbs"
+            if transport != "P2P"
+            else "NCCL stays inside the node (P2P/SHM channels): no network transport used",
+            bad="NCCL runs over TCP sockets (~2-3 GB/s)",
+        ),
     ]
+    out += _judge_busbw(n, p, ev, transport, ctx, hca_or_half=bool(hca.bad or half.bad))
     if hca.bad:
         out.append(
             hca.verdict(ok="", bad="NCCL uses fewer RDMA devices than are up: one PCIe half idles")
@@ -138,13 +230,74 @@ def judge(n: NcclRun, ctx: Context) -> list[Verdict]:
     return out
 
 
+def _judge_busbw(
+    n: NcclRun,
+    p: NcclResult,
+    ev: Evidence,
+    transport: str | None,
+    ctx: Context,
+    *,
+    hca_or_half: bool,
+) -> list[Verdict]:
+    """The ground truth judged: busbw against the gate, a low one under what explains it."""
+    e = ctx.expectations
+    if p.avg_busbw is None:
+        return []
+    gate = e.nccl_gate(len(ctx.nodes), len(ctx.switches))
+    expected = e.nccl_expected(len(ctx.nodes))
+    band = busbw_band(p.avg_busbw, ctx)
+    row = Evidence(
+        "cluster",
+        ev.command,
+        f"busbw {p.avg_busbw:g} GB/s over {transport or '?'}: {band}",
+        f">= {gate:g} GB/s (~{expected:g} for {len(ctx.nodes)} nodes)",
+        raw=ev.raw,
+    )
+    low = Finding("nccl.busbw-low")
+    if band == "healthy":
+        low.ok(row)
+        return [low.verdict(ok=f"NCCL busbw {p.avg_busbw:g} GB/s, at or above the gate", bad="")]
+    if transport == "Socket" or (band == "half" and hca_or_half):
+        return []  # the socket / HCA verdicts above carry it
+    if n.explained:
+        # reported under the faults that explain it (one verdict each; merged with theirs)
+        return [
+            Verdict(
+                fault,
+                Status.FAIL,
+                f"NCCL busbw {p.avg_busbw:g} GB/s ({BAND_TEXT[band]}) agrees",
+                targets=("cluster",),
+                evidence=(row,),
+            )
+            for fault in n.explained
+        ]
+    low.fail(row, target="cluster")
+    nothing = (
+        "and no other finding explains it"
+        if n.switch_read
+        else "and the switch side was not read with this run (see the offload and QoS steps)"
+    )
+    return [
+        low.verdict(
+            ok="",
+            bad=f"NCCL busbw {p.avg_busbw:g} GB/s: {BAND_TEXT[band]}, {nothing}; the per-rail "
+            "tests and counters of the same run say where to look",
+        )
+    ]
+
+
 CHECK = Check(
     id="nccl.socket-fallback",
     title="NCCL all_reduce_perf across the cluster",
     description=__doc__ or "",
     faults=FAULTS,
     step="halves",
-    probes=(),
+    # what explains a low busbw is read in the same sweep (offload, QoS, RSTP)
+    probes=tuple(
+        dict.fromkeys(
+            (*switch_offload.CHECK.probes, *switch_qos.CHECK.probes, *switch_rstp.CHECK.probes)
+        )
+    ),
     parse=parse,
     judge=judge,
     needs_traffic=True,

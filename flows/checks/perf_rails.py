@@ -11,18 +11,18 @@ a clean 200G link is the CX7 state: `host.cx7-throttled` when the firmware is ol
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from flows import plans
 from flows.base import Check, Context, Observations
 from flows.checks import (
     host_addressing,
     host_pcie,
-    host_pfc,
     switch_mtu,
     switch_offload,
     switch_qos,
     switch_rstp,
+    traffic_counters,
 )
 from flows.checks._common import Finding, listing, undrained
 from wizard.model import Evidence, FixPlan, Measurement, Status, Verdict
@@ -37,7 +37,6 @@ FAULTS = (
     "switch.rstp-isl-blocked",
     "switch.qos-pfc-stall",
     "host.duplicate-ip",
-    "host.pfc-enabled",
     "switch.mtu",
     "host.mtu",
     "host.pcie-width",
@@ -54,6 +53,7 @@ class RailRuns:
     old_firmware: frozenset[str]
     stall_causes: dict[str, frozenset[str]]  # failing config fault -> nodes/targets it names
     narrow_pcie: frozenset[str]
+    nccl_busbw: float | None = None  # the same run's NCCL busbw (GB/s), None: not run or unread
 
 
 def _failing(verdicts: list[Verdict]) -> list[Verdict]:
@@ -86,9 +86,10 @@ def parse(obs: Observations, ctx: Context) -> RailRuns:
         v.targets for v in _failing(host_pcie.judge(pcie, ctx)) if v.fault == "host.pcie-width"
     }
     causes: dict[str, frozenset[str]] = {}
-    for check in (host_pfc, switch_mtu, host_addressing):
+    # host PFC on a lossy fabric is hygiene, never the cause of a stall
+    for check in (switch_mtu, host_addressing):
         for v in _failing(check.judge(check.parse(obs, ctx), ctx)):
-            if v.fault in ("host.pfc-enabled", "switch.mtu", "host.mtu"):
+            if v.fault in ("switch.mtu", "host.mtu"):
                 causes[v.fault] = frozenset(t.split("/")[0] for t in v.targets)
     return RailRuns(
         runs,
@@ -99,6 +100,7 @@ def parse(obs: Observations, ctx: Context) -> RailRuns:
         frozenset(old),
         causes,
         frozenset(t for ts in narrow for t in ts),
+        _nccl_busbw(obs),
     )
 
 
@@ -130,21 +132,40 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
                 )
             )
             continue
+        sig = traffic_counters.signature(m, ctx)
+        if sig is not None and sig.link_downs:
+            # the link bounced while it ran: the number says nothing about the rail
+            f["host.cx7-degraded"].unknown.append(
+                traffic_counters.evidence(m, sig, ctx, Status.UNKNOWN)
+            )
+            continue
         if m.value >= e.rail_pass_gate_gbps and not m.reason:
             for k in FAULTS:
                 f[k].ok(ev)
+                if sig is not None and sig.seq_err:
+                    f[k].ok(traffic_counters.evidence(m, sig, ctx, Status.PASS))
             continue
+        before = {k: len(f[k].bad) for k in FAULTS}
         stalled = m.value < 1.0
         switched = _switched(m, ctx)
         soft = switched and m.value <= e.software_forwarding_max_gbps
         cpu = _cpu(m)
-        if stalled and r.lossless:
+        dup_pair = client in r.duplicate_nodes or server in r.duplicate_nodes
+        if stalled and dup_pair and sig is not None and sig.vanished and not sig.timeouts:
+            # frames vanish without ACK timeouts: ARP flux, even where QoS is lossless too
+            f["host.duplicate-ip"].fail(ev, target=m.target)
+        elif stalled and r.lossless:
             f["switch.qos-pfc-stall"].fail(ev, target=m.target)
-        elif stalled and (client in r.duplicate_nodes or server in r.duplicate_nodes):
+        elif stalled and dup_pair:
             f["host.duplicate-ip"].fail(ev, target=m.target)
         elif stalled and r.stall_causes:
             for k in r.stall_causes:
                 f[k].fail(ev, target=m.target)
+        elif stalled and sig is not None and sig.stalled_with_timeouts:
+            # the QoS-stall signature with no lossless port found in the config
+            f["switch.qos-pfc-stall"].fail(ev, target=m.target, warn=True)
+        elif stalled and sig is not None and sig.vanished:
+            f["host.duplicate-ip"].fail(ev, target=m.target, warn=True)
         elif soft and r.offload_faults:
             for k in r.offload_faults:
                 f[k].fail(ev, target=m.target)
@@ -175,6 +196,11 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
             f["host.cx7-degraded"].unknown.append(
                 Evidence(ev.target, ev.command, ev.observed, ev.expected, Status.UNKNOWN, ev.raw)
             )
+        if sig is not None:
+            for k in FAULTS:
+                if len(f[k].bad) > before[k]:
+                    status = f[k].bad[-1].status  # as severe as the finding it supports
+                    f[k].bad.append(traffic_counters.evidence(m, sig, ctx, status))
     summaries = {
         "host.cx7-degraded": "RDMA in the 8-25 Gb/s band on clean 200G links: the CX7 "
         "low-throughput state (AC-drain the node)",
@@ -189,10 +215,14 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
         "switch.rstp-isl-blocked": "~4.5 Gb/s across switches: the ISL is blocked, traffic detours",
         "switch.qos-pfc-stall": "RDMA connects but moves no data: lossless QoS stalls",
         "host.duplicate-ip": "RDMA connects but moves no data: duplicate addresses",
-        "host.pfc-enabled": "RDMA connects but moves no data: host PFC on a lossy fabric",
         "switch.mtu": "RDMA connects but moves no data: jumbo frames dropped by a switch port",
         "host.mtu": "RDMA stalls: a fabric netdev below MTU 9000",
         "host.pcie-width": "rail bandwidth capped by a narrow PCIe link",
+    }
+    notes = {
+        k: corroborate(f[k], r.nccl_busbw, ctx)
+        for k in ("host.cx7-degraded", "host.cx7-throttled")
+        if f[k].bad
     }
     out = []
     for k in FAULTS:
@@ -209,12 +239,61 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
                     if r.runs
                     else "no rail measurement"
                 ),
-                bad=f"{summaries[k]}: {listing(f[k].targets, 4)}",
+                bad=f"{summaries[k]}: {listing(f[k].targets, 4)}{notes.get(k, '')}",
                 unknown="rail bandwidth outside every known signature: "
                 + listing(e.target for e in f[k].unknown),
             )
         )
     return out
+
+
+def _nccl_busbw(obs: Observations) -> float | None:
+    from wizard.errors import ParseError
+    from wizard.parsers.nccl import parse_nccl
+
+    run = next((m for m in obs.measurements if m.kind == "nccl" and m.valid), None)
+    if run is None:
+        return None
+    try:
+        return parse_nccl(str(run.extra.get("raw", ""))).avg_busbw
+    except ParseError:
+        return run.value or None
+
+
+def corroborate(f: Finding, busbw: float | None, ctx: Context) -> str:
+    """Before an AC drain or a firmware update on a perftest number alone: does NCCL agree?
+    perftest has a GB10 false-negative mode (linux-rdma/perftest#394). Returns a note for the
+    summary; a healthy NCCL turns the finding into a warning."""
+    e = ctx.expectations
+    gate = e.nccl_gate(len(ctx.nodes), len(ctx.switches))
+    if busbw is None:
+        f.unknown.append(
+            Evidence(
+                "cluster",
+                "all_reduce_perf",
+                "NCCL not run: perftest alone is not enough for a host verdict",
+                f"NCCL busbw below {gate:g} GB/s agreeing (perftest#394 false negatives)",
+                Status.UNKNOWN,
+            )
+        )
+        return "; NCCL has not corroborated it yet"
+    agrees = busbw < gate
+    f.bad.append(
+        Evidence(
+            "cluster",
+            "all_reduce_perf",
+            f"NCCL busbw {busbw:g} GB/s: " + ("agrees" if agrees else "healthy, disagrees"),
+            f"below {gate:g} GB/s if the CX7 is really slow (perftest#394 false negatives)",
+            Status.FAIL if agrees else Status.WARN,
+        )
+    )
+    if agrees:
+        return f"; NCCL agrees ({busbw:g} GB/s)"
+    f.bad[:] = [replace(ev, status=Status.WARN) for ev in f.bad]
+    return (
+        f"; but NCCL is healthy ({busbw:g} GB/s): likely perftest's GB10 false-negative mode "
+        "(linux-rdma/perftest#394), re-run before draining or updating firmware"
+    )
 
 
 def _switched(m: Measurement, ctx: Context) -> bool:

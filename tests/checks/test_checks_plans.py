@@ -52,21 +52,21 @@ def test_split_cage_removes_the_other_bridges_sub_ports_never_the_management_por
     assert plan.verify_checks == ("switch.offload-split-cage",)
 
 
-def test_second_bridge_moves_the_chip_ports_into_the_fabric_bridge() -> None:
+def test_second_bridge_moves_the_fabric_ports_into_the_offloaded_bridge() -> None:
+    # seed 003: one hardware-offloaded bridge per switch, the emptied second bridge deleted
     plan = plan_for("switch.offload-split-cage", "crs812-six-node", "switch.offload-second-bridge")
     (change,) = plan.switch_changes
     assert change.switch == "crs812-a"
     assert (
         change.commands[0].cli
-        == "/interface/bridge/port set [find interface=qsfp56-1-2] bridge=fabric"
+        == "/interface/bridge/port set [find interface=qsfp56-dd-1-1] bridge=bridge"
     )
-    assert (
-        change.rollback[0].cli
-        == "/interface/bridge/port set [find interface=qsfp56-1-2] bridge=bridge"
-    )
-    assert not any(
-        c.path == "/interface/bridge" for c in change.commands
-    )  # ether1 keeps its bridge
+    back = "/interface/bridge/port set [find interface=qsfp56-dd-1-1] bridge=fabric"
+    assert back in [c.cli for c in change.rollback]
+    assert change.commands[-1].cli == "/interface/bridge remove [find name=fabric]"
+    assert change.rollback[0].cli == "/interface/bridge add name=fabric"  # re-created first
+    assert all("ether1" not in c.cli for c in change.commands)  # management untouched
+    assert "delete the emptied bridge" in plan.summary
 
 
 def test_qos_plan_restores_lossy_and_rolls_back_to_the_profile() -> None:

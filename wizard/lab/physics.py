@@ -162,6 +162,8 @@ def _stall_reason(
         return "no IPv4 address (no RoCEv2 GID)"
     if any(h.lossless and h.offloaded for h in path.hops):
         return "lossless QoS (PFC) on the switch path"
+    # host PFC on a lossy fabric is hygiene, not a stall: without lossless switch ports no
+    # pause frame comes back, and the stall of seed 000 was switch QoS on the offloaded path
     frame = min(active_mtu(sr.mtu), active_mtu(dr.mtu)) + ROCE_OVERHEAD - 14
     # the campus detour carries RoCE-sized frames but not 9000-byte ones (003: 4.47 Gb/s)
     if frame > path.l2mtu and not path.detour:

@@ -20,6 +20,8 @@ from wizard.lab.world import World
 STALL_RETRY_PPS = 2048.0  # one window of 64 KiB writes in 4 KiB frames per retry period
 STALL_TIMEOUTS_PER_S = 8.0  # local ACK timeouts per second on a stalled QP
 ISL_SHARED_SEQ_ERR_PER_S = 550.0  # DCQCN splitting: some packet_seq_err is normal (003)
+SOFTWARE_SEQ_ERR_PER_S = 900.0  # a CPU-forwarded path drops what it cannot carry (003)
+SOFTWARE_CNP_PER_S = 120.0
 
 
 @dataclass
@@ -108,8 +110,11 @@ class Traffic:
                     sr.bump("tx_bytes_phy", pk * 4154)
                     sr.bump("port_xmit_packets", pk)
                     sr.bump("port_xmit_data", pk * 4154 / 4)
-                    sr.bump("local_ack_timeout_err", STALL_TIMEOUTS_PER_S * dt)
-                    sr.bump("roce_adp_retrans", STALL_TIMEOUTS_PER_S * dt)
+                    if not r.reason.startswith("duplicate IP"):
+                        # the QP's retries time out (a lossless-QoS stall); frames sent to a
+                        # MAC that ARP flux resolved wrongly just vanish (seed 000)
+                        sr.bump("local_ack_timeout_err", STALL_TIMEOUTS_PER_S * dt)
+                        sr.bump("roce_adp_retrans", STALL_TIMEOUTS_PER_S * dt)
                 continue
             nbytes = r.gbps * 1e9 / 8 * dt
             frame = r.mtu + 58
@@ -124,6 +129,11 @@ class Traffic:
             dr.bump("port_rcv_data", wire / 4)
             dr.bump("port_rcv_packets", pkts)
             dr.bump("rx_write_requests", pkts)
+            if r.software:
+                # the switch CPU drops the rest: the sender sees sequence errors and CNPs
+                sr.bump("packet_seq_err", SOFTWARE_SEQ_ERR_PER_S * dt)
+                dr.bump("np_cnp_sent", SOFTWARE_CNP_PER_S * dt)
+                sr.bump("rp_cnp_handled", SOFTWARE_CNP_PER_S * dt)
             if r.path is not None and r.path.isl:
                 shared = sum(
                     1

@@ -1,0 +1,107 @@
+"""What the counters around one bandwidth test say (seed 000's bisection, seed 003's rounds).
+
+Deltas read by the sweep before and after each `ib_write_bw` (`extra["counters"]`, per end)
+and the switch ports that moved (`extra["switch_ports"]`). The patterns:
+frames vanish (sender `tx_packets_phy` grows, no switch leg and no receiver counts them, no
+ACK timeouts): addressing / ARP flux (`host.duplicate-ip`); the connection forms but data
+stalls with `local_ack_timeout_err` climbing: lossless QoS on the path (`switch.qos-pfc-stall`);
+`packet_seq_err` growing near line rate under oversubscription is congestion control working,
+growing while throughput sits in single digits is a broken path; `link_down_events_phy`
+moving means the link bounced during the test (not evidence).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flows.base import Context
+from wizard.model import Evidence, Measurement, Status
+
+COMMAND = "counters around the test (sysfs hw_counters/counters, ethtool -S, switch /interface)"
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    sent: int  # sender tx_packets_phy delta
+    received: int  # receiver rx_packets_phy delta
+    timeouts: int  # sender local_ack_timeout_err delta
+    seq_err: int  # packet_seq_err + out_of_sequence, both ends
+    cnp: int  # np_cnp_sent + rp_cnp_handled, both ends
+    discards: int  # rx_discards_phy, both ends
+    pauses: int  # tx/rx_pause_ctrl_phy, both ends
+    link_downs: int  # link_down_events_phy, both ends
+    switch_rx: int | None  # packets the client's switch leg received (None: leg unknown)
+
+    @property
+    def vanished(self) -> bool:
+        """Frames left the sender and nobody downstream counted them."""
+        return self.sent > 0 and self.received == 0 and not self.switch_rx
+
+    @property
+    def stalled_with_timeouts(self) -> bool:
+        return self.sent > 0 and self.received == 0 and self.timeouts > 0
+
+
+def _get(side: dict[str, int], *names: str) -> int:
+    return sum(int(side.get(n, 0)) for n in names)
+
+
+def signature(m: Measurement, ctx: Context) -> Signature | None:
+    """The counter signature of one rail test (None: the counters were not read)."""
+    got = m.extra.get("counters")
+    if not isinstance(got, dict) or "client" not in got or "server" not in got:
+        return None
+    cli, srv = dict(got["client"]), dict(got["server"])
+    both = (cli, srv)
+    leg: int | None = None
+    key = f"{m.extra.get('client', '')}/{m.extra.get('client_netdev', '')}"
+    cable = ctx.cabling.get(key)
+    ports = m.extra.get("switch_ports")
+    if cable is not None and isinstance(ports, dict):
+        sw, port = cable
+        leg = int(dict(dict(ports.get(sw) or {}).get(port) or {}).get("rx-packet", 0))
+    return Signature(
+        sent=_get(cli, "tx_packets_phy"),
+        received=_get(srv, "rx_packets_phy"),
+        timeouts=_get(cli, "local_ack_timeout_err"),
+        seq_err=sum(_get(s, "packet_seq_err", "out_of_sequence") for s in both),
+        cnp=sum(_get(s, "np_cnp_sent", "rp_cnp_handled") for s in both),
+        discards=sum(_get(s, "rx_discards_phy") for s in both),
+        pauses=sum(_get(s, "tx_pause_ctrl_phy", "rx_pause_ctrl_phy") for s in both),
+        link_downs=sum(_get(s, "link_down_events_phy") for s in both),
+        switch_rx=leg,
+    )
+
+
+def reading(sig: Signature, gbps: float, ctx: Context) -> str:
+    """What the pattern means, in words."""
+    e = ctx.expectations
+    if sig.link_downs:
+        return "the link bounced during the test: not evidence"
+    if sig.stalled_with_timeouts:
+        return "connection formed, data stalled: the sender's ACKs time out (a QoS stall)"
+    if sig.vanished:
+        return "frames left the sender and nothing downstream counted them (addressing/ARP)"
+    if sig.seq_err and gbps >= e.isl_shared_flow_gbps * e.warn_ratio:
+        return "sequence errors near line rate: congestion control working"
+    if sig.seq_err and gbps <= e.software_forwarding_max_gbps:
+        return "sequence errors at single-digit Gb/s: a broken path (software forwarding, MTU)"
+    return "counters consistent with the rate"
+
+
+def evidence(m: Measurement, sig: Signature, ctx: Context, status: Status) -> Evidence:
+    leg = "unknown" if sig.switch_rx is None else f"+{sig.switch_rx}"
+    observed = (
+        f"sender tx_packets_phy +{sig.sent}, local_ack_timeout_err +{sig.timeouts}; receiver "
+        f"rx_packets_phy +{sig.received}; switch leg rx-packet {leg}; packet_seq_err/"
+        f"out_of_sequence +{sig.seq_err}, CNP +{sig.cnp}, rx_discards_phy +{sig.discards}, "
+        f"pause +{sig.pauses}, link_down_events_phy +{sig.link_downs}: "
+        + reading(sig, m.value, ctx)
+    )
+    return Evidence(
+        m.target,
+        COMMAND,
+        observed,
+        "receiver counts what the sender sends; no ACK timeouts, no link-down events",
+        status,
+    )

@@ -1,0 +1,204 @@
+"""Counters around every bandwidth test: read on both ends (sysfs, ethtool -S) and on the
+switch ports, shown as deltas and used to tell causes apart (seed 000's bisection, 003's
+rounds). Each FAULTS.md counter signature is fed to the rail judge and its verdict asserted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flows.base import Context
+from flows.checks import perf_rails, traffic_counters
+from flows.checks.perf_rails import RailRuns
+from flows.expectations import DEFAULT
+from wizard.counters import deltas, parse_rail, switch_deltas, switch_ports
+from wizard.inventory import load_inventory, resolve_password
+from wizard.lab.lab import Lab
+from wizard.model import Measurement, Status
+from wizard.sweep import Sweeper
+from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
+from wizard.transports.ssh import SshTarget, SshTransport
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL = ROOT.parent / "shared" / "fixtures" / "real"
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared real fixtures absent")
+def test_parse_rail_reads_real_show_counters_and_ethtool_s() -> None:
+    sysfs = (
+        REAL / "sysfs-infiniband/show_counters-mlx5_bond_0-roce-cnp-ecn-nonzero.txt"
+    ).read_text()
+    eth = (
+        REAL / "ethtool-S/mlx5-kernel5.15-xdp-nonzero-only-rx_discards_phy-tx_pause.txt"
+    ).read_text()
+    got = parse_rail(sysfs + "\n@@FABWIZ-ETHTOOL@@\n" + eth)
+    assert got["np_cnp_sent"] == 1052612505
+    assert got["out_of_sequence"] == 1811101
+    assert got["rx_packets"] == 333854100 and got["tx_packets"] == 25
+
+
+def test_deltas_and_a_reset_counter() -> None:
+    before = {"tx_packets_phy": 100, "local_ack_timeout_err": 5, "packet_seq_err": 9}
+    after = {"tx_packets_phy": 160, "local_ack_timeout_err": 7, "packet_seq_err": 2}
+    assert deltas(before, after) == {
+        "tx_packets_phy": 60,
+        "local_ack_timeout_err": 2,
+        "packet_seq_err": 2,
+    }
+    ports0 = switch_ports([{"name": "qsfp56-dd-1-1", "rx-packet": "10", "tx-packet": "4"}])
+    ports1 = switch_ports([{"name": "qsfp56-dd-1-1", "rx-packet": "10", "tx-packet": "9"}])
+    assert switch_deltas(ports0, ports1) == {"qsfp56-dd-1-1": {"tx-packet": 5}}
+
+
+CTX = Context(
+    expectations=DEFAULT,
+    nodes=("a", "b"),
+    switches=("sw",),
+    cabling={"a/p0": ("sw", "qsfp56-dd-1-1"), "b/p0": ("sw", "qsfp56-dd-1-5")},
+)
+
+
+def _m(
+    gbps: float, cli: dict[str, int], srv: dict[str, int], leg: int = 0, reason: str = ""
+) -> Measurement:
+    return Measurement(
+        "rail",
+        "a/p0->b/p0",
+        gbps,
+        "Gb/s",
+        reason=reason,
+        extra={
+            "client": "a",
+            "server": "b",
+            "client_netdev": "p0",
+            "server_netdev": "p0",
+            "counters": {"client": cli, "server": srv},
+            "switch_ports": {"sw": {"qsfp56-dd-1-1": {"rx-packet": leg}} if leg else {}},
+        },
+    )
+
+
+def _runs(m: Measurement, **kw: object) -> RailRuns:
+    base: dict[str, object] = {
+        "runs": (m,),
+        "offload_faults": (),
+        "rstp_blocked": False,
+        "lossless": False,
+        "duplicate_nodes": frozenset(),
+        "old_firmware": frozenset(),
+        "stall_causes": {},
+        "narrow_pcie": frozenset(),
+    }
+    base.update(kw)
+    return RailRuns(**base)  # type: ignore[arg-type]
+
+
+def _verdicts(r: RailRuns) -> dict[str, Status]:
+    return {v.fault: v.status for v in perf_rails.judge(r, CTX)}
+
+
+STALL = "Completion with error"
+
+
+def test_qos_stall_signature_tx_and_ack_timeouts_climb_receiver_flat() -> None:
+    m = _m(
+        0.0,
+        {"tx_packets_phy": 31272, "local_ack_timeout_err": 121},
+        {"rx_packets_phy": 0},
+        reason=STALL,
+    )
+    got = _verdicts(_runs(m))
+    assert got["switch.qos-pfc-stall"] == Status.WARN  # the counters say so, the config does not
+    assert "host.duplicate-ip" not in got
+    confirmed = _verdicts(_runs(m, lossless=True))
+    assert confirmed["switch.qos-pfc-stall"] == Status.FAIL
+    v = next(
+        v
+        for v in perf_rails.judge(_runs(m, lossless=True), CTX)
+        if v.fault == "switch.qos-pfc-stall"
+    )
+    row = next(e for e in v.evidence if e.command == traffic_counters.COMMAND)
+    assert "local_ack_timeout_err +121" in row.observed and "QoS stall" in row.observed
+
+
+def test_frames_vanish_signature_is_addressing_even_with_lossless_qos_configured() -> None:
+    m = _m(
+        0.0,
+        {"tx_packets_phy": 28000, "local_ack_timeout_err": 0},
+        {"rx_packets_phy": 0},
+        reason=STALL,
+    )
+    got = _verdicts(_runs(m, lossless=True, duplicate_nodes=frozenset({"a"})))
+    assert got["host.duplicate-ip"] == Status.FAIL
+    assert "switch.qos-pfc-stall" not in got
+    assert _verdicts(_runs(m))["host.duplicate-ip"] == Status.WARN
+
+
+def test_seq_err_near_line_rate_is_congestion_control_working() -> None:
+    m = _m(
+        81.9,
+        {"tx_packets_phy": 10**7, "packet_seq_err": 5500},
+        {"rx_packets_phy": 10**7},
+        leg=10**7,
+    )
+    got = _verdicts(_runs(m))
+    assert got["host.cx7-degraded"] == Status.PASS
+    sig = traffic_counters.signature(m, CTX)
+    assert sig is not None and sig.switch_rx == 10**7
+    assert (
+        traffic_counters.reading(sig, m.value, CTX)
+        == "sequence errors near line rate: congestion control working"
+    )
+
+
+def test_seq_err_at_single_digits_is_a_broken_path() -> None:
+    m = _m(
+        4.85, {"tx_packets_phy": 10**5, "packet_seq_err": 900}, {"rx_packets_phy": 10**5}, leg=10**5
+    )
+    sig = traffic_counters.signature(m, CTX)
+    assert sig is not None
+    assert traffic_counters.reading(sig, m.value, CTX).startswith("sequence errors at single-digit")
+    got = _verdicts(_runs(m, offload_faults=("switch.offload-second-bridge",)))
+    assert got["switch.offload-second-bridge"] == Status.FAIL
+
+
+def test_a_link_bounce_during_the_test_is_not_evidence() -> None:
+    m = _m(12.7, {"tx_packets_phy": 10**5, "link_down_events_phy": 1}, {"rx_packets_phy": 10**5})
+    got = _verdicts(_runs(m))
+    assert got["host.cx7-degraded"] == Status.UNKNOWN  # never an AC-drain verdict from it
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize(
+    ("scenario", "timeouts"),
+    [("fault-switch-qos-pfc-stall", True), ("fault-host-duplicate-ip", False)],
+)
+async def test_lab_counters_move_with_the_simulated_traffic(scenario: str, timeouts: bool) -> None:
+    async with Lab(scenario, time_scale=1000.0) as lab:
+        inv = load_inventory(lab.inventory_path)
+        ssh = SshTransport([SshTarget.from_spec(n) for n in inv.nodes], ssh_config=None)
+        sws = {
+            s.name: RouterOsTransport(RouterOsTarget.from_spec(s, resolve_password(s)))
+            for s in inv.switches
+        }
+        sweeper = Sweeper(ssh=ssh, nodes=[n.name for n in inv.nodes], switches=sws)
+        await sweeper.sweep([])
+        ms = await sweeper.rail_tests(duration_s=2)
+        await ssh.close()
+        for t in sws.values():
+            await t.close()
+    healthy = [m for m in ms if m.value > 100]
+    stalled = [m for m in ms if m.value == 0.0 and m.valid]
+    assert stalled, "the scenario stalls some rail"
+    for m in stalled:
+        c = m.extra["counters"]
+        assert c["client"]["tx_packets_phy"] > 0 and c["server"]["rx_packets_phy"] == 0
+        assert (c["client"]["local_ack_timeout_err"] > 0) is timeouts
+    for m in healthy:
+        c = m.extra["counters"]
+        assert c["server"]["rx_packets_phy"] == pytest.approx(
+            c["client"]["tx_packets_phy"], rel=0.01
+        )
+        assert c["client"]["local_ack_timeout_err"] == 0
+        assert any(p.get("rx-packet", 0) > 0 for p in m.extra["switch_ports"]["crs804"].values())

@@ -1,0 +1,105 @@
+"""RDMA and PHY counters read before and after a bandwidth test, on both ends and the switches.
+
+What moved during a test tells causes apart where a bandwidth number cannot (seeds 000, 003):
+frames that leave the sender (`tx_packets_phy`) but reach no switch leg and no receiver
+(`rx_packets_phy` flat) vanished (addressing, ARP flux); a connection whose sender retries
+with `local_ack_timeout_err` climbing is stalled (lossless QoS on the path); `packet_seq_err`
+and CNPs near line rate under deliberate oversubscription are congestion control working, the
+same counter growing at single-digit Gb/s is a broken path; `link_down_events_phy` moving
+means the link bounced during the test. Sources: sysfs `hw_counters/` and `counters/` of the
+RDMA device and `ethtool -S` of the netdev (one command per rail), `/interface print` on the
+switches (`rx-byte`, `tx-byte`, `rx-packet`, `tx-packet` per port).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping
+
+from wizard.errors import ParseError
+from wizard.model import Rail
+from wizard.parsers.ethtool import parse_ethtool_stats
+from wizard.parsers.sysfs import parse_sysfs_counters
+
+# what a delta is shown for (the issue list of seed 000 and FAULTS.md "What counts as proof")
+HOST_COUNTERS = (
+    "tx_packets_phy",
+    "rx_packets_phy",
+    "local_ack_timeout_err",
+    "packet_seq_err",
+    "out_of_sequence",
+    "np_cnp_sent",
+    "rp_cnp_handled",
+    "rx_discards_phy",
+    "tx_pause_ctrl_phy",
+    "rx_pause_ctrl_phy",
+    "link_down_events_phy",
+    "port_xmit_packets",
+    "port_rcv_packets",
+)
+SWITCH_COUNTERS = ("rx-packet", "tx-packet", "rx-byte", "tx-byte", "rx-drop", "tx-drop")
+_SPLIT = "@@FABWIZ-ETHTOOL@@"
+
+
+def rail_command(rail: Rail) -> str:
+    """One read-only command for a rail's RDMA and PHY counters."""
+    base = f"/sys/class/infiniband/{shlex.quote(rail.rdma)}/ports/1"
+    return (
+        f"grep -H . {base}/hw_counters/* {base}/counters/* 2>/dev/null; "
+        f"echo {_SPLIT}; ethtool -S {shlex.quote(rail.netdev)}"
+    )
+
+
+def parse_rail(text: str) -> dict[str, int]:
+    """The counters of `rail_command`'s output (sysfs names and ethtool names in one map)."""
+    sysfs, _, ethtool = text.partition(_SPLIT)
+    out: dict[str, int] = {}
+    try:
+        s = parse_sysfs_counters(sysfs)
+        out.update(s.counters or {})
+        out.update(s.hw_counters or {})
+    except ParseError:
+        pass
+    try:
+        out.update(parse_ethtool_stats(ethtool).counters)
+    except ParseError:
+        pass
+    if not out:
+        raise ParseError("no RDMA or PHY counter in the output", tool="counters", raw=text)
+    return out
+
+
+def deltas(
+    before: Mapping[str, int], after: Mapping[str, int], names: Iterable[str] = HOST_COUNTERS
+) -> dict[str, int]:
+    """after - before for each name read both times (a counter that went backwards was reset:
+    its delta is the value after)."""
+    out: dict[str, int] = {}
+    for n in names:
+        if n in before and n in after:
+            d = after[n] - before[n]
+            out[n] = d if d >= 0 else after[n]
+    return out
+
+
+def switch_ports(rows: Iterable[Mapping[str, str]]) -> dict[str, dict[str, int]]:
+    """`/interface print` rows -> port name -> the numeric SWITCH_COUNTERS."""
+    out: dict[str, dict[str, int]] = {}
+    for r in rows:
+        name = r.get("name", "")
+        vals = {k: int(r[k]) for k in SWITCH_COUNTERS if str(r.get(k, "")).isdigit()}
+        if name and vals:
+            out[name] = vals
+    return out
+
+
+def switch_deltas(
+    before: Mapping[str, Mapping[str, int]], after: Mapping[str, Mapping[str, int]]
+) -> dict[str, dict[str, int]]:
+    """Per port, the counters that moved (ports where nothing moved are left out)."""
+    out: dict[str, dict[str, int]] = {}
+    for port, vals in after.items():
+        moved = {k: d for k, d in deltas(before.get(port, {}), vals, SWITCH_COUNTERS).items() if d}
+        if moved:
+            out[port] = moved
+    return out
