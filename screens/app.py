@@ -286,6 +286,8 @@ class FabwizApp(App[int]):
 
     def on_engine_event(self, message: EngineEvent) -> None:
         event = message.event
+        if not any(isinstance(s, SessionScreen) for s in self.screen_stack):
+            return  # the app is closing: the session log has the event
         screen = self.session
         changed = self.view.apply(event)
         # Gauges keep each rail's last measurement across steps: it is the latest evidence.
@@ -307,9 +309,19 @@ class FabwizApp(App[int]):
         exports = sum(len(v.exports) for v in self.view.steps.values())
         reason = event.reason or "see the steps marked ✘"
         head = "Healthy." if event.healthy else f"Findings left: {reason}."
+        unseen = self.view.never_checked()
+        never = ""
+        if unseen:
+            targets = sorted({t for _s, v in unseen for t in v.targets})
+            never = (
+                f" Never checked: {len(unseen)} fault(s) on {', '.join(targets)} "
+                f"({', '.join(v.fault for _s, v in unseen[:4])}"
+                + (" …" if len(unseen) > 4 else "")
+                + ")."
+            )
         return (
             f"Session ended. {head} {verified} fix(es) verified, {exports} switch export(s) "
-            f"kept. Ticket: fabwiz report {self.session_folder or 'SESSION'}"
+            f"kept.{never} Ticket: fabwiz report {self.session_folder or 'SESSION'}"
         )
 
     def _discovered_rails(self) -> None:

@@ -61,6 +61,8 @@ from wizard.model import (
 )
 from wizard.probes import HostProbe, Observations, Probe
 
+UNREACHABLE = "preflight.unreachable"
+
 # --- ports -----------------------------------------------------------------------------------
 
 
@@ -1089,7 +1091,7 @@ class Engine:
     async def _step_preflight(self, spec: StepLike) -> bool:
         obs = await self._sweep(self.checks)
         all_config = [c for c in self.checks if not c.needs_traffic]
-        verdicts = self._judge(all_config, obs, None)
+        verdicts = self._judge(all_config, obs, None) + _unreachable_verdicts(self.fabric, obs)
         self._record_verdicts(verdicts)
         if len(obs.unreachable) >= len(self.fabric.nodes) + len(self.fabric.switches):
             raise FabwizError(
@@ -1244,6 +1246,24 @@ class Engine:
         if findings:
             self.note("still open: " + ", ".join(sorted({v.fault for v in findings})), "warn")
         return False
+
+
+def _unreachable_verdicts(fabric: Fabric, obs: Observations) -> list[Verdict]:
+    """One `preflight.unreachable` finding per target the sweep could not reach or log into."""
+    return [
+        Verdict(
+            fault=UNREACHABLE,
+            status=Status.UNKNOWN,
+            summary=(
+                f"the {'node' if target in fabric.nodes else 'switch'} {target} could not be "
+                f"checked: {error}"
+            ),
+            targets=(target,),
+            evidence=(Evidence(target, "connect", error, "reachable", Status.UNKNOWN),),
+            check="sweep",
+        )
+        for target, error in sorted(obs.unreachable.items())
+    ]
 
 
 class _Runner:

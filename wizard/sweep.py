@@ -23,7 +23,7 @@ import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from wizard.discovery import (
     DISCOVERY_HOST_PROBES,
@@ -201,6 +201,13 @@ class Sweeper:
             (nodes if i < len(node_tasks) else switches)[name] = res
         return Observations(nodes=nodes, switches=switches, unreachable=unreachable)
 
+    def _unreached(self, target: str, kind: Literal["ssh", "api"], error: str) -> None:
+        """A target that could not be reached or logged into is an answer too: the log keeps
+        it, so replay and reports know what was never seen, and why."""
+        self._emit(ProbeSent(step=self.step, target=target, command="connect"))
+        failed = ProbeResult(target=target, kind=kind, command="connect", error=error)
+        self._emit(ProbeAnswered(step=self.step, probe="connect", result=failed))
+
     async def _batch(
         self, node: str, sections: list[Section], timeout: float
     ) -> tuple[dict[str, ProbeResult], str | None]:
@@ -239,6 +246,7 @@ class Sweeper:
     ) -> tuple[str, dict[str, ProbeResult], str | None]:
         err = await self.ssh.connect(node)
         if err is not None:
+            self._unreached(node, "ssh", err)
             return node, {}, err
         node_wide = [p for p in probes if not p.per_rail]
         per_rail = [p for p in probes if p.per_rail]
@@ -293,6 +301,7 @@ class Sweeper:
     ) -> tuple[str, dict[str, ProbeResult], str | None]:
         err = await api.connect()
         if err is not None:
+            self._unreached(name, "api", err)
             return name, {}, err
         out: dict[str, ProbeResult] = {}
         plain = [p for p in probes if not p.per_fabric_port]

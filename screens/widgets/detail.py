@@ -188,7 +188,8 @@ def _verdict_text(view: StepView) -> Text:
     for i, v in enumerate(ordered):
         if i:
             out.append("\n")
-        out.append(f"{GLYPHS.get(str(v.status), '·')} {str(v.status).upper():<7} ", style="bold")
+        word = "NOT CHECKED" if v.status is Status.UNKNOWN else str(v.status).upper()
+        out.append(f"{GLYPHS.get(str(v.status), '·')} {word:<7} ", style="bold")
         out.append(f"{v.fault}: {v.summary}")
     for fix in view.fixes.values():
         out.append("\n")

@@ -53,6 +53,13 @@ class StepItem(ListItem):
             if label.cell_len + len(view.phase) + 2 > room:
                 label.truncate(max(8, room - len(view.phase) - 2), overflow="ellipsis")
             label.append(f"  {view.phase.replace('_', ' ')}", style="italic")
+        elif view.status == "unknown":
+            # never a pass: the step says it could not look, and at what
+            reason = view.not_checked_reason or "an input could not be read"
+            label.append("\n")
+            label.append_text(
+                Text(f"  not checked: {reason}", style="italic", no_wrap=True, overflow="ellipsis")
+            )
         elif view.status not in ("pending", "pass") and len(label) + len(view.status) + 2 <= room:
             label.append(f"  {view.status}", style="dim")
         self._label.update(label)
