@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -47,7 +48,14 @@ from screens.widgets.messages import (
 )
 from screens.widgets.view_model import SessionView, StepInfo, load_steps, raw_for
 from wizard.errors import FabwizError
-from wizard.events import Event, MeasurementTaken, RailSampled, SessionEnded, StepChanged
+from wizard.events import (
+    Event,
+    MeasurementTaken,
+    PhysicalActionDone,
+    RailSampled,
+    SessionEnded,
+    StepChanged,
+)
 from wizard.fixes import ExportStatus
 from wizard.model import FixPlan, PhysicalAction, Rail
 
@@ -138,13 +146,21 @@ class TuiPorts:
 
     async def confirm_fix(self, plan: FixPlan, export: ExportStatus | None) -> bool:
         window = getattr(self.app.engine, "rollback_window_s", None)
-        modal = FixConfirmModal(plan, export, rollback_window_s=window)
-        applied: bool = await self.app.push_screen(modal, wait_for_dismiss=True)
-        return applied
+        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+        def make() -> FixConfirmModal:
+            return FixConfirmModal(plan, export, rollback_window_s=window, answer=answer)
+
+        self.app.open_question(HiddenQuestion(f"fix: {plan.summary}", "fix", make, answer))
+        try:
+            return await answer
+        finally:
+            self.app.question_closed(answer)
 
     async def physical_action(self, action: PhysicalAction, can_perform_in_lab: bool) -> str:
         app = self.app
         previous = app.physical_modal
+        app.question = None  # asked again: the previous question is answered
         if previous is not None and previous.is_attached:
             # Asked again (e.g. "not done yet") or the next action: one prompt at a time.
             if app.screen is previous:
@@ -152,10 +168,33 @@ class TuiPorts:
             else:
                 previous.close()
         answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        modal = PhysicalActionModal(action, can_perform_in_lab=can_perform_in_lab, answer=answer)
-        app.physical_modal = modal
-        await app.push_screen(modal, callback=lambda _r: app.physical_modal_closed(modal))
-        return await answer
+        direct = any(dest.startswith("node:") for _n, _p, dest in action.cables)
+        warning = DIRECT_SKIP_WARNING if direct or app.view.current == "direct_connect" else None
+        since: list[float] = []
+
+        def make() -> PhysicalActionModal:
+            modal = PhysicalActionModal(
+                action,
+                can_perform_in_lab=can_perform_in_lab,
+                answer=answer,
+                skip_warning=warning,
+                on_cancel_wait=app.cancel_wait if app.engine_takes_requests else None,
+                waiting_since=since[0] if since else None,
+            )
+            app.physical_modal = modal
+            return modal
+
+        def track(_answer: asyncio.Future[str]) -> None:
+            since.append(time.monotonic())  # the wait starts once answered
+
+        answer.add_done_callback(track)
+        what = f"{action.kind.replace('_', ' ')} on {', '.join(action.nodes)}"
+        app.open_question(HiddenQuestion(f"hands: {what}", "physical", make, answer))
+        try:
+            return await answer
+        finally:
+            if answer.done() and answer.result() == "skip":
+                app.question_closed(answer)
 
     async def choose(self, step: str, question: str, options: list[str]) -> str:
         answers = match_intents(options)
@@ -176,6 +215,25 @@ class TuiPorts:
 
     async def error(self, title: str, message: str, hint: str | None) -> None:
         await self.app.push_screen_wait(ErrorModal(title, message, hint))
+
+
+DIRECT_SKIP_WARNING = (
+    "Without the direct-connect test the wizard cannot tell a host-side fault (NIC, PCIe, "
+    "CX7 state) from a switch-path one: every later verdict rests on the bisection it gives. "
+    "Skip it anyway?"
+)
+
+
+@dataclass(slots=True)
+class HiddenQuestion:
+    """A modal question the engine awaits. Hiding its modal (Esc) leaves it open; `o` makes
+    the modal again from `make` (same answer future)."""
+
+    label: str
+    kind: str  # "fix" or "physical"
+    make: Callable[[], Screen[Any]]
+    answer: asyncio.Future[Any]
+    hidden: bool = False
 
 
 class FabwizApp(App[int]):
@@ -206,6 +264,7 @@ class FabwizApp(App[int]):
         self.engine: EngineLike | None = None
         self.pending_choice: PendingChoice | None = None
         self.physical_modal: PhysicalActionModal | None = None
+        self.question: HiddenQuestion | None = None  # the open modal question, shown or hidden
         self.engine_worker: Worker[None] | None = None
         self.requests: list[tuple[str, str | None]] = []  # every intent sent to the engine
         # Set by the engine factory: the rails discovery found (node -> rails), for the gauges.
@@ -302,6 +361,10 @@ class FabwizApp(App[int]):
         screen.update_view(changed)
         if self.physical_modal is not None:
             self.physical_modal.on_engine_event(event)
+        question = self.question
+        if isinstance(event, PhysicalActionDone) and question and question.kind == "physical":
+            self.question = None  # done: nothing left to re-open
+            self._question_changed()
 
     def _ending(self, event: SessionEnded) -> str:
         fixes = [f for v in self.view.steps.values() for f in v.fixes.values()]
@@ -357,6 +420,62 @@ class FabwizApp(App[int]):
     def physical_modal_closed(self, modal: PhysicalActionModal) -> None:
         if self.physical_modal is modal:
             self.physical_modal = None
+
+    @property
+    def engine_takes_requests(self) -> bool:
+        return callable(getattr(self.engine, "request", None))
+
+    def open_question(self, question: HiddenQuestion) -> None:
+        """Show a modal question; when its modal goes away unanswered, it is only hidden."""
+        self.question = question
+        question.hidden = False
+        modal = question.make()
+
+        def closed(_result: Any) -> None:
+            if isinstance(modal, PhysicalActionModal):
+                self.physical_modal_closed(modal)
+            if self.question is question and self._still_open(question):
+                question.hidden = True
+                self.notify(f"Hidden, still open: {question.label}. Press o to open it again.")
+            elif self.question is question:
+                self.question = None
+            self._question_changed()
+
+        self.push_screen(modal, callback=closed)
+        self._question_changed()
+
+    def _still_open(self, question: HiddenQuestion) -> bool:
+        if not question.answer.done():
+            return True
+        # a physical action answered "done": the engine is still watching for its result
+        return question.kind == "physical" and question.answer.result() != "skip"
+
+    def question_closed(self, answer: asyncio.Future[Any]) -> None:
+        if self.question is not None and self.question.answer is answer:
+            self.question = None
+            self._question_changed()
+
+    def action_reopen(self) -> None:
+        question = self.question
+        if question is None or not question.hidden:
+            self.notify("No hidden question: the engine asks when it needs you.", timeout=3)
+            return
+        self.open_question(question)
+
+    def cancel_wait(self) -> None:
+        request = getattr(self.engine, "request", None)
+        if request is not None:
+            self.requests.append(("cancel_wait", self.view.current))
+            request("cancel_wait", self.view.current)
+
+    def _question_changed(self) -> None:
+        for screen in self.screen_stack:
+            if isinstance(screen, SessionScreen):
+                screen.hidden_question = (
+                    self.question.label if self.question and self.question.hidden else None
+                )
+                screen.refresh_bindings()
+                screen.update_view({"prompt"})
 
     # --- intents -------------------------------------------------------------------------------
 

@@ -63,6 +63,7 @@ class SessionScreen(Screen[None]):
         Binding("n", "intent('next')", "Next"),
         Binding("g", "show_bottom('gauges')", "Gauges"),
         Binding("l", "show_bottom('log')", "Log"),
+        Binding("o", "app.reopen", "Open question"),
         Binding("e", "toggle_explain", "Explain", show=False),
         Binding("question_mark", "toggle_explain", "Explain", show=False),
         Binding("q", "app.request_quit", "Quit"),
@@ -75,6 +76,7 @@ class SessionScreen(Screen[None]):
         self.prompt: Prompt | None = None
         self.engine_ready = False
         self.engine_takes_requests = False  # an engine with `request(intent, step)`
+        self.hidden_question: str | None = None  # a modal question hidden with Esc, still open
         self._gauges = gauges or RailGauges(id="gauges")
         self._log_shown = 0
         self._bottom_chosen = False
@@ -148,6 +150,8 @@ class SessionScreen(Screen[None]):
             )
             where = "" if prompt.step == self.viewed else f"({prompt.step}) "
             question = f"{where}{prompt.question}" + (f"  — {keys}" if keys else "")
+        elif self.hidden_question is not None:
+            question = f"Still open: {self.hidden_question} — press o to open it again"
         elif self.view.waiting is not None:
             w = self.view.waiting
             question = (
@@ -162,6 +166,11 @@ class SessionScreen(Screen[None]):
             enabled=self.enabled_intents(),
             offered=offered,
         )
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "reopen":
+            return self.hidden_question is not None  # in the footer only when there is one
+        return True
 
     def enabled_intents(self) -> set[str]:
         step = self.view.steps.get(self.viewed or "")

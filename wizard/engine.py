@@ -275,6 +275,8 @@ class Engine:
         self.lifecycle = StepLifecycle(self._phase_changed)
         self._last_obs: Observations | None = None
         self._skips: set[str] = set()  # steps the operator asked to skip
+        self._declined: dict[str, list[tuple[Verdict, FixPlan]]] = {}  # step -> still on offer
+        self._cancel_wait = False  # the operator stopped waiting for a physical action
         if resume is not None:
             self.result.fixes = list(resume.fixes)
             self.result.healthy_before = resume.healthy_before
@@ -290,6 +292,8 @@ class Engine:
             target = step or self._step
             self._skips.add(target)
             self.note(f"{target}: skipped by the operator", "warn")
+        elif intent == "cancel_wait":
+            self._cancel_wait = True
 
     # -- events --------------------------------------------------------------------------------
 
@@ -358,6 +362,7 @@ class Engine:
             "halves": self._step_halves,
             "persist": self._step_persist,
         }[spec.kind]
+        self._declined.pop(spec.id, None)  # a re-run offers its fixes afresh
         if spec.id in self._skips:
             skipped = True
         else:
@@ -373,11 +378,20 @@ class Engine:
             if self.lifecycle.state is not Phase.VERDICT:
                 self._fire("judged")
             self._fire("finish")
-        answer = await self.operator.choose(
-            spec.id, f"{spec.title}: done.", ["next", "rerun", "back"]
-        )
-        self.emit(OperatorAnswered(step=spec.id, question="step finished", answer=answer))
-        return answer
+        while True:
+            declined = self._declined.get(spec.id, [])
+            options = ["next", "rerun", "back"] + (["apply"] if declined else [])
+            question = f"{spec.title}: done." + (
+                f" {len(declined)} fix(es) declined, still on offer." if declined else ""
+            )
+            answer = await self.operator.choose(spec.id, question, options)
+            self.emit(OperatorAnswered(step=spec.id, question="step finished", answer=answer))
+            if answer != "apply":
+                return answer
+            # A declined fix stays on offer: offer it again, with a fresh export.
+            self._declined[spec.id] = []
+            for verdict, plan in declined:
+                await self._offer_and_apply(verdict, plan)
 
     # -- probing and judging -------------------------------------------------------------------
 
@@ -567,7 +581,12 @@ class Engine:
                 observed = await hands.perform(action)
                 by = "lab"
                 self.note(f"lab: {observed}")
+            self._cancel_wait = False
             ok, observed = await self._watch(action, before)
+            if not ok and self._cancel_wait:
+                self._cancel_wait = False
+                self.note(f"stopped waiting for {action.kind}: asking again", "warn")
+                continue
             if ok:
                 self.emit(
                     PhysicalActionDone(
@@ -585,7 +604,7 @@ class Engine:
         deadline = self.clock() + self.physical_timeout_s
         waiting = set(action.nodes)
         seen: list[str] = []
-        while waiting and self.clock() < deadline:
+        while waiting and self.clock() < deadline and not self._cancel_wait:
             now = await self._boot_ids(sorted(waiting))
             for node, boot in now.items():
                 if action.kind in ("ac_drain", "reboot", "firmware_update", "power_cycle"):
@@ -608,7 +627,7 @@ class Engine:
                             node=node, cause=f"{action.kind} (prompted)", at=self.clock()
                         )
                     )
-            if waiting:
+            if waiting and not self._cancel_wait:
                 await self.sleep(self.poll_interval_s)
         if waiting:
             return False, f"still waiting for {', '.join(sorted(waiting))}"
@@ -724,6 +743,7 @@ class Engine:
         if not ok:
             self._fire("declined")
             self.result.fixes.append(record)
+            self._declined.setdefault(self._step, []).append((verdict, plan))
             return False
         self._fire("apply")
         armed: list[tuple[Any, str]] = []  # (change, rollback name)
