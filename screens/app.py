@@ -33,7 +33,7 @@ from screens.modals import (
     QuitModal,
     RawOutputModal,
 )
-from screens.session_screen import Prompt, SessionScreen
+from screens.session_screen import DIRECT_SKIP, Prompt, SessionScreen
 from screens.widgets.gauges import RailGauges
 from screens.widgets.messages import (
     ApplyFixRequested,
@@ -217,11 +217,7 @@ class TuiPorts:
         await self.app.push_screen_wait(ErrorModal(title, message, hint))
 
 
-DIRECT_SKIP_WARNING = (
-    "Without the direct-connect test the wizard cannot tell a host-side fault (NIC, PCIe, "
-    "CX7 state) from a switch-path one: every later verdict rests on the bisection it gives. "
-    "Skip it anyway?"
-)
+DIRECT_SKIP_WARNING = DIRECT_SKIP + " Skip it anyway?"
 
 
 @dataclass(slots=True)

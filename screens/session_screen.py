@@ -34,6 +34,10 @@ from screens.widgets.messages import (
 from screens.widgets.steps import StepList
 from screens.widgets.view_model import SessionView
 
+DIRECT_SKIP = (
+    "Without the direct-connect test the wizard cannot tell a host-side fault (NIC, PCIe, "
+    "CX7 state) from a switch-path one: every later verdict rests on the bisection it gives."
+)
 _LEVEL = {"debug": " ", "info": "·", "warn": "!", "error": "✘"}
 
 
@@ -216,6 +220,18 @@ class SessionScreen(Screen[None]):
             self.notify(f"{intent}: not now — {hint}", severity="warning", timeout=3)
             return
         step = self.viewed
+        if intent == "skip" and step == "direct_connect":
+            from screens.modals import ConfirmModal
+
+            def decided(sure: bool | None) -> None:
+                if sure:
+                    self.post_message(SkipStepRequested(step))
+
+            self.app.push_screen(
+                ConfirmModal("Skip the direct-connect test?", DIRECT_SKIP, yes="Skip anyway"),
+                callback=decided,
+            )
+            return
         if intent == "raw":
             self.post_message(ShowRawRequested(step, self.evidence.selected_row))
             return

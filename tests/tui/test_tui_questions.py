@@ -81,9 +81,11 @@ async def test_hidden_questions_reopen_waits_cancel_and_declined_fixes_stay(
         # The drain: "Done" before the nodes are back waits live, and `c` stops the wait.
         await until(
             pilot,
-            lambda: isinstance(app.screen, PhysicalActionModal)
-            and app.screen.action.kind == "ac_drain"
-            and app.screen.state == "ask",
+            lambda: (
+                isinstance(app.screen, PhysicalActionModal)
+                and app.screen.action.kind == "ac_drain"
+                and app.screen.state == "ask"
+            ),
             "drain asks",
         )
         drain = app.screen
@@ -98,9 +100,11 @@ async def test_hidden_questions_reopen_waits_cancel_and_declined_fixes_stay(
         # The engine stops watching and asks again: a new modal, asking.
         await until(
             pilot,
-            lambda: isinstance(app.screen, PhysicalActionModal)
-            and app.screen is not drain
-            and app.screen.state == "ask",
+            lambda: (
+                isinstance(app.screen, PhysicalActionModal)
+                and app.screen is not drain
+                and app.screen.state == "ask"
+            ),
             "asked again",
         )
         assert app.requests[-1][0] == "cancel_wait"
@@ -146,3 +150,39 @@ async def test_hidden_questions_reopen_waits_cancel_and_declined_fixes_stay(
         )
         fixes = [a for a in answers if a[1].startswith("apply fix offload:")]
         assert [a[2] for a in fixes] == ["no", "yes"]
+
+
+class Recorder:
+    """An engine that only records the intents it is sent."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[str, str | None]] = []
+
+    async def run(self) -> None:
+        return None
+
+    def request(self, intent: str, step: str | None = None) -> None:
+        self.got.append((intent, step))
+
+
+@pytest.mark.parametrize("answer", ["n", "y"])
+async def test_skipping_the_direct_connect_step_asks_first(answer: str) -> None:
+    app = FabwizApp(None)
+    engine = Recorder()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.engine = engine
+        screen = app.session
+        screen.engine_ready = screen.engine_takes_requests = True
+        screen.viewed = "direct_connect"
+        await pilot.press("s")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), "asks")
+        assert "cannot tell a host-side fault" in app.screen.body
+        await pilot.press(answer)
+        await pilot.pause(0.1)
+        assert app.screen is screen
+        assert engine.got == ([("skip", "direct_connect")] if answer == "y" else [])
+        # Other steps skip at once.
+        screen.viewed = "qos"
+        await pilot.press("s")
+        await pilot.pause(0.1)
+        assert engine.got[-1] == ("skip", "qos")
