@@ -25,6 +25,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from flows.expectations import Expectations
+from screens.end_screen import SessionEndModal
 from screens.modals import (
     ChoiceModal,
     ErrorModal,
@@ -46,6 +47,7 @@ from screens.widgets.messages import (
     SkipStepRequested,
     StepRequested,
 )
+from screens.widgets.summary import SessionSummary, summarise
 from screens.widgets.view_model import SessionView, StepInfo, load_steps, raw_for
 from wizard.errors import FabwizError
 from wizard.events import (
@@ -354,6 +356,7 @@ class FabwizApp(App[int]):
         if isinstance(event, SessionEnded):
             self.sub_title = "healthy" if event.healthy else "findings left"
             screen.prompt = Prompt(step=self.view.current or "", question=self._ending(event))
+            self.call_later(self.action_show_summary)
         screen.update_view(changed)
         if self.physical_modal is not None:
             self.physical_modal.on_engine_event(event)
@@ -361,6 +364,22 @@ class FabwizApp(App[int]):
         if isinstance(event, PhysicalActionDone) and question and question.kind == "physical":
             self.question = None  # done: nothing left to re-open
             self._question_changed()
+
+    def summary(self) -> SessionSummary:
+        return summarise(self.view, self.session_folder)
+
+    def action_show_summary(self) -> None:
+        """The end-of-session screen (found, fixed, not checked, numbers, what next)."""
+        if self.view.ended is None or isinstance(self.screen, SessionEndModal):
+            return
+        self.push_screen(SessionEndModal(self.summary()))
+
+    def exit_message(self) -> str:
+        """What the terminal shows once the TUI is gone: the session and how to use it."""
+        if self.view.started is None:
+            return ""
+        s = self.summary()
+        return f"fabwiz: session {s.session_id}\n  {s.report_command}\n  {s.resume_command}"
 
     def _ending(self, event: SessionEnded) -> str:
         fixes = [f for v in self.view.steps.values() for f in v.fixes.values()]
@@ -380,7 +399,7 @@ class FabwizApp(App[int]):
             )
         return (
             f"Session ended. {head} {verified} fix(es) verified, {exports} switch export(s) "
-            f"kept.{never} Ticket: fabwiz report {self.session_folder or 'SESSION'}"
+            f"kept.{never} Ticket: {self.summary().report_command} (u: the summary)"
         )
 
     def _discovered_rails(self) -> None:

@@ -72,6 +72,9 @@ class Dialog(ModalScreen[ResultT]):
     """A centred box with its own footer; shrinks on short terminals (`-short`)."""
 
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]  # noqa: RUF012 - Textual's name
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "app.request_quit", "Quit", priority=True),
+    ]
 
     def on_mount(self) -> None:
         # The session screen's footer would show keys that do nothing here.
@@ -135,6 +138,7 @@ class FixConfirmModal(Dialog[bool | None]):
         super().on_mount()
         scroll = self.query_one("#preview", VerticalScroll)
         scroll.watch(scroll, "scroll_y", lambda _y: self._more_lines(), init=False)
+        scroll.focus()  # ↑/↓ and page keys scroll the preview; a, c and Esc still answer
         self.call_after_refresh(self._more_lines)
 
     def on_resize(self) -> None:
@@ -282,9 +286,7 @@ class PhysicalActionModal(Dialog[str | None]):
             with Horizontal(classes="buttons", id="ask-buttons"):
                 yield Button("Done (d)", id="done", variant="primary", compact=True)
                 if self.can_perform_in_lab:
-                    yield Button(
-                        "Perform in lab (p)", id="perform", variant="success", compact=True
-                    )
+                    yield Button("Perform (p)", id="perform", variant="success", compact=True)
                 if self.is_drain:
                     yield Button(f"{self.drain_s} s timer (t)", id="timer", compact=True)
                 yield Button("Skip (s)", id="skip", compact=True)
@@ -524,7 +526,7 @@ class ErrorModal(Dialog[None]):
 
 class QuitModal(Dialog[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "quit", "Quit anyway"),
+        Binding("y,ctrl+q", "quit", "Quit anyway", priority=True),
         Binding("escape,n", "stay", "Stay"),
     ]
 

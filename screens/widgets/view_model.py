@@ -254,6 +254,12 @@ class SessionView:
     waiting: PhysicalActionRequested | None = None
     # fault -> (step, verdict) of the latest verdict on it, in the order the engine gave them
     latest: dict[str, tuple[str, Verdict]] = field(default_factory=dict)
+    first_fix_at: int | None = None  # len(measurements) when the first fix was applied
+    found: dict[str, tuple[str, Verdict]] = field(default_factory=dict)  # first fail/warn
+
+    @property
+    def measured_before_first_fix(self) -> int:
+        return len(self.measurements) if self.first_fix_at is None else self.first_fix_at
 
     @classmethod
     def new(cls, steps: Sequence[StepInfo]) -> SessionView:
@@ -346,6 +352,8 @@ class SessionView:
                 verdict = event.verdict
                 self.step(event.step).verdicts[verdict.fault] = verdict
                 self.latest[verdict.fault] = (event.step, verdict)
+                if verdict.status in (Status.FAIL, Status.WARN):
+                    self.found.setdefault(verdict.fault, (event.step, verdict))
                 for other in self.steps.values():
                     earlier = other.verdicts.get(verdict.fault)
                     if other.id == event.step or earlier is None or not earlier.is_finding:
@@ -417,6 +425,8 @@ class SessionView:
                 self._log(event, "info", f"fix offered: {event.summary}")
                 changed |= {"detail", "steps"}
             case FixApplied():
+                if self.first_fix_at is None:
+                    self.first_fix_at = len(self.measurements)
                 fix = self._fix(event.step, event.fix_id, event.fault, event.target)
                 fix.state = "applied"
                 fix.export = event.export
