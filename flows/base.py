@@ -76,12 +76,15 @@ class Check:
     needs_traffic: bool = False  # judged from bandwidth tests (`check --perf`)
 
     def run(self, obs: Observations, ctx: Context) -> list[Verdict]:
-        """parse then judge, stamping the check id on each verdict."""
+        """parse then judge, stamping the check id on each verdict; a target the sweep could not
+        reach is `unknown` in every verdict that needed it (`flows.unseen`)."""
+        from flows.unseen import account_unseen
+
         parsed = self.parse(obs, ctx)
         out = []
         for v in self.judge(parsed, ctx):
             out.append(v if v.check else _with_check(v, self.id))
-        return out
+        return account_unseen(self, out, obs, ctx)
 
 
 def _with_check(v: Verdict, check: str) -> Verdict:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from flows.expectations import Expectations
+from screens.end_screen import SessionEndModal
 from screens.modals import (
     ChoiceModal,
     ErrorModal,
@@ -32,7 +34,7 @@ from screens.modals import (
     QuitModal,
     RawOutputModal,
 )
-from screens.session_screen import Prompt, SessionScreen
+from screens.session_screen import DIRECT_SKIP, Prompt, SessionScreen
 from screens.widgets.coalesce import Coalescer
 from screens.widgets.gauges import RailGauges
 from screens.widgets.messages import (
@@ -46,12 +48,14 @@ from screens.widgets.messages import (
     SkipStepRequested,
     StepRequested,
 )
+from screens.widgets.summary import SessionSummary, summarise
 from screens.widgets.view_model import SessionView, StepInfo, load_steps, raw_for
 from wizard.errors import FabwizError
 from wizard.events import (
     Event,
     MeasurementTaken,
     Note,
+    PhysicalActionDone,
     ProbeAnswered,
     ProbeSent,
     RailSampled,
@@ -152,14 +156,22 @@ class TuiPorts:
     async def confirm_fix(self, plan: FixPlan, export: ExportStatus | None) -> bool:
         self.app.repaints.flush()  # what is under the modal is what the engine said so far
         window = getattr(self.app.engine, "rollback_window_s", None)
-        modal = FixConfirmModal(plan, export, rollback_window_s=window)
-        applied: bool = await self.app.push_screen(modal, wait_for_dismiss=True)
-        return applied
+        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+        def make() -> FixConfirmModal:
+            return FixConfirmModal(plan, export, rollback_window_s=window, answer=answer)
+
+        self.app.open_question(HiddenQuestion(f"fix: {plan.summary}", "fix", make, answer))
+        try:
+            return await answer
+        finally:
+            self.app.question_closed(answer)
 
     async def physical_action(self, action: PhysicalAction, can_perform_in_lab: bool) -> str:
         app = self.app
         app.repaints.flush()
         previous = app.physical_modal
+        app.question = None  # asked again: the previous question is answered
         if previous is not None and previous.is_attached:
             # Asked again (e.g. "not done yet") or the next action: one prompt at a time.
             if app.screen is previous:
@@ -167,10 +179,33 @@ class TuiPorts:
             else:
                 previous.close()
         answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        modal = PhysicalActionModal(action, can_perform_in_lab=can_perform_in_lab, answer=answer)
-        app.physical_modal = modal
-        await app.push_screen(modal, callback=lambda _r: app.physical_modal_closed(modal))
-        return await answer
+        direct = any(dest.startswith("node:") for _n, _p, dest in action.cables)
+        warning = DIRECT_SKIP_WARNING if direct or app.view.current == "direct_connect" else None
+        since: list[float] = []
+
+        def make() -> PhysicalActionModal:
+            modal = PhysicalActionModal(
+                action,
+                can_perform_in_lab=can_perform_in_lab,
+                answer=answer,
+                skip_warning=warning,
+                on_cancel_wait=app.cancel_wait if app.engine_takes_requests else None,
+                waiting_since=since[0] if since else None,
+            )
+            app.physical_modal = modal
+            return modal
+
+        def track(_answer: asyncio.Future[str]) -> None:
+            since.append(time.monotonic())  # the wait starts once answered
+
+        answer.add_done_callback(track)
+        what = f"{action.kind.replace('_', ' ')} on {', '.join(action.nodes)}"
+        app.open_question(HiddenQuestion(f"hands: {what}", "physical", make, answer))
+        try:
+            return await answer
+        finally:
+            if answer.done() and answer.result() == "skip":
+                app.question_closed(answer)
 
     async def choose(self, step: str, question: str, options: list[str]) -> str:
         answers = match_intents(options)
@@ -193,6 +228,21 @@ class TuiPorts:
     async def error(self, title: str, message: str, hint: str | None) -> None:
         self.app.repaints.flush()
         await self.app.push_screen_wait(ErrorModal(title, message, hint))
+
+
+DIRECT_SKIP_WARNING = DIRECT_SKIP + " Skip it anyway?"
+
+
+@dataclass(slots=True)
+class HiddenQuestion:
+    """A modal question the engine awaits. Hiding its modal (Esc) leaves it open; `o` makes
+    the modal again from `make` (same answer future)."""
+
+    label: str
+    kind: str  # "fix" or "physical"
+    make: Callable[[], Screen[Any]]
+    answer: asyncio.Future[Any]
+    hidden: bool = False
 
 
 class FabwizApp(App[int]):
@@ -223,6 +273,7 @@ class FabwizApp(App[int]):
         self.engine: EngineLike | None = None
         self.pending_choice: PendingChoice | None = None
         self.physical_modal: PhysicalActionModal | None = None
+        self.question: HiddenQuestion | None = None  # the open modal question, shown or hidden
         self.engine_worker: Worker[None] | None = None
         self.requests: list[tuple[str, str | None]] = []  # every intent sent to the engine
         # Set by the engine factory: the rails discovery found (node -> rails), for the gauges.
@@ -305,6 +356,8 @@ class FabwizApp(App[int]):
 
     def on_engine_event(self, message: EngineEvent) -> None:
         event = message.event
+        if not any(isinstance(s, SessionScreen) for s in self.screen_stack):
+            return  # the app is closing: the session log has the event
         screen = self.session
         changed = self.view.apply(event)
         # Gauges keep each rail's last measurement across steps: it is the latest evidence.
@@ -317,12 +370,33 @@ class FabwizApp(App[int]):
             self.sub_title = "healthy" if event.healthy else "findings left"
             screen.prompt = Prompt(step=self.view.current or "", question=self._ending(event))
             self.repaints.flush(changed)
+            self.call_later(self.action_show_summary)
         elif isinstance(event, COALESCED_EVENTS):
             self.repaints.add(changed)  # the sweep's flood: a few repaints a second
         else:
             self.repaints.flush(changed)  # rare and meaningful: shown at once
         if self.physical_modal is not None:
             self.physical_modal.on_engine_event(event)
+        question = self.question
+        if isinstance(event, PhysicalActionDone) and question and question.kind == "physical":
+            self.question = None  # done: nothing left to re-open
+            self._question_changed()
+
+    def summary(self) -> SessionSummary:
+        return summarise(self.view, self.session_folder)
+
+    def action_show_summary(self) -> None:
+        """The end-of-session screen (found, fixed, not checked, numbers, what next)."""
+        if self.view.ended is None or isinstance(self.screen, SessionEndModal):
+            return
+        self.push_screen(SessionEndModal(self.summary()))
+
+    def exit_message(self) -> str:
+        """What the terminal shows once the TUI is gone: the session and how to use it."""
+        if self.view.started is None:
+            return ""
+        s = self.summary()
+        return f"fabwiz: session {s.session_id}\n  {s.report_command}\n  {s.resume_command}"
 
     def _repaint(self, parts: Collection[str]) -> None:
         self.session.update_view(parts)
@@ -333,9 +407,19 @@ class FabwizApp(App[int]):
         exports = sum(len(v.exports) for v in self.view.steps.values())
         reason = event.reason or "see the steps marked ✘"
         head = "Healthy." if event.healthy else f"Findings left: {reason}."
+        unseen = self.view.never_checked()
+        never = ""
+        if unseen:
+            targets = sorted({t for _s, v in unseen for t in v.targets})
+            never = (
+                f" Never checked: {len(unseen)} fault(s) on {', '.join(targets)} "
+                f"({', '.join(v.fault for _s, v in unseen[:4])}"
+                + (" …" if len(unseen) > 4 else "")
+                + ")."
+            )
         return (
             f"Session ended. {head} {verified} fix(es) verified, {exports} switch export(s) "
-            f"kept. Ticket: fabwiz report {self.session_folder or 'SESSION'}"
+            f"kept.{never} Ticket: {self.summary().report_command} (u: the summary)"
         )
 
     def _discovered_rails(self) -> None:
@@ -371,6 +455,62 @@ class FabwizApp(App[int]):
     def physical_modal_closed(self, modal: PhysicalActionModal) -> None:
         if self.physical_modal is modal:
             self.physical_modal = None
+
+    @property
+    def engine_takes_requests(self) -> bool:
+        return callable(getattr(self.engine, "request", None))
+
+    def open_question(self, question: HiddenQuestion) -> None:
+        """Show a modal question; when its modal goes away unanswered, it is only hidden."""
+        self.question = question
+        question.hidden = False
+        modal = question.make()
+
+        def closed(_result: Any) -> None:
+            if isinstance(modal, PhysicalActionModal):
+                self.physical_modal_closed(modal)
+            if self.question is question and self._still_open(question):
+                question.hidden = True
+                self.notify(f"Hidden, still open: {question.label}. Press o to open it again.")
+            elif self.question is question:
+                self.question = None
+            self._question_changed()
+
+        self.push_screen(modal, callback=closed)
+        self._question_changed()
+
+    def _still_open(self, question: HiddenQuestion) -> bool:
+        if not question.answer.done():
+            return True
+        # a physical action answered "done": the engine is still watching for its result
+        return question.kind == "physical" and question.answer.result() != "skip"
+
+    def question_closed(self, answer: asyncio.Future[Any]) -> None:
+        if self.question is not None and self.question.answer is answer:
+            self.question = None
+            self._question_changed()
+
+    def action_reopen(self) -> None:
+        question = self.question
+        if question is None or not question.hidden:
+            self.notify("No hidden question: the engine asks when it needs you.", timeout=3)
+            return
+        self.open_question(question)
+
+    def cancel_wait(self) -> None:
+        request = getattr(self.engine, "request", None)
+        if request is not None:
+            self.requests.append(("cancel_wait", self.view.current))
+            request("cancel_wait", self.view.current)
+
+    def _question_changed(self) -> None:
+        for screen in self.screen_stack:
+            if isinstance(screen, SessionScreen):
+                screen.hidden_question = (
+                    self.question.label if self.question and self.question.hidden else None
+                )
+                screen.refresh_bindings()
+                screen.update_view({"prompt"})
 
     # --- intents -------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from rich.text import Text
@@ -73,16 +73,23 @@ class Dialog(ModalScreen[ResultT]):
     """A centred box with its own footer; shrinks on short terminals (`-short`)."""
 
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]  # noqa: RUF012 - Textual's name
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "app.request_quit", "Quit", priority=True),
+    ]
 
     def on_mount(self) -> None:
         # The session screen's footer would show keys that do nothing here.
         self.mount(Footer())
 
 
-class FixConfirmModal(Dialog[bool]):
+class FixConfirmModal(Dialog[bool | None]):
+    """Apply (True) or decline (False, the fix stays on offer); Esc hides the question, which
+    stays open: the session screen re-opens it (`o`). The answer resolves `answer`."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "apply", "Apply"),
-        Binding("escape,c", "cancel", "Cancel"),
+        Binding("c", "cancel", "Decline"),
+        Binding("escape", "hide", "Hide"),
     ]
 
     def __init__(
@@ -91,11 +98,13 @@ class FixConfirmModal(Dialog[bool]):
         export: ExportStatus | None,
         *,
         rollback_window_s: float | None = None,
+        answer: asyncio.Future[bool] | None = None,
     ) -> None:
         super().__init__(classes="dialog")
         self.plan = plan
         self.export = export
         self.rollback_window_s = rollback_window_s
+        self.answer: asyncio.Future[bool] = answer or asyncio.get_running_loop().create_future()
 
     @property
     def needs_export(self) -> bool:
@@ -112,6 +121,7 @@ class FixConfirmModal(Dialog[bool]):
             yield Static(Text(f"{plan.fault} on {plan.target}"), classes="dim")
             with VerticalScroll(id="preview"):
                 yield Static(Text(clean(plan.preview) or "(no preview)"), id="preview-text")
+            yield Static("", id="preview-more", classes="dim")
             yield Static(self._export_text(), id="export", classes=self._export_class())
             yield Static(self._rollback_text(), id="rollback")
             with Horizontal(classes="buttons"):
@@ -122,7 +132,28 @@ class FixConfirmModal(Dialog[bool]):
                     disabled=not self.can_apply,
                     compact=True,
                 )
-                yield Button("Cancel (esc)", id="cancel", compact=True)
+                yield Button("Decline (c)", id="cancel", compact=True)
+                yield Button("Hide (esc)", id="hide", compact=True)
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        scroll = self.query_one("#preview", VerticalScroll)
+        scroll.watch(scroll, "scroll_y", lambda _y: self._more_lines(), init=False)
+        scroll.focus()  # ↑/↓ and page keys scroll the preview; a, c and Esc still answer
+        self.call_after_refresh(self._more_lines)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._more_lines)
+
+    def _more_lines(self) -> None:
+        """The "N more lines" cue under a preview taller than its box."""
+        scroll = self.query_one("#preview", VerticalScroll)
+        total = len((self.plan.preview or "").splitlines())
+        shown_to = int(scroll.scroll_y) + max(1, scroll.scrollable_content_region.height)
+        left = max(0, total - shown_to)
+        more = self.query_one("#preview-more", Static)
+        more.display = left > 0
+        more.update(f"↓ {left} more line(s): scroll with ↑/↓ or the mouse" if left else "")
 
     def _export_class(self) -> str:
         if not self.needs_export:
@@ -167,19 +198,33 @@ class FixConfirmModal(Dialog[bool]):
     @on(Button.Pressed, "#apply")
     def action_apply(self) -> None:
         if self.can_apply:
+            if not self.answer.done():
+                self.answer.set_result(True)
             self.dismiss(True)
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
+        if not self.answer.done():
+            self.answer.set_result(False)
         self.dismiss(False)
 
+    @on(Button.Pressed, "#hide")
+    def action_hide(self) -> None:
+        self.dismiss(None)
 
-class PhysicalActionModal(Dialog[str]):
+
+class PhysicalActionModal(Dialog[str | None]):
+    """Esc hides the modal and leaves its question open (the session screen re-opens it with
+    `o`); only Skip skips, after a confirmation when `skip_warning` says what is lost. While the
+    engine watches for the result, `c` stops waiting (`on_cancel_wait`) and the engine asks
+    again."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "answer('done')", "Done"),
         Binding("p", "answer('perform')", "Perform in lab"),
         Binding("s", "answer('skip')", "Skip"),
         Binding("t", "start_timer", "Start timer", show=False),
+        Binding("c", "cancel_wait", "Stop waiting"),
         Binding("escape", "hide", "Hide"),
     ]
 
@@ -190,22 +235,31 @@ class PhysicalActionModal(Dialog[str]):
         can_perform_in_lab: bool,
         answer: asyncio.Future[str] | None = None,
         drain_s: int = DRAIN_SECONDS,
+        skip_warning: str | None = None,
+        on_cancel_wait: Callable[[], None] | None = None,
+        waiting_since: float | None = None,
     ) -> None:
         super().__init__(classes="dialog")
         self.action = action
         self.can_perform_in_lab = can_perform_in_lab
         self.answer: asyncio.Future[str] = answer or asyncio.get_running_loop().create_future()
+        self.skip_warning = skip_warning
+        self.on_cancel_wait = on_cancel_wait
         self.drain_s = drain_s
         self.remaining: float | None = None
         self.state = "ask"  # then "waiting", then dismissed
         self.back: set[str] = set()
         self._started: float | None = None
-        self._waiting_since: float | None = None
+        self._waiting_since: float | None = waiting_since
         self._close_pending = False
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "answer" and parameters == ("perform",) and not self.can_perform_in_lab:
             return False  # hidden from the footer: this build has no lab hands
+        if action == "answer" and self.state != "ask":
+            return False
+        if action == "cancel_wait":
+            return self.state == "waiting" and self.on_cancel_wait is not None
         return not (action == "start_timer" and not self.is_drain)
 
     @property
@@ -227,18 +281,24 @@ class PhysicalActionModal(Dialog[str]):
                     total=self.drain_s, show_eta=False, show_percentage=False, id="drain-bar"
                 )
             yield Static("", id="waiting")
-            with Horizontal(classes="buttons"):
+            with Horizontal(classes="buttons", id="wait-buttons"):
+                yield Button("Stop waiting (c)", id="cancel-wait", compact=True)
+                yield Button("Hide (esc)", id="hide-wait", compact=True)
+            with Horizontal(classes="buttons", id="ask-buttons"):
                 yield Button("Done (d)", id="done", variant="primary", compact=True)
                 if self.can_perform_in_lab:
-                    yield Button(
-                        "Perform in lab (p)", id="perform", variant="success", compact=True
-                    )
+                    yield Button("Perform (p)", id="perform", variant="success", compact=True)
                 if self.is_drain:
                     yield Button(f"{self.drain_s} s timer (t)", id="timer", compact=True)
                 yield Button("Skip (s)", id="skip", compact=True)
+                yield Button("Hide (esc)", id="hide", compact=True)
 
     def on_mount(self) -> None:
+        super().on_mount()
         self.query_one("#waiting").display = False
+        self.query_one("#wait-buttons").display = False
+        if self.answer.done() and self.answer.result() != "skip":
+            self._enter_waiting()  # re-opened while the engine watches
 
     def _countdown_text(self) -> Text:
         if self.remaining is None:
@@ -273,22 +333,57 @@ class PhysicalActionModal(Dialog[str]):
             self.action_start_timer()
         elif event.button.id in ("done", "perform", "skip"):
             self.action_answer(event.button.id)
+        elif event.button.id in ("hide", "hide-wait"):
+            self.action_hide()
+        elif event.button.id == "cancel-wait":
+            self.action_cancel_wait()
 
     def action_answer(self, answer: str) -> None:
         if self.state != "ask" or (answer == "perform" and not self.can_perform_in_lab):
+            return
+        if answer == "skip" and self.skip_warning:
+
+            def decided(sure: bool | None) -> None:
+                if sure:
+                    self._give("skip")
+
+            self.app.push_screen(
+                ConfirmModal("Skip this?", self.skip_warning, yes="Skip anyway", no="Go back"),
+                callback=decided,
+            )
+            return
+        self._give(answer)
+
+    def _give(self, answer: str) -> None:
+        if self.state != "ask":
             return
         if not self.answer.done():
             self.answer.set_result(answer)
         if answer == "skip" or self.action.kind not in (*_COMES_BACK, "recable"):
             self.dismiss(answer)
             return
+        self._enter_waiting()
+
+    def _enter_waiting(self) -> None:
         self.state = "waiting"
-        self._waiting_since = time.monotonic()
-        for btn in self.query(".buttons Button").results(Button):
-            btn.display = False
+        if self._waiting_since is None:
+            self._waiting_since = time.monotonic()
+        self.query_one("#ask-buttons").display = False
+        self.query_one("#wait-buttons").display = True
+        self.query_one("#cancel-wait").display = self.on_cancel_wait is not None
         self._show_waiting()
         if self._started is None:
             self.set_interval(1.0, self._tick)
+        self.refresh_bindings()
+
+    def action_cancel_wait(self) -> None:
+        """Stop waiting: the engine stops watching and asks the question again."""
+        if self.state != "waiting" or self.on_cancel_wait is None:
+            return
+        self.state = "cancelling"
+        self.on_cancel_wait()
+        self._show_waiting("stopping the wait: the question comes back")
+        self.refresh_bindings()
 
     def _show_waiting(self, line: str = "") -> None:
         a = self.action
@@ -296,9 +391,11 @@ class PhysicalActionModal(Dialog[str]):
         if a.kind in _COMES_BACK:
             text = f"Waiting for {', '.join(pending) or 'the nodes'} to come back"
         else:
-            text = "Waiting for the links to come up"
+            text = f"Waiting for the links of {', '.join(pending) or 'the nodes'} to come up"
         if self._waiting_since is not None:
             text += f" ({time.monotonic() - self._waiting_since:.0f} s)"
+        if self.state == "waiting" and self.on_cancel_wait is not None:
+            text += "  · c: stop waiting, the question comes back"
         out = Text(f"… {text}", style="bold")
         if self.back:
             out.append(f"\nback: {', '.join(sorted(self.back))}")
@@ -335,11 +432,40 @@ class PhysicalActionModal(Dialog[str]):
             self._show_waiting(event.text if isinstance(event, Note) else "")
 
     def action_hide(self) -> None:
-        """Close the modal; while still asking, that means skip."""
-        if self.state == "ask":
-            self.action_answer("skip")
-        else:
-            self.close()
+        """Hide the modal: its question stays open (or the wait goes on); `o` brings it back."""
+        self.dismiss(None)
+
+
+class ConfirmModal(Dialog[bool]):
+    """Are you sure? y / n (Esc is no)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "yes", "Yes"),
+        Binding("escape,n", "no", "No"),
+    ]
+
+    def __init__(self, title: str, body: str, *, yes: str = "Yes", no: str = "No") -> None:
+        super().__init__(classes="dialog")
+        self.title_text = title
+        self.body = body
+        self.yes_label = yes
+        self.no_label = no
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="quit"):
+            yield Static(Text(self.title_text, style="bold"), id="dialog-title")
+            yield Static(Text(self.body))
+            with Horizontal(classes="buttons"):
+                yield Button(f"{self.yes_label} (y)", id="yes", variant="error", compact=True)
+                yield Button(f"{self.no_label} (n)", id="no", variant="primary", compact=True)
+
+    @on(Button.Pressed, "#yes")
+    def action_yes(self) -> None:
+        self.dismiss(True)
+
+    @on(Button.Pressed, "#no")
+    def action_no(self) -> None:
+        self.dismiss(False)
 
 
 class ChoiceModal(Dialog[str]):
@@ -401,7 +527,7 @@ class ErrorModal(Dialog[None]):
 
 class QuitModal(Dialog[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "quit", "Quit anyway"),
+        Binding("y,ctrl+q", "quit", "Quit anyway", priority=True),
         Binding("escape,n", "stay", "Stay"),
     ]
 

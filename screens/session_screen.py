@@ -34,6 +34,10 @@ from screens.widgets.messages import (
 from screens.widgets.steps import StepList
 from screens.widgets.view_model import SessionView
 
+DIRECT_SKIP = (
+    "Without the direct-connect test the wizard cannot tell a host-side fault (NIC, PCIe, "
+    "CX7 state) from a switch-path one: every later verdict rests on the bisection it gives."
+)
 _LEVEL = {"debug": " ", "info": "·", "warn": "!", "error": "✘"}
 
 
@@ -55,17 +59,21 @@ class SessionScreen(Screen[None]):
     ]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]  # noqa: RUF012 - Textual's name
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("r", "intent('run')", "Run"),
-        Binding("x", "intent('raw')", "Raw"),
-        Binding("a", "intent('apply')", "Apply fix"),
-        Binding("s", "intent('skip')", "Skip"),
-        Binding("b", "intent('back')", "Back"),
-        Binding("n", "intent('next')", "Next"),
+        # The action bar shows r/x/a/s/b/n with their keys: the footer keeps room for the rest.
+        Binding("r", "intent('run')", "Run", show=False),
+        Binding("x", "intent('raw')", "Raw", show=False),
+        Binding("a", "intent('apply')", "Apply fix", show=False),
+        Binding("s", "intent('skip')", "Skip", show=False),
+        Binding("b", "intent('back')", "Back", show=False),
+        Binding("n", "intent('next')", "Next", show=False),
+        Binding("q", "app.request_quit", "Quit"),
+        Binding("o", "reopen", "Open question"),
+        Binding("u", "show_summary", "Summary"),
+        Binding("e", "toggle_explain", "Explain"),
         Binding("g", "show_bottom('gauges')", "Gauges"),
         Binding("l", "show_bottom('log')", "Log"),
-        Binding("e", "toggle_explain", "Explain", show=False),
+        Binding("v", "focus_verdicts", "Verdicts", show=False),
         Binding("question_mark", "toggle_explain", "Explain", show=False),
-        Binding("q", "app.request_quit", "Quit"),
     ]
 
     def __init__(self, view: SessionView, *, gauges: RailGauges | None = None) -> None:
@@ -75,6 +83,7 @@ class SessionScreen(Screen[None]):
         self.prompt: Prompt | None = None
         self.engine_ready = False
         self.engine_takes_requests = False  # an engine with `request(intent, step)`
+        self.hidden_question: str | None = None  # a modal question hidden with Esc, still open
         self._gauges = gauges or RailGauges(id="gauges")
         self._log_shown = 0
         self._bottom_chosen = False
@@ -148,6 +157,8 @@ class SessionScreen(Screen[None]):
             )
             where = "" if prompt.step == self.viewed else f"({prompt.step}) "
             question = f"{where}{prompt.question}" + (f"  — {keys}" if keys else "")
+        elif self.hidden_question is not None:
+            question = f"Still open: {self.hidden_question} — press o to open it again"
         elif self.view.waiting is not None:
             w = self.view.waiting
             question = (
@@ -162,6 +173,13 @@ class SessionScreen(Screen[None]):
             enabled=self.enabled_intents(),
             offered=offered,
         )
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "reopen":
+            return self.hidden_question is not None  # in the footer only when there is one
+        if action == "show_summary":
+            return self.view.ended is not None
+        return True
 
     def enabled_intents(self) -> set[str]:
         step = self.view.steps.get(self.viewed or "")
@@ -207,6 +225,18 @@ class SessionScreen(Screen[None]):
             self.notify(f"{intent}: not now — {hint}", severity="warning", timeout=3)
             return
         step = self.viewed
+        if intent == "skip" and step == "direct_connect":
+            from screens.modals import ConfirmModal
+
+            def decided(sure: bool | None) -> None:
+                if sure:
+                    self.post_message(SkipStepRequested(step))
+
+            self.app.push_screen(
+                ConfirmModal("Skip the direct-connect test?", DIRECT_SKIP, yes="Skip anyway"),
+                callback=decided,
+            )
+            return
         if intent == "raw":
             self.post_message(ShowRawRequested(step, self.evidence.selected_row))
             return
@@ -225,14 +255,31 @@ class SessionScreen(Screen[None]):
         self.set_class(which == "gauges", "-show-gauges")
 
     def action_toggle_explain(self) -> None:
-        """e: the explanation in full, then hidden, then back to its strip."""
-        if self.has_class("-explain-full"):
-            self.remove_class("-explain-full")
-            self.add_class("-no-explain")
-        elif self.has_class("-no-explain"):
-            self.remove_class("-no-explain")
+        """e: hide the explanation when it shows, show it (in full, scrolling) when it does
+        not, at any size and while a question is open."""
+        shown = self.query_one("#explain").display
+        self.set_class(not shown, "-explain-on")
+        self.set_class(shown, "-no-explain")
+
+    def action_show_summary(self) -> None:
+        """u: the end-of-session screen again."""
+        show = getattr(self.app, "action_show_summary", None)
+        if callable(show):
+            show()
+
+    def action_reopen(self) -> None:
+        """o: the question hidden with Esc, back on screen."""
+        reopen = getattr(self.app, "action_reopen", None)
+        if callable(reopen):
+            reopen()
+
+    def action_focus_verdicts(self) -> None:
+        """v: the verdict list takes the keys (↑/↓ scroll it); v again goes back."""
+        verdicts = self.query_one("#verdict")
+        if verdicts.has_focus:
+            self.query_one(StepList).focus()
         else:
-            self.add_class("-explain-full")
+            verdicts.focus()
 
     def on_action_bar_pressed(self, message: ActionBar.Pressed) -> None:
         message.stop()

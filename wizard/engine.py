@@ -63,6 +63,8 @@ from wizard.model import (
 )
 from wizard.probes import HostProbe, Observations, Probe
 
+UNREACHABLE = "preflight.unreachable"
+
 # --- ports -----------------------------------------------------------------------------------
 
 
@@ -314,6 +316,8 @@ class Engine:
         self._return_to: int | None = None
         self.settle_timeout_s = 30.0  # links bounced by a fix: how long to wait for them
         # (the expectations' link_settle_timeout_s overrides it: inventory `expectations:`)
+        self._declined: dict[str, list[tuple[Verdict, FixPlan]]] = {}  # step -> still on offer
+        self._cancel_wait = False  # the operator stopped waiting for a physical action
         if resume is not None:
             self.result.fixes = list(resume.fixes)
             self.result.healthy_before = resume.healthy_before
@@ -329,6 +333,8 @@ class Engine:
             target = step or self._step
             self._skips.add(target)
             self.note(f"{target}: skipped by the operator", "warn")
+        elif intent == "cancel_wait":
+            self._cancel_wait = True
 
     # -- events --------------------------------------------------------------------------------
 
@@ -419,6 +425,7 @@ class Engine:
             "halves": self._step_halves,
             "persist": self._step_persist,
         }[spec.kind]
+        self._declined.pop(spec.id, None)  # a re-run offers its fixes afresh
         if spec.id in self._skips:
             skipped = True
         else:
@@ -434,11 +441,20 @@ class Engine:
             if self.lifecycle.state is not Phase.VERDICT:
                 self._fire("judged")
             self._fire("finish")
-        answer = await self.operator.choose(
-            spec.id, f"{spec.title}: done.", ["next", "rerun", "back"]
-        )
-        self.emit(OperatorAnswered(step=spec.id, question="step finished", answer=answer))
-        return answer
+        while True:
+            declined = self._declined.get(spec.id, [])
+            options = ["next", "rerun", "back"] + (["apply"] if declined else [])
+            question = f"{spec.title}: done." + (
+                f" {len(declined)} fix(es) declined, still on offer." if declined else ""
+            )
+            answer = await self.operator.choose(spec.id, question, options)
+            self.emit(OperatorAnswered(step=spec.id, question="step finished", answer=answer))
+            if answer != "apply":
+                return answer
+            # A declined fix stays on offer: offer it again, with a fresh export.
+            self._declined[spec.id] = []
+            for verdict, plan in declined:
+                await self._offer_and_apply(verdict, plan)
 
     # -- probing and judging -------------------------------------------------------------------
 
@@ -637,7 +653,12 @@ class Engine:
                 observed = await hands.perform(action)
                 by = "lab"
                 self.note(f"lab: {observed}")
+            self._cancel_wait = False
             ok, observed = await self._watch(action, before)
+            if not ok and self._cancel_wait:
+                self._cancel_wait = False
+                self.note(f"stopped waiting for {action.kind}: asking again", "warn")
+                continue
             if ok:
                 self.emit(
                     PhysicalActionDone(
@@ -656,7 +677,7 @@ class Engine:
         waiting = set(action.nodes) - self._confirmed
         seen: list[str] = []
         rebooted: list[str] = []  # booted again, but the journal shows no AC drain
-        while waiting and self.clock() < deadline:
+        while waiting and self.clock() < deadline and not self._cancel_wait:
             now = await self._boot_ids(sorted(waiting))
             for node, boot in now.items():
                 if action.kind in ("ac_drain", "reboot", "firmware_update", "power_cycle"):
@@ -692,7 +713,7 @@ class Engine:
                             node=node, cause=f"{action.kind} (prompted)", at=self.clock()
                         )
                     )
-            if waiting:
+            if waiting and not self._cancel_wait:
                 await self.sleep(self.poll_interval_s)
         if rebooted:
             return False, "; ".join(rebooted) + ". Do the AC drain: cord out for over a minute"
@@ -878,6 +899,7 @@ class Engine:
         if not ok:
             self._fire("declined")
             self.result.fixes.append(record)
+            self._declined.setdefault(self._step, []).append((verdict, plan))
             return False
         baseline = await self._links(plan) if plan.bounces_links else {}
         self._fire("apply")
@@ -1495,7 +1517,7 @@ class Engine:
     async def _step_preflight(self, spec: StepLike) -> bool:
         obs = await self._sweep(self.checks)
         all_config = [c for c in self.checks if not c.needs_traffic]
-        verdicts = self._judge(all_config, obs, None)
+        verdicts = self._judge(all_config, obs, None) + _unreachable_verdicts(self.fabric, obs)
         self._record_verdicts(verdicts)
         if len(obs.unreachable) >= len(self.fabric.nodes) + len(self.fabric.switches):
             raise FabwizError(
@@ -1971,6 +1993,24 @@ class Engine:
                     if n in self.fabric.nodes:
                         return n
         return self.fabric.nodes[0] if self.fabric.nodes else None
+
+
+def _unreachable_verdicts(fabric: Fabric, obs: Observations) -> list[Verdict]:
+    """One `preflight.unreachable` finding per target the sweep could not reach or log into."""
+    return [
+        Verdict(
+            fault=UNREACHABLE,
+            status=Status.UNKNOWN,
+            summary=(
+                f"the {'node' if target in fabric.nodes else 'switch'} {target} could not be "
+                f"checked: {error}"
+            ),
+            targets=(target,),
+            evidence=(Evidence(target, "connect", error, "reachable", Status.UNKNOWN),),
+            check="sweep",
+        )
+        for target, error in sorted(obs.unreachable.items())
+    ]
 
 
 class _Runner:

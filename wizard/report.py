@@ -72,6 +72,16 @@ def build_report(loaded: LoadedSession, *, redact: bool = False) -> dict[str, An
         for v in sorted(final.values(), key=lambda v: -v.status.severity)
         if v.status != Status.PASS
     ]
+    not_checked = [
+        {
+            "fault": v.fault,
+            "targets": list(v.targets),
+            "why": v.summary,
+            "check": v.check,
+        }
+        for v in final.values()
+        if v.status == Status.UNKNOWN
+    ]
     counts: dict[str, int] = {}
     for v in final.values():
         counts[str(v.status)] = counts.get(str(v.status), 0) + 1
@@ -179,6 +189,7 @@ def build_report(loaded: LoadedSession, *, redact: bool = False) -> dict[str, An
                 for status in ("previewed", "applied", "verified", "verify_failed", "rolled_back")
             },
             "undrained_nodes": state.undrained_nodes(),
+            "not_checked": not_checked,
         },
         "steps": steps,
         "fixes": fixes,
@@ -457,6 +468,18 @@ def markdown_from_data(data: dict[str, Any]) -> str:
             ],
         )
         out.append("")
+    if summ["not_checked"]:
+        out += ["## Not checked", ""]
+        out += [
+            "These faults were never judged: an input was missing (unreachable, refused, wrong "
+            "credentials, timed out or unreadable). None of them counts as passed.",
+            "",
+        ]
+        out += _md_table(
+            ["Fault", "Targets", "Why"],
+            [[f"`{n['fault']}`", ", ".join(n["targets"]), n["why"]] for n in summ["not_checked"]],
+        )
+        out.append("")
 
     if data["measurements"]:
         out += ["## Before and after", ""]
@@ -701,6 +724,21 @@ def html_from_data(data: dict[str, Any]) -> str:
                         _h(f["summary"]),
                     ]
                     for f in summ["findings"]
+                ],
+            )
+        )
+    if summ["not_checked"]:
+        parts.append(
+            "<h2>Not checked</h2><p>These faults were never judged: an input was missing "
+            "(unreachable, refused, wrong credentials, timed out or unreadable). None of them "
+            "counts as passed.</p>"
+        )
+        parts.append(
+            _html_table(
+                ["Fault", "Targets", "Why"],
+                [
+                    [f"<code>{_h(n['fault'])}</code>", _h(", ".join(n["targets"])), _h(n["why"])]
+                    for n in summ["not_checked"]
                 ],
             )
         )

@@ -583,8 +583,11 @@ class LoadedSession:
 
 
 def resolve_session_path(session: Path | str) -> Path:
-    """The events.jsonl of SESSION, given as a session folder or as the log file itself."""
+    """The events.jsonl of SESSION, given as a session folder, the log file itself, or a bare
+    session id (a folder under `default_sessions_root()`)."""
     p = Path(session).expanduser()
+    if not p.exists() and p.name == str(session) and (default_sessions_root() / p.name).is_dir():
+        p = default_sessions_root() / p.name
     if p.is_dir():
         p = p / LOG_NAME
     if not p.exists():

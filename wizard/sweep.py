@@ -25,7 +25,7 @@ import shlex
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Literal, Protocol
 
 from wizard import ncclrun, readiness
 from wizard.counters import deltas, parse_rail, rail_command, switch_deltas, switch_ports
@@ -251,6 +251,13 @@ class Sweeper:
         out, _err = await self._batch(launch, sections, readiness.MPIRUN_SSH.timeout_s + 5)
         return out
 
+    def _unreached(self, target: str, kind: Literal["ssh", "api"], error: str) -> None:
+        """A target that could not be reached or logged into is an answer too: the log keeps
+        it, so replay and reports know what was never seen, and why."""
+        self._emit(ProbeSent(step=self.step, target=target, command="connect"))
+        failed = ProbeResult(target=target, kind=kind, command="connect", error=error)
+        self._emit(ProbeAnswered(step=self.step, probe="connect", result=failed))
+
     async def _batch(
         self, node: str, sections: list[Section], timeout: float
     ) -> tuple[dict[str, ProbeResult], str | None]:
@@ -289,6 +296,7 @@ class Sweeper:
     ) -> tuple[str, dict[str, ProbeResult], str | None]:
         err = await self._connected(f"node:{node}", lambda: self.ssh.connect(node))
         if err is not None:
+            self._unreached(node, "ssh", err)
             return node, {}, err
         node_wide = [p for p in probes if not p.per_rail]
         per_rail = [p for p in probes if p.per_rail]
@@ -360,6 +368,7 @@ class Sweeper:
     ) -> tuple[str, dict[str, ProbeResult], str | None]:
         err = await self._connected(f"switch:{name}", api.connect)
         if err is not None:
+            self._unreached(name, "api", err)
             return name, {}, err
         out: dict[str, ProbeResult] = {}
         plain = [p for p in probes if not p.per_fabric_port]

@@ -185,8 +185,8 @@ async def run_check(
             await t.close()
     ctx = make_context(
         obs,
-        nodes=[n for n in nodes if n not in obs.unreachable],
-        switches=[s.name for s in inv.switches if s.name not in obs.unreachable],
+        nodes=nodes,  # unreachable ones included: their verdicts say `unknown` (flows.unseen)
+        switches=[s.name for s in inv.switches],
         expectations=expectations,
         cabling=inv.cabling,
         management={s.name: tuple(s.management_ports) for s in inv.switches},

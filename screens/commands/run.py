@@ -114,4 +114,6 @@ def run(inventory: Path, accept_new_host_keys: bool, session_dir: Path | None) -
     )
     app = FabwizApp(factory, sub_title=str(inventory))
     code = app.run()
+    if app.exit_message():
+        click.echo(app.exit_message(), err=True)
     raise SystemExit(2 if code is None else code)

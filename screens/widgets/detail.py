@@ -129,10 +129,27 @@ class StepDetail(Vertical):
         yield Static("", id="step-title")
         with VerticalScroll(id="explain"):
             yield Static("", id="explain-text")
-        yield Static("", id="verdict")
+        with VerticalScroll(id="verdict"):
+            yield Static("", id="verdict-text")
+        yield Static("", id="verdict-more", classes="dim")
         yield Static("", id="prompt")
         yield EvidenceTable(id="evidence")
         yield ActionBar(id="actions")
+
+    def on_mount(self) -> None:
+        scroll = self.query_one("#verdict", VerticalScroll)
+        scroll.watch(scroll, "scroll_y", lambda _y: self.more_verdicts(), init=False)
+
+    def more_verdicts(self) -> None:
+        """The "N more" cue under a verdict list taller than its box (v scrolls it)."""
+        scroll = self.query_one("#verdict", VerticalScroll)
+        text = self.query_one("#verdict-text", Static)
+        total = text.virtual_size.height or text.size.height
+        shown_to = int(scroll.scroll_y) + scroll.scrollable_content_region.height
+        left = max(0, total - shown_to)
+        more = self.query_one("#verdict-more", Static)
+        more.display = left > 0
+        more.update(f"↓ {left} more line(s): v, then ↑/↓" if left else "")
 
     def show(
         self,
@@ -157,11 +174,12 @@ class StepDetail(Vertical):
         explain.rstrip()
         self.query_one("#explain-text", Static).update(explain if explain.plain else Text("—"))
 
-        verdict = self.query_one("#verdict", Static)
+        verdict = self.query_one("#verdict", VerticalScroll)
         worst = view.verdict_status
         for s in Status:
             verdict.set_class(worst == s, f"-{s}")
-        verdict.update(_verdict_text(view))
+        self.query_one("#verdict-text", Static).update(_verdict_text(view))
+        self.call_after_refresh(self.more_verdicts)
 
         prompt = self.query_one("#prompt", Static)
         prompt.display = bool(question)
@@ -184,15 +202,15 @@ def _verdict_text(view: StepView) -> Text:
         if view.status == "skipped":
             return Text("skipped")
         return Text("not run yet")
-    out = Text()
+    lines: list[Text] = []
     ordered = sorted(view.verdicts.values(), key=lambda v: -v.status.severity)
-    for i, v in enumerate(ordered):
-        if i:
-            out.append("\n")
-        out.append(f"{GLYPHS.get(str(v.status), '·')} {str(v.status).upper():<7} ", style="bold")
-        out.append(f"{v.fault}: {clean(v.summary)}")
+    for v in ordered:
+        word = "NOT CHECKED" if v.status is Status.UNKNOWN else str(v.status).upper()
+        line = Text(f"{GLYPHS.get(str(v.status), '·')} {word:<7} ", style="bold")
+        line.append(f"{v.fault}: {clean(v.summary)}")
+        lines.append(line)
     for fix in view.fixes.values():
-        out.append("\n")
-        out.append(f"  fix {fix.state.replace('_', ' ')}: ", style="bold")
-        out.append(clean(fix.summary))
-    return out
+        line = Text(f"  fix {fix.state.replace('_', ' ')}: ", style="bold")
+        line.append(clean(fix.summary))
+        lines.append(line)
+    return Text("\n").join(lines)

@@ -25,6 +25,29 @@ GLYPHS = {
 }
 STATUS_CLASSES = tuple(f"-{s}" for s in GLYPHS)
 
+# Titles for a narrow step list (80 columns): the full title when it fits, else this.
+SHORT_TITLES = {
+    "direct_connect": "Direct cable",
+    "addressing": "Addressing",
+    "halves": "Both halves",
+    "persist": "Persist",
+    "qos": "QoS and PFC",
+    "offload": "Switch offload",
+}
+
+
+def fitting_title(step_id: str, title: str, room: int) -> str:
+    """The step's title, or its short form when the full one does not fit in `room` cells."""
+    if len(title) <= room:
+        return title
+    short = SHORT_TITLES.get(step_id)
+    if short is not None and len(short) <= room:
+        return short
+    words = title.split()
+    while len(words) > 1 and len(" ".join(words)) > room:
+        words.pop()
+    return " ".join(words)
+
 
 class StepItem(ListItem):
     def __init__(self, step_id: str, number: int) -> None:
@@ -46,13 +69,23 @@ class StepItem(ListItem):
             self.set_class(cls == f"-{self.status}", cls)
         self.set_class(current, "-current")
         glyph = GLYPHS.get(view.status, "·")
-        label = Text(f"{glyph} {self.number} {view.info.title}", no_wrap=True, overflow="ellipsis")
         room = self.size.width or 28  # the content width, padding excluded
+        prefix = f"{glyph} {self.number} "
+        title = fitting_title(view.id, view.info.title, room - len(prefix))
+        label = Text(prefix + title, no_wrap=True, overflow="ellipsis")
         if view.status == "running":
-            # the phase matters more than the end of the title
-            if label.cell_len + len(view.phase) + 2 > room:
-                label.truncate(max(8, room - len(view.phase) - 2), overflow="ellipsis")
-            label.append(f"  {view.phase.replace('_', ' ')}", style="italic")
+            # the phase on its own line: the title stays whole
+            label.append("\n")
+            label.append_text(
+                Text(f"  {view.phase.replace('_', ' ')}", style="italic", overflow="ellipsis")
+            )
+        elif view.status == "unknown":
+            # never a pass: the step says it could not look, and at what
+            reason = view.not_checked_reason or "an input could not be read"
+            label.append("\n")
+            label.append_text(
+                Text(f"  not checked: {reason}", style="italic", no_wrap=True, overflow="ellipsis")
+            )
         elif view.status not in ("pending", "pass") and len(label) + len(view.status) + 2 <= room:
             label.append(f"  {view.status}", style="dim")
         self._label.update(label)

@@ -153,7 +153,7 @@ def steps_from(raw: Iterable[StepText]) -> tuple[StepInfo, ...]:
 
 
 # Phases after which the step's verdict is what counts; the rest mean "the engine is busy here".
-_SETTLED = frozenset({"verdict", "fix_offered", "done", "awaiting", "decision"})
+_SETTLED = frozenset({"verdict", "fix_offered", "done", "awaiting", "decision", "stopped"})
 
 
 @dataclass(slots=True)
@@ -220,6 +220,22 @@ class StepView:
         return "pass" if worst is Status.BENIGN else str(worst)
 
     @property
+    def not_checked(self) -> list[Verdict]:
+        """The verdicts of this step that could not be judged (`unknown`), worst first."""
+        return [v for v in self.verdicts.values() if v.status is Status.UNKNOWN]
+
+    @property
+    def not_checked_reason(self) -> str:
+        """Why this step could not judge, in a few words: the targets it could not see."""
+        targets = sorted({t for v in self.not_checked for t in v.targets})
+        if not targets:
+            return ""
+        shown = ", ".join(targets[:3]) + (
+            f" and {len(targets) - 3} more" if len(targets) > 3 else ""
+        )
+        return f"could not see {shown}"
+
+    @property
     def open_fix(self) -> FixView | None:
         for fix in reversed(self.fixes.values()):
             if fix.state == "previewed":
@@ -236,6 +252,14 @@ class SessionView:
     log: list[tuple[float, str, str]] = field(default_factory=list)  # (at, level, text)
     measurements: list[Measurement] = field(default_factory=list)
     waiting: PhysicalActionRequested | None = None
+    # fault -> (step, verdict) of the latest verdict on it, in the order the engine gave them
+    latest: dict[str, tuple[str, Verdict]] = field(default_factory=dict)
+    first_fix_at: int | None = None  # len(measurements) when the first fix was applied
+    found: dict[str, tuple[str, Verdict]] = field(default_factory=dict)  # first fail/warn
+
+    @property
+    def measured_before_first_fix(self) -> int:
+        return len(self.measurements) if self.first_fix_at is None else self.first_fix_at
 
     @classmethod
     def new(cls, steps: Sequence[StepInfo]) -> SessionView:
@@ -269,6 +293,14 @@ class SessionView:
             )
         return out
 
+    def never_checked(self) -> list[tuple[str, Verdict]]:
+        """(step, verdict) of every fault whose latest verdict is still `unknown`: what the
+        session never saw, with the targets and the reason."""
+        return [(s, v) for s, v in self.latest.values() if v.status is Status.UNKNOWN]
+
+    def skipped_steps(self) -> list[StepView]:
+        return [v for v in self.steps.values() if v.phase == "skipped"]
+
     def _log(self, event: Event, level: str, text: str) -> None:
         self.log.append((event.at, level, text))
 
@@ -288,6 +320,10 @@ class SessionView:
                 )
             case SessionEnded():
                 self.ended = event
+                for view in self.steps.values():
+                    if view.phase not in _SETTLED and view.phase not in ("pending", "skipped"):
+                        # the walk stopped here: what it judged so far is what the step shows
+                        view.phase, view.reason = "stopped", event.reason
                 word = "healthy" if event.healthy else "not healthy"
                 self._log(
                     event,
@@ -315,6 +351,9 @@ class SessionView:
             case VerdictReached():
                 verdict = event.verdict
                 self.step(event.step).verdicts[verdict.fault] = verdict
+                self.latest[verdict.fault] = (event.step, verdict)
+                if verdict.status in (Status.FAIL, Status.WARN):
+                    self.found.setdefault(verdict.fault, (event.step, verdict))
                 for other in self.steps.values():
                     earlier = other.verdicts.get(verdict.fault)
                     if other.id == event.step or earlier is None or not earlier.is_finding:
@@ -386,6 +425,8 @@ class SessionView:
                 self._log(event, "info", f"fix offered: {event.summary}")
                 changed |= {"detail", "steps"}
             case FixApplied():
+                if self.first_fix_at is None:
+                    self.first_fix_at = len(self.measurements)
                 fix = self._fix(event.step, event.fix_id, event.fault, event.target)
                 fix.state = "applied"
                 fix.export = event.export

@@ -131,10 +131,14 @@ def test_every_target_unreachable_exits_2(tmp_path: object) -> None:
     assert result.exit_code == 2
     report = json.loads(result.stdout)
     assert report["healthy"] is False
-    (finding,) = report["findings"]
-    assert finding["fault"] == "preflight.unreachable"
+    by_fault = {f["fault"]: f for f in report["findings"]}
+    finding = by_fault.pop("preflight.unreachable")
     assert finding["targets"] == ["spark1"]
     assert finding["evidence"][0]["observed"].startswith(f"spark1: cannot reach 127.0.0.1:{port}")
+    # Every check that needed spark1 is unknown for spark1: none of them passed unseen.
+    assert "host.duplicate-ip" in by_fault
+    assert {f["status"] for f in by_fault.values()} == {"unknown"}
+    assert {tuple(f["targets"]) for f in by_fault.values()} == {("spark1",)}
 
 
 @pytest.mark.lab

@@ -241,15 +241,18 @@ async def test_fix_modal_keeps_apply_disabled_until_the_export_is_verified() -> 
         await pilot.press("a")
         await pilot.pause()
         assert app.screen is modal and results == []  # "a" does nothing while unverified
-        await pilot.press("escape")
+        await pilot.press("c")  # decline
         await pilot.pause()
-        assert results == [False]
-        # No export at all for a switch change: disabled too.
+        assert results == [False] and modal.answer.result() is False
+        # No export at all for a switch change: disabled too. Esc only hides: no answer.
         app.push_screen(FixConfirmModal(OFFLOAD_PLAN, None), callback=results.append)
         await pilot.pause()
-        assert app.screen.query_one("#apply", Button).disabled
+        hidden = app.screen
+        assert isinstance(hidden, FixConfirmModal)
+        assert hidden.query_one("#apply", Button).disabled
         await pilot.press("escape")
         await pilot.pause()
+        assert results == [False, None] and not hidden.answer.done()
         # Verified: enabled, and "a" applies.
         app.push_screen(
             FixConfirmModal(OFFLOAD_PLAN, export_of("offload", 1)), callback=results.append
@@ -265,7 +268,7 @@ async def test_fix_modal_keeps_apply_disabled_until_the_export_is_verified() -> 
         assert "no export needed" in text_of(app.screen.query_one("#export"))
         await pilot.click("#apply")
         await pilot.pause()
-    assert results == [False, False, True, True]
+    assert results == [False, None, True, True]
 
 
 async def test_rail_samples_are_coalesced_bounded_and_coloured() -> None:

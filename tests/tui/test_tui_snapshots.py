@@ -22,17 +22,20 @@ from screens.app import FabwizApp, PendingChoice
 from screens.modals import FixConfirmModal, PhysicalActionModal
 from wizard.events import (
     Event,
+    FixApplied,
     FixPreviewed,
+    FixVerified,
     MeasurementTaken,
     Note,
     OperatorAnswered,
     ProbeSent,
     RailSampled,
+    SessionEnded,
     SessionStarted,
     StepChanged,
     VerdictReached,
 )
-from wizard.model import Evidence, Measurement, PhysicalAction, Status, Verdict
+from wizard.model import Evidence, FixPlan, Measurement, PhysicalAction, Status, Verdict
 
 
 def _events() -> list[Event]:
@@ -199,3 +202,128 @@ def test_drain_modal_80x24(snap_compare: Any) -> None:
 
 def test_fix_modal_80x24(snap_compare: Any) -> None:
     assert snap_compare(_app(), terminal_size=(80, 24), run_before=_fix_modal)
+
+
+# --- small and large terminals: every verdict reachable, long previews, the end ---------------
+
+SIZES = {"80x24": (80, 24), "120x40": (120, 40)}
+LONG_PLAN = FixPlan(
+    fault="switch.offload-split-cage",
+    target="crs804",
+    summary="remove the unused QSFP56-DD sub-ports from the other bridge",
+    preview="\n".join(
+        f"/interface/bridge/port remove [find interface=qsfp56-dd-{cage}-{leg}]"
+        for cage in (1, 2, 3, 4)
+        for leg in (2, 3, 4, 6, 7, 8)
+    ),
+    switch_changes=OFFLOAD_PLAN.switch_changes,
+    bounces_links=True,
+)
+
+
+async def _several_verdicts(pilot: Any) -> None:
+    await _feed(pilot)
+    app: FabwizApp = pilot.app
+    extra = [
+        Verdict("switch.offload-second-bridge", Status.PASS, "all fabric ports sit in one bridge"),
+        Verdict("switch.offload-disabled", Status.PASS, "every fabric bridge port has hw=yes"),
+        Verdict(
+            "switch.mtu",
+            Status.UNKNOWN,
+            "not checked on crs804 (login refused for user 'fabwiz')",
+            targets=("crs804",),
+        ),
+        Verdict("host.pfc-enabled", Status.WARN, "PFC on priority 3 of spark2/enp1s0f0np0"),
+    ]
+    for i, v in enumerate(extra):
+        app.ports.emit(VerdictReached(step="offload", verdict=v, at=T0 + 16 + i))
+    await pilot.pause()
+    app.session.update_view({"detail", "steps"})
+    await pilot.pause()
+
+
+def test_step_with_several_verdicts_80x24(snap_compare: Any) -> None:
+    assert snap_compare(_app(), terminal_size=SIZES["80x24"], run_before=_several_verdicts)
+
+
+def test_step_with_several_verdicts_120x40(snap_compare: Any) -> None:
+    assert snap_compare(_app(), terminal_size=SIZES["120x40"], run_before=_several_verdicts)
+
+
+async def _long_fix_modal(pilot: Any) -> None:
+    await _feed(pilot)
+    pilot.app.push_screen(
+        FixConfirmModal(LONG_PLAN, export_of("offload", 1), rollback_window_s=300)
+    )
+    await pilot.pause()
+    await pilot.pause()
+
+
+def test_fix_modal_long_preview_80x24(snap_compare: Any) -> None:
+    assert snap_compare(_app(), terminal_size=SIZES["80x24"], run_before=_long_fix_modal)
+
+
+def test_fix_modal_long_preview_120x40(snap_compare: Any) -> None:
+    assert snap_compare(_app(), terminal_size=SIZES["120x40"], run_before=_long_fix_modal)
+
+
+def test_drain_modal_120x40(snap_compare: Any) -> None:
+    assert snap_compare(_app(), terminal_size=SIZES["120x40"], run_before=_drain_modal)
+
+
+async def _end_of_session(pilot: Any) -> None:
+    await _feed(pilot)
+    app: FabwizApp = pilot.app
+    app.offer_choice(None)
+    later = [
+        FixApplied(
+            step="offload",
+            fix_id="offload:switch.offload-split-cage:crs804",
+            fault="switch.offload-split-cage",
+            target="crs804",
+            export="fabwiz-s1-offload-1.rsc",
+            at=T0 + 30,
+        ),
+        FixVerified(
+            step="offload",
+            fix_id="offload:switch.offload-split-cage:crs804",
+            fault="switch.offload-split-cage",
+            ok=True,
+            at=T0 + 31,
+        ),
+        VerdictReached(
+            step="offload",
+            verdict=Verdict("switch.offload-split-cage", Status.PASS, "no cage is split"),
+            at=T0 + 32,
+        ),
+        VerdictReached(
+            step="qos",
+            verdict=Verdict(
+                "switch.qos-pfc-stall",
+                Status.UNKNOWN,
+                "not checked on crs804 (login refused for user 'fabwiz')",
+                targets=("crs804",),
+            ),
+            at=T0 + 33,
+        ),
+        StepChanged(step="addressing", phase="skipped", at=T0 + 34),
+        SessionEnded(healthy=False, reason="still open: switch.qos-pfc-stall", at=T0 + 40),
+    ]
+    for i, node in enumerate(NODES):
+        for j, rail in enumerate(RAILS[:2]):
+            m = Measurement("rail", f"{node}/{rail}->x", 9.4 - i * 0.1 - j * 0.01, "Gb/s")
+            later.insert(0, MeasurementTaken(step="direct_connect", measurement=m, at=T0 + 20))
+            after = Measurement("rail", f"{node}/{rail}->x", 109.0 + i * 0.2 + j * 0.1, "Gb/s")
+            later.insert(-1, MeasurementTaken(step="persist", measurement=after, at=T0 + 39))
+    for e in later:
+        app.ports.emit(e)
+    await pilot.pause()
+    await pilot.pause()
+
+
+def test_end_of_session_80x24(snap_compare: Any) -> None:
+    assert snap_compare(_app(), terminal_size=SIZES["80x24"], run_before=_end_of_session)
+
+
+def test_end_of_session_120x40(snap_compare: Any) -> None:
+    assert snap_compare(_app(), terminal_size=SIZES["120x40"], run_before=_end_of_session)

@@ -1,0 +1,148 @@
+"""The TUI never shows a pass for what it could not see (the real lab and engine, keys only).
+
+The lab's inventory is broken the way a technician's might be: a wrong switch password, one
+node's SSH closed, nothing reachable. The walk is driven by key presses; the step list, the
+verdict panel and the end of the session must say "not checked" with the reason.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from screens.app import FabwizApp, TuiPorts
+from screens.modals import ErrorModal, FixConfirmModal, PhysicalActionModal
+from screens.widgets.steps import StepItem
+from tests.engine.test_engine_unseen import closed_port
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+
+def text_of(widget: Any) -> str:
+    return str(getattr(widget, "renderable", "") or widget.render())
+
+
+def factory(lab: Any, session_dir: Path) -> Any:
+    async def make(ports: TuiPorts, stack: AsyncExitStack) -> Any:
+        from screens.compose import open_wizard
+
+        wiring = await open_wizard(
+            operator=ports,
+            sinks=[ports.emit],
+            lab_object=lab,
+            session_dir=session_dir,
+            time_scale=100.0,
+            command="demo",
+            fsync=False,
+        )
+        stack.push_async_callback(wiring.close)
+        ports.app.rails_source = lambda: wiring.fabric.rails
+        ports.app.session_folder = str(wiring.log.folder)
+        return wiring.engine
+
+    return make
+
+
+@dataclass
+class Walked:
+    app: FabwizApp
+    labels: dict[str, str]  # step id -> its step-list label at the end
+    errors: list[str]  # titles of the error modals shown
+    ending: str  # the end-of-session line
+
+
+async def walk(tmp_path: Path, breakage: str) -> Walked:
+    """Walk to the end by keys: error -> OK, fix -> apply, hands -> perform, question -> next."""
+    from wizard.lab import Lab
+
+    errors: list[str] = []
+    async with Lab("crs804-three-bugs", time_scale=100.0) as lab:
+        inv = yaml.safe_load(lab.inventory_path.read_text())
+        if breakage == "password":
+            for f in lab.directory.glob("switch-*.password"):
+                f.write_text("not-the-password\n")
+        for node in inv["nodes"]:
+            if breakage == "nothing" or (breakage == "spark3" and node["name"] == "spark3"):
+                node["port"] = closed_port()
+        if breakage == "nothing":
+            for sw in inv["switches"]:
+                sw["port"] = closed_port()
+        lab.inventory_path.write_text(yaml.safe_dump(inv))
+        app = FabwizApp(factory(lab, tmp_path / "session"), sub_title="demo")
+        async with app.run_test(size=(120, 40)) as pilot:
+            deadline = time.monotonic() + 300  # a loaded CI machine is slow, never stuck
+            while app.view.ended is None:
+                assert time.monotonic() < deadline, f"stuck at {app.view.current}: {app.screen}"
+                await pilot.pause(0.05)
+                top = app.screen
+                if isinstance(top, ErrorModal):
+                    errors.append(top.title_text)
+                    await pilot.press("enter")
+                elif isinstance(top, FixConfirmModal):
+                    await pilot.press("a")
+                elif isinstance(top, PhysicalActionModal) and top.state == "ask":
+                    await pilot.press("p")
+                elif app.pending_choice is not None and not app.pending_choice.future.done():
+                    await pilot.press("n")
+            await pilot.pause(0.1)
+            while isinstance(app.screen, ErrorModal):
+                errors.append(app.screen.title_text)
+                await pilot.press("enter")
+                await pilot.pause(0.05)
+            labels = {
+                item.step_id: text_of(item.query_one("Label")) for item in app.query(StepItem)
+            }
+            prompt = app.session.prompt
+            ending = prompt.question if prompt is not None else ""
+            await pilot.press("q")
+    return Walked(app, labels, errors, ending)
+
+
+async def test_wrong_switch_password_step_4_is_not_checked(tmp_path: Path) -> None:
+    w = await walk(tmp_path, "password")
+    app, labels, errors = w.app, w.labels, w.errors
+    assert "crs804 is unreachable" in errors
+    offload = app.view.steps["offload"]
+    assert offload.status == "unknown"
+    split = offload.verdicts["switch.offload-split-cage"]
+    assert str(split.status) == "unknown" and split.targets == ("crs804",)
+    # The step list: no tick, "not checked" and what could not be seen.
+    assert labels["offload"].startswith("? 4 Switch offload")
+    assert "not checked: could not see crs804" in labels["offload"]
+    assert "✔" not in labels["offload"] and "✔" not in labels["qos"]
+    # The end of the session names what was never checked.
+    assert "Never checked:" in w.ending and "crs804" in w.ending
+    never = {v.fault for _s, v in app.view.never_checked()}
+    assert {"switch.offload-split-cage", "switch.qos-pfc-stall"} <= never
+    assert not app.view.ended.healthy
+
+
+async def test_one_node_unreachable_duplicate_ip_is_not_checked(tmp_path: Path) -> None:
+    w = await walk(tmp_path, "spark3")
+    app, labels, errors = w.app, w.labels, w.errors
+    assert "spark3 is unreachable" in errors
+    addressing = app.view.steps["addressing"]
+    dup = addressing.verdicts["host.duplicate-ip"]
+    assert str(dup.status) == "unknown" and dup.targets == ("spark3",)
+    assert addressing.status == "unknown"
+    assert "not checked: could not see spark3" in labels["addressing"]
+    never = {v.fault: v for _s, v in app.view.never_checked()}
+    assert "host.duplicate-ip" in never and never["host.duplicate-ip"].targets == ("spark3",)
+
+
+async def test_nothing_reachable_shows_no_green_row(tmp_path: Path) -> None:
+    w = await walk(tmp_path, "nothing")
+    app, labels, errors = w.app, w.labels, w.errors
+    assert "The wizard stopped" in errors
+    preflight = app.view.steps["preflight"]
+    assert preflight.verdicts and all(
+        str(v.status) == "unknown" for v in preflight.verdicts.values()
+    )
+    assert not any(label.startswith("✔") for label in labels.values()), labels
+    assert "not checked" in labels["preflight"]
