@@ -60,9 +60,7 @@ def resume(session: Path, yes: bool, as_json: bool, break_stale_lock: bool) -> N
     loaded = _load(str(session))
     from screens.compose import resume_fix
 
-    sys.exit(
-        resume_fix(loaded.folder, yes=yes, as_json=as_json, break_stale_lock=break_stale_lock)
-    )
+    sys.exit(resume_fix(loaded.folder, yes=yes, as_json=as_json, break_stale_lock=break_stale_lock))
 
 
 async def _await(awaitable: Any) -> Any:
