@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from wizard.events import (
+    BisectionConcluded,
     Event,
     ExportTaken,
     FixApplied,
@@ -154,6 +155,16 @@ def one_of_each() -> list[Event]:
         ),
         LinkTransitionSeen(at=T0 + 9, node="spark1", cause="fix bounced qsfp56-dd-1-1"),
         NodeDrained(at=T0 + 10, node="spark1", boot_id="0c9f5e2a-1111-2222-3333-444455556666"),
+        BisectionConcluded(
+            at=T0 + 10.5,
+            step="direct_connect",
+            conclusion="switch-path",
+            sentence="spark3 111.90 Gb/s on a direct cable, against 12.80 Gb/s through the switch",
+            nodes=("spark3",),
+            switched_gbps=12.8,
+            direct_gbps=111.9,
+            faults=("switch.offload-split-cage",),
+        ),
         ExportTaken(
             at=T0 + 11,
             step="offload",
