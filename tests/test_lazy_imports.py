@@ -23,9 +23,8 @@ def _report():
     loaded = sorted(h for h in heavy if h in sys.modules)
     sys.__stderr__.write("\\nLOADED " + json.dumps(loaded) + "\\n")
 atexit.register(_report)
-sys.argv = ["fabwiz", *{args!r}]
-from screens.cli import main
-main()
+from screens.cli import cli
+cli(["fabwiz", *{args!r}][1:], prog_name="fabwiz")
 """
 
 
@@ -77,3 +76,21 @@ def test_analyze_of_a_file_opens_no_connection_library(tmp_path: Path) -> None:
     loaded, proc = _loaded("analyze", str(sample))
     assert proc.returncode == 0 and "ibdev2netdev" in proc.stdout, proc.stderr[-1000:]
     assert "asyncssh" not in loaded and "textual" not in loaded, (loaded, proc.stderr[-1000:])
+
+
+@pytest.mark.lab
+def test_check_as_its_own_process_prints_everything_and_its_exit_code() -> None:
+    # `fabwiz check` ends without the interpreter's teardown: its output must be complete
+    proc = subprocess.run(
+        [sys.executable, "-m", "screens.cli", "check", "--lab", "fault-host-mtu", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert "host.mtu" in {f["fault"] for f in report["findings"]}
+    assert len(report["nodes"]) == 4 and proc.stdout.rstrip().endswith("}")

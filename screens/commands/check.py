@@ -342,7 +342,9 @@ def check(
         from screens.console import make_console, print_report  # rich: only to print
 
         print_report(make_console(), report)
-    sys.exit(report.exit_code)
+    from screens.cli import exit_now
+
+    exit_now(report.exit_code)
 
 
 def _expectation_keys() -> set[str]:

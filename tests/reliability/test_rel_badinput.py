@@ -123,7 +123,7 @@ BROKEN_SCENARIOS: list[tuple[str, str, str | None, list[str]]] = [
         "nodes out of range",
         "name: x\ntopology: {nodes: 99, switches: [{model: CRS804-4DDQ}]}\n",
         "topology.nodes",
-        ["16"],
+        ["64"],
     ),
     ("unknown key", "name: x\ncolour: red\n" + GOOD_TOPOLOGY, "colour", ["Extra inputs"]),
     (
