@@ -362,7 +362,12 @@ class RouterOsServer:
         reply.add("!done")
 
     def _export(self, path: tuple[str, ...], attrs: dict[str, str], reply: _Reply) -> None:
-        text = render_export(self.switch, path=path)
+        text = render_export(
+            self.switch,
+            path=path,
+            terse="terse" in attrs,
+            hide_sensitive="show-sensitive" not in attrs,
+        )
         name = attrs.get("file")
         if name:
             if not name.endswith(".rsc"):
