@@ -84,3 +84,24 @@ async def test_a_change_that_cuts_the_management_port_drops_the_api_session() ->
 
         outcome = await asyncio.to_thread(session)
         assert outcome != "still connected"
+
+
+class FakeClock:
+    def __init__(self, start: float = 1_790_000_000.0) -> None:
+        self.t = start
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_an_injected_clock_drives_the_world_and_the_switch() -> None:
+    clock = FakeClock()
+    w = build_world(load_text(TEXT, path="links.yaml"), clock=clock)
+    sw = w.switches["crs804"]
+    assert w.now() == clock.t
+    EthernetMenu().set(sw, "qsfp56-dd-1-1", {"auto-negotiation": "no", "speed": "200G-baseCR4"})  # type: ignore[arg-type]
+    assert not w.port_link("spark1", 0)
+    clock.t += 8.5  # eight and a half seconds later, without sleeping
+    assert w.port_link("spark1", 0)
+    node = w.nodes["spark1"]
+    assert w.now() - node.boot_time > 3600  # the nodes have been up a while

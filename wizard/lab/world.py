@@ -241,8 +241,16 @@ class L2Path:
 class World:
     """Nodes, cables and switches, with a clock that runs `time_scale` times faster than life."""
 
-    def __init__(self, *, seed: int = 0, time_scale: float = 1.0, name: str = "lab") -> None:
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        time_scale: float = 1.0,
+        name: str = "lab",
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.name = name
+        self._clock = clock  # an injected simulated clock (tests advance it instead of sleeping)
         self.seed = seed
         self.rng = random.Random(seed)
         self.time_scale = time_scale
@@ -252,6 +260,7 @@ class World:
         self.cables: list[Cable] = []
         self._mono0 = time.monotonic()
         self._sim0 = time.time()
+        self._offset = 0.0
         self.on_change: list[Callable[[str], None]] = []
         # the fabric as built ("node/netdev" -> "switch/port"): the inventory's cabling plan,
         # which stays what it was while hands move cables around (direct-connect test)
@@ -266,9 +275,14 @@ class World:
 
     def now(self) -> float:
         """Simulated wall clock (seconds since the epoch)."""
+        if self._clock is not None:
+            return self._clock() + self._offset
         return self._sim0 + (time.monotonic() - self._mono0) * self.time_scale
 
     def set_clock(self, sim_now: float) -> None:
+        if self._clock is not None:
+            self._offset = sim_now - self._clock()
+            return
         self._mono0 = time.monotonic()
         self._sim0 = sim_now
 
