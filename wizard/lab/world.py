@@ -471,6 +471,9 @@ class World:
                 for rail in node.rails_of_port(port):
                     lines.append((t, f"mlx5_core {rail.pci} {rail.netdev}: Link up"))
                     t += 0.0131
+        # every boot of every node takes its own time: no two kernels print the same stamps
+        pace = random.Random(f"{self.seed}/{node.name}/{node.boot_id}").uniform(0.97, 1.03)
+        lines = [(round(ts * pace, 6), m) for ts, m in lines]
         node.dmesg = sorted(lines + node.dmesg, key=lambda x: x[0])
 
     def link_transition(self, node_name: str, port: int, *, up: bool) -> None:
