@@ -184,3 +184,15 @@ async def test_journalctl_list_boots_from_the_boot_history() -> None:
     ]
     _o, err, rc = await run(w, "journalctl --bogus")
     assert (err, rc) == ("journalctl: unrecognized option '--bogus'\n", 1)
+
+
+def test_boot_log_stamps_differ_per_node_and_per_boot() -> None:
+    w = lab()
+    stamps = {n: next(t for t, m in w.nodes[n].dmesg if "firmware version" in m) for n in w.nodes}
+    assert len(set(stamps.values())) == len(stamps)
+    node = w.nodes["spark1"]
+    before = stamps["spark1"]
+    w.power_off(node)
+    w.boot(node)
+    after = next(t for t, m in node.dmesg if "firmware version" in m)
+    assert after != before and 1.0 < after < 1.2

@@ -84,3 +84,59 @@ async def test_a_change_that_cuts_the_management_port_drops_the_api_session() ->
 
         outcome = await asyncio.to_thread(session)
         assert outcome != "still connected"
+
+
+class FakeClock:
+    def __init__(self, start: float = 1_790_000_000.0) -> None:
+        self.t = start
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_an_injected_clock_drives_the_world_and_the_switch() -> None:
+    clock = FakeClock()
+    w = build_world(load_text(TEXT, path="links.yaml"), clock=clock)
+    sw = w.switches["crs804"]
+    assert w.now() == clock.t
+    EthernetMenu().set(sw, "qsfp56-dd-1-1", {"auto-negotiation": "no", "speed": "200G-baseCR4"})  # type: ignore[arg-type]
+    assert not w.port_link("spark1", 0)
+    clock.t += 8.5  # eight and a half seconds later, without sleeping
+    assert w.port_link("spark1", 0)
+    node = w.nodes["spark1"]
+    assert w.now() - node.boot_time > 3600  # the nodes have been up a while
+
+
+async def test_taking_the_management_port_out_of_its_bridge_drops_the_session() -> None:
+    librouteros = pytest.importorskip("librouteros")
+    text = (
+        "name: mgmt2\n"
+        "topology: {nodes: 2, switches: [{model: CRS804-4DDQ}], cables_per_node: 1}\n"
+        "facts: {switches: {crs804: {management_port: qsfp56-dd-3-1}}}\n"
+    )
+    path = __import__("pathlib").Path(__import__("tempfile").mkdtemp()) / "mgmt2.yaml"
+    path.write_text(text)
+    async with Lab(str(path), time_scale=100) as lab:
+        import yaml
+
+        inv = yaml.safe_load(lab.inventory_path.read_text())
+        sw = inv["switches"][0]
+        password = (lab.directory / sw["password"]["file"]).read_text().strip()
+
+        def session() -> str:
+            api = librouteros.connect("127.0.0.1", sw["user"], password, port=sw["port"], timeout=5)
+            ports = api.path("interface", "bridge", "port")
+            other = next(p for p in ports if p["interface"] == "qsfp56-dd-3-2")
+            ports.remove(other[".id"])  # an unrelated port: the session stays
+            tuple(api.path("system", "identity"))
+            mine = next(p for p in ports if p["interface"] == "qsfp56-dd-3-1")
+            ports.remove(mine[".id"])
+            try:
+                tuple(api.path("system", "identity"))
+            except Exception as exc:
+                return type(exc).__name__
+            finally:
+                api.close()
+            return "still connected"
+
+        assert await asyncio.to_thread(session) != "still connected"

@@ -18,6 +18,7 @@ ISLs on the native QSFP56 ports, optional campus uplinks on ether1, then the fau
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -264,8 +265,14 @@ def switch_names(t: Topology) -> list[str]:
     return names
 
 
-def build_world(scenario: Scenario, *, time_scale: float = 1.0) -> World:
-    world = World(seed=scenario.seed, time_scale=time_scale, name=scenario.name)
+def build_world(
+    scenario: Scenario,
+    *,
+    time_scale: float = 1.0,
+    clock: Callable[[], float] | None = None,
+) -> World:
+    """The world of `scenario`; `clock` injects the simulated clock (tests advance it)."""
+    world = World(seed=scenario.seed, time_scale=time_scale, name=scenario.name, clock=clock)
     world.facts = scenario.facts
     Traffic(world)
     t = scenario.topology

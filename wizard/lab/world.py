@@ -247,8 +247,16 @@ class L2Path:
 class World:
     """Nodes, cables and switches, with a clock that runs `time_scale` times faster than life."""
 
-    def __init__(self, *, seed: int = 0, time_scale: float = 1.0, name: str = "lab") -> None:
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        time_scale: float = 1.0,
+        name: str = "lab",
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.name = name
+        self._clock = clock  # an injected simulated clock (tests advance it instead of sleeping)
         self.seed = seed
         self.rng = random.Random(seed)
         self.time_scale = time_scale
@@ -258,6 +266,7 @@ class World:
         self.cables: list[Cable] = []
         self._mono0 = time.monotonic()
         self._sim0 = time.time()
+        self._offset = 0.0
         self.on_change: list[Callable[[str], None]] = []
         # the fabric as built ("node/netdev" -> "switch/port"): the inventory's cabling plan,
         # which stays what it was while hands move cables around (direct-connect test)
@@ -272,9 +281,14 @@ class World:
 
     def now(self) -> float:
         """Simulated wall clock (seconds since the epoch)."""
+        if self._clock is not None:
+            return self._clock() + self._offset
         return self._sim0 + (time.monotonic() - self._mono0) * self.time_scale
 
     def set_clock(self, sim_now: float) -> None:
+        if self._clock is not None:
+            self._offset = sim_now - self._clock()
+            return
         self._mono0 = time.monotonic()
         self._sim0 = sim_now
 
@@ -463,6 +477,9 @@ class World:
                 for rail in node.rails_of_port(port):
                     lines.append((t, f"mlx5_core {rail.pci} {rail.netdev}: Link up"))
                     t += 0.0131
+        # every boot of every node takes its own time: no two kernels print the same stamps
+        pace = random.Random(f"{self.seed}/{node.name}/{node.boot_id}").uniform(0.97, 1.03)
+        lines = [(round(ts * pace, 6), m) for ts, m in lines]
         node.dmesg = sorted(lines + node.dmesg, key=lambda x: x[0])
 
     def link_transition(self, node_name: str, port: int, *, up: bool) -> None:

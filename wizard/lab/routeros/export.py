@@ -149,8 +149,14 @@ def render_export(
     *,
     path: tuple[str, ...] = (),
     hide_sensitive: bool = True,
+    terse: bool = False,
 ) -> str:
-    """The `.rsc` text; `path` limits it to one menu (e.g. `("interface", "bridge")`)."""
+    """The `.rsc` text; `path` limits it to one menu (e.g. `("interface", "bridge")`).
+
+    `terse` puts the menu path on every line and never wraps; otherwise a line longer than 79
+    characters is wrapped as RouterOS wraps it (78 characters and a backslash, continuations
+    indented by four spaces).
+    """
     del hide_sensitive  # nothing sensitive is modelled: users live outside the export
     out = [
         f"# {clock_text(sw.clock())} by RouterOS {sw.routeros_version}",
@@ -260,7 +266,44 @@ def render_export(
     if path:
         wanted = "/" + " ".join(path)
         body = _filter(body, wanted)
+    body = _terse(body) if terse else [w for line in body for w in wrap(line)]
     return "\n".join(out + body) + "\n"
+
+
+WRAP = 79
+
+
+def wrap(line: str) -> list[str]:
+    """RouterOS's export wrapping: 79 columns, a trailing backslash, four-space continuations."""
+    if len(line) <= WRAP:
+        return [line]
+
+    def cut(text: str, width: int) -> int:
+        # never start a continuation with a space: readers strip the indentation
+        while width > 1 and text[width] == " ":
+            width -= 1
+        return width
+
+    k = cut(line, WRAP - 1)
+    out = [line[:k] + "\\"]
+    rest = line[k:]
+    while 4 + len(rest) > WRAP:
+        k = cut(rest, WRAP - 5)
+        out.append("    " + rest[:k] + "\\")
+        rest = rest[k:]
+    out.append("    " + rest)
+    return out
+
+
+def _terse(body: list[str]) -> list[str]:
+    out: list[str] = []
+    current = ""
+    for line in body:
+        if line.startswith("/"):
+            current = line
+            continue
+        out.append(f"{current} {line}")
+    return out
 
 
 def _filter(body: list[str], wanted: str) -> list[str]:

@@ -263,8 +263,13 @@ class RouterOsServer:
         self._sessions: set[_Session] = set()
         self._tasks: set[asyncio.Task[object]] = set()
         self.fault_hook: FaultHook | None = None
+        self._mgmt_gone = False
+        self._mgmt_bridged = False
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
+        mgmt = self.switch.management_port
+        self._mgmt_bridged = bool(mgmt) and self.switch.bridge_port(mgmt) is not None
+        self._mgmt_gone = bool(mgmt) and self._mgmt_cut()
         self.switch.listeners.append(self._switch_event)
         self._server = await asyncio.start_server(self._accept, host, port, ssl=self.ssl)
         self.port = int(self._server.sockets[0].getsockname()[1])
@@ -287,12 +292,29 @@ class RouterOsServer:
             self._server = None
 
     def _switch_event(self, event: str, port: str) -> None:
-        """The API session rides the management port: a bounce of that port cuts it."""
-        mgmt = self.switch.management_port
-        if mgmt and event == "link-bounced" and port in (mgmt, self.switch.resolve_port(mgmt)):
+        """The API session rides the management port: a bounce of that port cuts it, and so
+        does disabling it or taking it out of its bridge (where the switch's address lives)."""
+        sw = self.switch
+        mgmt = sw.management_port
+        if not mgmt:
+            return
+        cut = event == "link-bounced" and port in (mgmt, sw.resolve_port(mgmt))
+        if event == "config-changed":
+            gone = self._mgmt_cut()
+            cut = gone and not self._mgmt_gone
+            self._mgmt_gone = gone
+        if cut:
             task = asyncio.get_running_loop().create_task(self.drop_sessions())
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _mgmt_cut(self) -> bool:
+        """Whether the management port is disabled or out of the bridge it started in."""
+        sw = self.switch
+        item = sw.ether(sw.management_port)
+        if item is None or item.get("disabled") == "true":
+            return True
+        return self._mgmt_bridged and sw.bridge_port(sw.management_port) is None
 
     async def drop_sessions(self) -> None:
         for session in list(self._sessions):
@@ -362,7 +384,12 @@ class RouterOsServer:
         reply.add("!done")
 
     def _export(self, path: tuple[str, ...], attrs: dict[str, str], reply: _Reply) -> None:
-        text = render_export(self.switch, path=path)
+        text = render_export(
+            self.switch,
+            path=path,
+            terse="terse" in attrs,
+            hide_sensitive="show-sensitive" not in attrs,
+        )
         name = attrs.get("file")
         if name:
             if not name.endswith(".rsc"):
