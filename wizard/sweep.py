@@ -186,6 +186,7 @@ class Sweeper:
     # the inventory's `tools:`, by node: tool -> path
     tool_paths: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     _opening: dict[str, asyncio.Future[str | None]] = field(default_factory=dict, repr=False)
+    pings: list[dict[str, object]] = field(default_factory=list)  # the last jumbo ping matrix
 
     def _emit(self, event: Event) -> None:
         if self.sink is not None:
@@ -222,7 +223,7 @@ class Sweeper:
         if self.nodes:
             names = {p.name for p in host}
             host = [*host, *(p for p in DISCOVERY_HOST_PROBES if p.name not in names)]
-        if sw and not any(p.name == SW_BRIDGE_HOST.name for p in sw):
+        if self.switches and not any(p.name == SW_BRIDGE_HOST.name for p in sw):
             sw = [*sw, SW_BRIDGE_HOST]  # cabling from the MACs each switch learned
         node_tasks = [self._sweep_node(n, host) for n in self.nodes]
         switch_tasks = [self._sweep_switch(s, api, sw) for s, api in self.switches.items()]
@@ -237,7 +238,15 @@ class Sweeper:
             (nodes if i < len(node_tasks) else switches)[name] = res
         if peer_ssh and self.nodes and self.nodes[0] in nodes:
             nodes[self.nodes[0]].update(await self._peer_ssh(self.nodes[0]))
-        return Observations(nodes=nodes, switches=switches, unreachable=unreachable)
+        obs = Observations(nodes=nodes, switches=switches, unreachable=unreachable)
+        if switches:
+            # which switch each rail lands on, from the MACs the switches learned
+            from wizard.discovery import rails_from_observations
+
+            for node, found in rails_from_observations(obs).items():
+                if found and node in self.rails:
+                    self.rails[node] = found
+        return obs
 
     async def _peer_ssh(self, launch: str) -> dict[str, ProbeResult]:
         """mpirun's SSH, tried from the launch node to each other node's management address."""
@@ -413,14 +422,177 @@ class Sweeper:
         server_start_delay_s: float = 0.3,
         base_port: int = 18515,
         timeout_s: float = 60.0,
+        low_gbps: float | None = 80.0,
+        rerun_qps: int = 8,
+        max_reruns: int = 4,
+        bidirectional: bool = True,
+        quick: bool = False,
     ) -> list[Measurement]:
-        """Single-QP ib_write_bw on every rail index between node pairs; disjoint pairs run at
-        the same time, rail indexes one after the other."""
+        """Single-QP ib_write_bw on every rail index between node pairs (every pair over a
+        round-robin schedule, or the disjoint pairs only with `quick`); the pairs of a round
+        run at the same time, rounds and rail indexes one after the other. Then: a rail below
+        `low_gbps` is re-run alone with `rerun_qps` QPs (a number that does not move is a
+        fixed structure in the path, seed 000), and one rail runs bidirectional (`-b`)."""
+        out = await self._rail_rounds(
+            duration_s=duration_s,
+            delay=server_start_delay_s,
+            base_port=base_port,
+            timeout_s=timeout_s,
+            quick=quick,
+        )
+        if low_gbps is not None:
+            low = [m for m in out if m.valid and 0.0 < m.value < low_gbps][:max_reruns]
+            for m in low:
+                pair = self._pair_rails(m)
+                if pair is None:
+                    continue
+                # alone, one QP then several: like against like (a round shares the path)
+                alone: dict[int, Measurement] = {}
+                for qps in (1, rerun_qps):
+                    [alone[qps]] = await self.with_switch_cpu(
+                        [
+                            self._one_rail_test(
+                                *pair,
+                                port=base_port,
+                                duration_s=duration_s,
+                                delay=server_start_delay_s,
+                                timeout=timeout_s,
+                                qps=qps,
+                            )
+                        ],
+                        delay=server_start_delay_s,
+                    )
+                one, many = alone[1], alone[rerun_qps]
+                i = out.index(m)
+                out[i] = replace(
+                    m,
+                    extra={
+                        **m.extra,
+                        "rerun_qps": rerun_qps,
+                        "rerun_single_gbps": one.value if one.valid else None,
+                        "rerun_gbps": many.value if many.valid else None,
+                        "rerun_command": many.extra.get("command", ""),
+                    },
+                )
+        if bidirectional:
+            first = next((m for m in out if m.valid and m.value > 0), None)
+            pair = self._pair_rails(first) if first is not None else None
+            if pair is not None:
+                [bi] = await self.with_switch_cpu(
+                    [
+                        self._one_rail_test(
+                            *pair,
+                            port=base_port,
+                            duration_s=duration_s,
+                            delay=server_start_delay_s,
+                            timeout=timeout_s,
+                            bidir=True,
+                        )
+                    ],
+                    delay=server_start_delay_s,
+                )
+                out.append(bi)
+                self._emit(MeasurementTaken(step=self.step, measurement=bi))
+        return out
+
+    async def fabric_tests(
+        self, *, duration_s: int = 5, server_start_delay_s: float = 0.3, timeout_s: float = 60.0
+    ) -> list[Measurement]:
+        """The jumbo ping matrix (kept in `self.pings`) and, with several switches, the
+        two-flows-one-ISL-direction test (seed 003: ~81.9 + 81.9 Gb/s)."""
+        self.pings = await self.ping_matrix()
+        return await self.isl_shared_test(
+            duration_s=duration_s, delay=server_start_delay_s, timeout_s=timeout_s
+        )
+
+    async def ping_matrix(self, *, payload: int = 8972) -> list[dict[str, object]]:
+        """`ping -M do -s 8972` between every node pair on every plane (rail index), both
+        ends addressed; the pairs of a round at once."""
+        from wizard.parsers.ping import parse_ping
+
+        out: list[dict[str, object]] = []
+        by_node = {n: self.rails.get(n, ()) for n in self.nodes}
+        count = max((len(r) for r in by_node.values()), default=0)
+
+        async def one(a: Rail, b: Rail) -> dict[str, object]:
+            ip = b.addresses[0].split("/")[0]
+            cmd = f"ping -M do -s {payload} -c 3 -W 1 -I {shlex.quote(a.netdev)} {shlex.quote(ip)}"
+            self._emit(ProbeSent(step=self.step, target=a.node, command=cmd))
+            res = await self.ssh.run(a.node, cmd, timeout=15.0)
+            self._emit(ProbeAnswered(step=self.step, probe=f"ping:{a.netdev}", result=res))
+            try:
+                p = parse_ping(res.stdout + res.stderr)
+                ok, received, mtu_err = p.ok, p.received or 0, p.mtu_errors
+            except ParseError:
+                ok, received, mtu_err = False, 0, 0
+            return {
+                "src": a.key,
+                "dst": b.key,
+                "ip": ip,
+                "ok": ok and res.error is None,
+                "received": received,
+                "mtu_errors": mtu_err,
+                "cross_switch": bool(a.switch and b.switch and a.switch != b.switch),
+                "command": cmd,
+                "raw": (res.stdout + res.stderr)[-600:],
+                "error": res.error or "",
+            }
+
+        for idx in range(count):
+            for pairs in round_robin(list(self.nodes)):
+                jobs = []
+                for a, b in pairs:
+                    ra, rb = _rail_at(by_node[a], idx), _rail_at(by_node[b], idx)
+                    if ra and rb and ra.addresses and rb.addresses and ra.up and rb.up:
+                        jobs.append(one(ra, rb))
+                out.extend(await asyncio.gather(*jobs))
+        return out
+
+    async def isl_shared_test(
+        self, *, duration_s: int, delay: float, timeout_s: float, base_port: int = 18600
+    ) -> list[Measurement]:
+        """Two flows from one switch's nodes to the other's at once: they share one ISL
+        direction (~81.9 Gb/s each, DCQCN splitting, some packet_seq_err normal)."""
+        by_switch: dict[str, list[Rail]] = {}
+        for n in self.nodes:
+            first = _rail_at(self.rails.get(n, ()), 0)
+            if first is not None and first.switch and first.addresses and first.up:
+                by_switch.setdefault(first.switch, []).append(first)
+        sides = [rs for _, rs in sorted(by_switch.items()) if len(rs) >= 2]
+        if len(sides) < 2:
+            return []
+        (a1, a2), (b1, b2) = sides[0][:2], sides[1][:2]
+        jobs = [
+            self._one_rail_test(
+                c, s, port=base_port + i, duration_s=duration_s, delay=delay, timeout=timeout_s
+            )
+            for i, (c, s) in enumerate(((a1, b1), (a2, b2)))
+        ]
+        out = []
+        for got in await self.with_switch_cpu(jobs, delay=delay):
+            m = replace(got, extra={**got.extra, "isl_shared": True})
+            out.append(m)
+            self._emit(MeasurementTaken(step=self.step, measurement=m))
+        return out
+
+    def _pair_rails(self, m: Measurement) -> tuple[Rail, Rail] | None:
+        def find(node: object, netdev: object) -> Rail | None:
+            return next((r for r in self.rails.get(str(node), ()) if r.netdev == netdev), None)
+
+        a = find(m.extra.get("client"), m.extra.get("client_netdev"))
+        b = find(m.extra.get("server"), m.extra.get("server_netdev"))
+        return (a, b) if a is not None and b is not None else None
+
+    async def _rail_rounds(
+        self, *, duration_s: int, delay: float, base_port: int, timeout_s: float, quick: bool
+    ) -> list[Measurement]:
+        server_start_delay_s = delay
         out: list[Measurement] = []
         by_node = {n: self.rails.get(n, ()) for n in self.nodes}
         count = max((len(r) for r in by_node.values()), default=0)
+        schedule = rail_pairs(list(self.nodes)) if quick else round_robin(list(self.nodes))
         for idx in range(count):
-            for round_pairs in rail_pairs(list(self.nodes)):
+            for round_pairs in schedule:
                 jobs = []
                 for i, (a, b) in enumerate(round_pairs):
                     ra = _rail_at(by_node.get(a, ()), idx)
@@ -797,6 +969,26 @@ def _network(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
 def _rail_at(rails: Sequence[Rail], idx: int) -> Rail | None:
     ordered = sorted(rails, key=lambda r: (r.port, r.half, r.netdev))
     return ordered[idx] if idx < len(ordered) else None
+
+
+def round_robin(nodes: list[str]) -> list[list[tuple[str, str]]]:
+    """Every node pair once, as n-1 rounds of disjoint pairs (the circle method; an odd node
+    count adds a bye). Pairs of one round can run at the same time."""
+    ring: list[str | None] = list(nodes)
+    if len(ring) % 2:
+        ring.append(None)
+    n = len(ring)
+    rounds: list[list[tuple[str, str]]] = []
+    for r in range(n - 1):
+        pairs = []
+        for i in range(n // 2):
+            a, b = ring[i], ring[n - 1 - i]
+            if a is not None and b is not None:
+                pairs.append((a, b) if r % 2 == 0 or i else (b, a))
+        if pairs:
+            rounds.append(pairs)
+        ring = [ring[0], ring[-1], *ring[1:-1]]
+    return rounds
 
 
 def rail_pairs(nodes: list[str]) -> list[list[tuple[str, str]]]:

@@ -115,7 +115,12 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
             m.target,
             str(m.extra.get("command", "ib_write_bw")),
             f"{m.value:.2f} Gb/s" + (f" ({m.reason})" if m.reason else ""),
-            f">= {e.rail_pass_gate_gbps:g} Gb/s (~{e.rail_switched_gbps:g} through a switch)",
+            f">= {e.rail_pass_gate_gbps:g} Gb/s ("
+            + (
+                f"~{e.isl_shared_flow_gbps:g} with two flows on one ISL direction)"
+                if m.extra.get("isl_shared")
+                else f"~{e.rail_switched_gbps:g} through a switch)"
+            ),
             raw=str(m.extra.get("raw", "")) or None,
         )
         if not m.valid:
@@ -138,6 +143,20 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
             f["host.cx7-degraded"].unknown.append(
                 traffic_counters.evidence(m, sig, ctx, Status.UNKNOWN)
             )
+            continue
+        if m.extra.get("bidir") and m.value >= e.rail_pass_gate_gbps and not m.reason:
+            # -b: both directions of one rail at once, ~206 Gb/s aggregate (seed 000)
+            bi = Evidence(
+                m.target,
+                ev.command,
+                f"{m.value:.2f} Gb/s both directions",
+                f"~{e.bidir_rail_gbps:g} Gb/s aggregate (-b)",
+                raw=ev.raw,
+            )
+            if e.band(m.value, e.bidir_rail_gbps) == "pass":
+                f["host.cx7-degraded"].ok(bi)
+            else:
+                f["host.cx7-degraded"].unknown.append(replace(bi, status=Status.UNKNOWN))
             continue
         if m.value >= e.rail_pass_gate_gbps and not m.reason:
             for k in FAULTS:
@@ -196,6 +215,11 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
             f["host.cx7-degraded"].unknown.append(
                 Evidence(ev.target, ev.command, ev.observed, ev.expected, Status.UNKNOWN, ev.raw)
             )
+        qp = _qp_evidence(m)
+        if qp is not None:
+            for k in FAULTS:
+                if len(f[k].bad) > before[k]:
+                    f[k].bad.append(replace(qp, status=f[k].bad[-1].status))
         if sig is not None:
             for k in FAULTS:
                 if len(f[k].bad) > before[k]:
@@ -245,6 +269,37 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
             )
         )
     return out
+
+
+def qp_invariant(m: Measurement) -> bool | None:
+    """Whether the re-run with several QPs landed within 15 % of the single-QP number (None:
+    not re-run)."""
+    again = m.extra.get("rerun_gbps")
+    base = m.extra.get("rerun_single_gbps", m.value)
+    if not isinstance(again, int | float) or not isinstance(base, int | float) or base <= 0:
+        return None
+    return abs(float(again) - float(base)) / float(base) < 0.15
+
+
+def _qp_evidence(m: Measurement) -> Evidence | None:
+    same = qp_invariant(m)
+    if same is None:
+        return None
+    qps = m.extra.get("rerun_qps", 8)
+    again = float(m.extra.get("rerun_gbps") or 0.0)
+    single = float(m.extra.get("rerun_single_gbps") or m.value)
+    return Evidence(
+        m.target,
+        str(m.extra.get("rerun_command") or f"ib_write_bw -q {qps}"),
+        f"re-run alone: {single:.2f} Gb/s with one QP, {again:.2f} Gb/s with -q {qps}"
+        + (
+            ": the number does not move with the QP count, a fixed structure in the path "
+            "(seed 000: the switch forwarding in software)"
+            if same
+            else ": it moves with the QP count, not a fixed cap in the path"
+        ),
+        "a healthy rail: >= the pass gate with one QP",
+    )
 
 
 def _nccl_busbw(obs: Observations) -> float | None:

@@ -20,7 +20,7 @@ from flows.checks._common import (
     listing,
     rows,
 )
-from wizard.model import Evidence, FixPlan, Verdict
+from wizard.model import Evidence, FixPlan, Status, Verdict
 
 CMD = "/interface/ethernet print"
 
@@ -37,6 +37,8 @@ class PortMtu:
 class SwitchMtu:
     ports: tuple[PortMtu, ...]
     unreadable: tuple[Unreadable, ...]
+    pings: tuple[dict[str, object], ...] = ()  # the jumbo ping matrix of a --perf run
+    rstp_blocked: bool = False  # cross-switch failures are then the detour's
 
 
 def _int(text: str | None) -> int | None:
@@ -63,7 +65,52 @@ def parse(obs: Observations, ctx: Context) -> SwitchMtu:
             if is_cpu_port(dname) or (bp is not None and name not in bridged):
                 continue
             ports.append(PortMtu(sw, name, _int(r.get("l2mtu")), _int(r.get("mtu"))))
-    return SwitchMtu(tuple(ports), tuple(bad))
+    pings = tuple(p for p in obs.traffic.get("ping", ()) if isinstance(p, dict))
+    blocked = False
+    if any(p.get("cross_switch") and not p.get("ok") for p in pings):
+        from flows.checks import switch_rstp
+
+        blocked = any(
+            v.status in (Status.FAIL, Status.WARN)
+            for v in switch_rstp.judge(switch_rstp.parse(obs, ctx), ctx)
+        )
+    return SwitchMtu(tuple(ports), tuple(bad), pings, blocked)
+
+
+def _judge_pings(m: SwitchMtu, ctx: Context, f: Finding) -> None:
+    """The jumbo ping matrix: a pair whose both ends run MTU 9000 and still cannot pass
+    `ping -M do -s 8972` loses jumbo frames on the switch path."""
+    if not m.pings:
+        return
+    e = ctx.expectations
+    mtu = {r.key: r.mtu for rails in ctx.rails.values() for r in rails}
+    passed = 0
+    for p in m.pings:
+        src, dst = str(p.get("src", "")), str(p.get("dst", ""))
+        if p.get("ok"):
+            passed += 1
+            continue
+        if min(mtu.get(src, 0), mtu.get(dst, 0)) < e.fabric_mtu:
+            continue  # a host netdev below MTU 9000: host.mtu says so
+        if p.get("cross_switch") and m.rstp_blocked:
+            continue  # the RSTP detour (MTU 1500): switch.rstp-isl-blocked says so
+        f.fail(
+            Evidence(
+                f"{src}->{dst}",
+                str(p.get("command", "ping -M do -s 8972")),
+                f"jumbo ping to {p.get('ip', '?')} failed ({p.get('received', 0)} replies)",
+                "replies to ping -M do -s 8972 (9000-byte frames end to end)",
+                raw=str(p.get("raw", "")) or None,
+            )
+        )
+    f.ok(
+        Evidence(
+            "fabric",
+            "ping -M do -s 8972 (every pair, every plane)",
+            f"{passed} of {len(m.pings)} jumbo pings passed",
+            "every pair on every plane passes",
+        )
+    )
 
 
 def judge(m: SwitchMtu, ctx: Context) -> list[Verdict]:
@@ -84,6 +131,7 @@ def judge(m: SwitchMtu, ctx: Context) -> list[Verdict]:
             f.fail(ev)
         else:
             f.ok(ev)
+    _judge_pings(m, ctx, f)
     return [
         f.verdict(
             ok="every fabric port carries jumbo frames",

@@ -113,6 +113,7 @@ async def run_check(
     inv: Inventory,
     *,
     perf: bool = False,
+    quick: bool = False,
     accept_new_host_keys: bool = False,
     prompt: Callable[[str], str] | None = None,
     sink: Callable[[Event], None] | None = None,
@@ -169,7 +170,12 @@ async def run_check(
             sweeper.nodes = reachable
             measurements: list[Measurement] = []
             if len(reachable) >= 2:
-                measurements.extend(await sweeper.rail_tests())
+                measurements.extend(
+                    await sweeper.rail_tests(low_gbps=expectations.rail_pass_gate_gbps, quick=quick)
+                )
+                if not quick:
+                    measurements.extend(await sweeper.fabric_tests())
+                    obs = dataclasses.replace(obs, traffic={"ping": list(sweeper.pings)})
                 nccl, _res = await sweeper.nccl_test()
                 measurements.append(nccl)
                 pair, _res = await sweeper.nccl_test(op="sendrecv_perf", nodes=reachable[:2])
@@ -284,6 +290,11 @@ async def _check_lab(scenario: str, **kw: Any) -> CheckReport:
 @click.option("--json", "json_out", is_flag=True, help="Print one JSON object (DESIGN.md shape).")
 @click.option("--perf", is_flag=True, help="Also run ib_write_bw per rail and one NCCL test.")
 @click.option(
+    "--quick",
+    is_flag=True,
+    help="With --perf: disjoint node pairs only (one round), not every pair of every plane.",
+)
+@click.option(
     "--accept-new-host-keys",
     is_flag=True,
     help="Accept and record host keys not yet in known_hosts (changed keys are still refused).",
@@ -301,6 +312,7 @@ def check(
     lab: str | None,
     json_out: bool,
     perf: bool,
+    quick: bool,
     accept_new_host_keys: bool,
     time_scale: float,
 ) -> None:
@@ -320,6 +332,7 @@ def check(
                 _check_lab(
                     lab,
                     perf=perf,
+                    quick=quick,
                     accept_new_host_keys=accept_new_host_keys,
                     prompt=prompt,
                     time_scale=time_scale,
@@ -331,7 +344,13 @@ def check(
 
             inv = load_inventory(inventory, expectation_keys=_expectation_keys())
             report = asyncio.run(
-                run_check(inv, perf=perf, accept_new_host_keys=accept_new_host_keys, prompt=prompt)
+                run_check(
+                    inv,
+                    perf=perf,
+                    quick=quick,
+                    accept_new_host_keys=accept_new_host_keys,
+                    prompt=prompt,
+                )
             )
     except FabwizError as exc:
         click.echo(f"error: {exc}", err=True)

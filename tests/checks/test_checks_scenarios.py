@@ -75,14 +75,19 @@ def test_perf_adds_no_extra_fault(name: str) -> None:
     assert got == injected
     rails = [m for m in report["measurements"] if m["kind"] == "rail"]  # type: ignore[union-attr]
     nccl = [m for m in report["measurements"] if m["kind"] == "nccl"]  # type: ignore[union-attr]
+    # every pair of 4 nodes (6) on each of the 4 planes, then one bidirectional rail (-b)
+    uni = [m for m in rails if "->" in m["target"]][:24]
+    assert len(uni) == 24 and len(rails) in (24, 25)
     # all_reduce over the cluster, sendrecv on the first two nodes, the job's own environment
-    assert len(rails) == 8 and [m["target"] for m in nccl] == [
+    assert [m["target"] for m in nccl] == [
         "cluster",
         "spark1+spark2/sendrecv_perf",
         "cluster/job-env",
     ]
     if not injected:
         assert code == 0
+        assert len(rails) == 25 and 200 < rails[-1]["value"] < 210  # -b: ~206 aggregate
+        rails = uni
         assert all(105 < m["value"] < 112 for m in rails)
         assert 21.875 <= nccl[0]["value"] < 27
     else:

@@ -1,0 +1,139 @@
+"""The traffic plan covers the fabric: every node pair per plane over a round-robin schedule
+(`--quick`: the disjoint pairs only), a QP-count re-run of a low rail, one bidirectional rail,
+the two-flows-one-ISL-direction test across switches, and a jumbo ping matrix."""
+
+from __future__ import annotations
+
+import pytest
+
+from flows.base import Context
+from flows.checks import perf_rails, switch_mtu
+from flows.checks.switch_mtu import SwitchMtu
+from flows.expectations import DEFAULT
+from wizard.inventory import load_inventory, resolve_password
+from wizard.lab.lab import Lab
+from wizard.model import Measurement, Rail, Status
+from wizard.sweep import Sweeper, rail_pairs, round_robin
+from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
+from wizard.transports.ssh import SshTarget, SshTransport
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 6, 8])
+def test_round_robin_covers_every_pair_once_in_disjoint_rounds(n: int) -> None:
+    nodes = [f"n{i}" for i in range(1, n + 1)]
+    rounds = round_robin(nodes)
+    assert len(rounds) == (n - 1 if n % 2 == 0 else n)
+    pairs = [frozenset(p) for r in rounds for p in r]
+    assert len(pairs) == len(set(pairs)) == n * (n - 1) // 2
+    for r in rounds:
+        used = [x for p in r for x in p]
+        assert len(used) == len(set(used))  # a node is in one pair per round
+    assert rail_pairs(nodes)[0] == [(nodes[i], nodes[i + 1]) for i in range(0, n - 1, 2)]
+
+
+def test_qp_invariance_is_said_so() -> None:
+    m = Measurement(
+        "rail",
+        "a/p0->b/p0",
+        4.75,
+        "Gb/s",
+        extra={
+            "client": "a",
+            "server": "b",
+            "client_netdev": "p0",
+            "server_netdev": "p0",
+            "rerun_qps": 8,
+            "rerun_single_gbps": 9.51,
+            "rerun_gbps": 9.49,
+        },
+    )
+    assert perf_rails.qp_invariant(m) is True
+    moved = Measurement(
+        "rail", "x", 12.8, "Gb/s", extra={"rerun_single_gbps": 12.8, "rerun_gbps": 40.0}
+    )
+    assert perf_rails.qp_invariant(moved) is False
+    assert perf_rails.qp_invariant(Measurement("rail", "x", 9.5, "Gb/s")) is None
+
+
+def _rail(node: str, mtu: int = 9000) -> Rail:
+    return Rail(node, "p0", "r0", 0, "A", addresses=("10.9.0.1/24",), mtu=mtu, up=True)
+
+
+def test_ping_matrix_failure_is_switch_mtu_unless_a_host_or_rstp_explains_it() -> None:
+    ctx = Context(
+        expectations=DEFAULT,
+        nodes=("a", "b", "c"),
+        rails={"a": (_rail("a"),), "b": (_rail("b"),), "c": (_rail("c", 1500),)},
+    )
+    pings = (
+        {
+            "src": "a/p0",
+            "dst": "b/p0",
+            "ip": "10.9.0.2",
+            "ok": False,
+            "received": 0,
+            "command": "ping -M do -s 8972 x",
+        },
+        {"src": "a/p0", "dst": "c/p0", "ip": "10.9.0.3", "ok": False, "received": 0},
+        {"src": "b/p0", "dst": "a/p0", "ip": "10.9.0.1", "ok": True, "received": 3},
+    )
+    [v] = switch_mtu.judge(SwitchMtu((), (), pings), ctx)
+    assert v.status == Status.FAIL
+    assert v.targets == ("a/p0->b/p0",)  # the c pair is host.mtu's (c runs MTU 1500)
+    cross = ({**pings[0], "cross_switch": True},)
+    [quiet] = switch_mtu.judge(SwitchMtu((), (), cross, rstp_blocked=True), ctx)
+    assert quiet.status == Status.PASS  # the RSTP detour explains it
+    [ok] = switch_mtu.judge(SwitchMtu((), (), pings[2:]), ctx)
+    assert ok.status == Status.PASS and ok.evidence[-1].observed == "1 of 1 jumbo pings passed"
+
+
+async def _sweeper(lab: Lab) -> tuple[Sweeper, SshTransport, dict[str, RouterOsTransport]]:
+    inv = load_inventory(lab.inventory_path)
+    ssh = SshTransport([SshTarget.from_spec(n) for n in inv.nodes], ssh_config=None)
+    sws = {
+        s.name: RouterOsTransport(RouterOsTarget.from_spec(s, resolve_password(s)))
+        for s in inv.switches
+    }
+    sweeper = Sweeper(ssh=ssh, nodes=[n.name for n in inv.nodes], switches=sws)
+    await sweeper.sweep([])
+    return sweeper, ssh, sws
+
+
+@pytest.mark.lab
+async def test_full_plan_on_four_nodes_every_pair_every_plane_plus_bidir() -> None:
+    async with Lab("healthy-4node-crs804", time_scale=1000.0) as lab:
+        sweeper, ssh, sws = await _sweeper(lab)
+        full = await sweeper.rail_tests(duration_s=1)
+        quick = await sweeper.rail_tests(duration_s=1, quick=True, bidirectional=False)
+        pings = await sweeper.ping_matrix()
+        await ssh.close()
+        for t in sws.values():
+            await t.close()
+    uni = [m for m in full if not m.extra.get("bidir")]
+    # 4 planes (rail indexes) x 6 pairs; quick: 4 planes x 2 disjoint pairs
+    assert len(uni) == 24 and len(quick) == 8
+    pairs = {frozenset((m.extra["client"], m.extra["server"])) for m in uni}
+    assert len(pairs) == 6
+    [bi] = [m for m in full if m.extra.get("bidir")]
+    assert " -b" in bi.extra["command"] and bi.value == pytest.approx(206.0, rel=0.02)
+    assert all(m.value > 100 for m in uni)
+    assert all("rerun_gbps" not in m.extra for m in uni)  # nothing low: no re-run
+    assert len(pings) == 24 and all(p["ok"] for p in pings)
+    assert all(str(p["command"]).startswith("ping -M do -s 8972 ") for p in pings)
+
+
+@pytest.mark.lab
+async def test_two_switches_isl_shared_flows_and_cross_switch_pings() -> None:
+    async with Lab("crs812-six-node", time_scale=1000.0) as lab:
+        sweeper, ssh, sws = await _sweeper(lab)
+        isl = await sweeper.isl_shared_test(duration_s=1, delay=0.05, timeout_s=30)
+        pings = await sweeper.ping_matrix()
+        await ssh.close()
+        for t in sws.values():
+            await t.close()
+    assert len(isl) == 2 and all(m.extra["isl_shared"] for m in isl)
+    clients = {m.extra["client"] for m in isl}
+    servers = {m.extra["server"] for m in isl}
+    assert not clients & servers  # both flows one way over the ISL
+    assert any(p["cross_switch"] for p in pings)
+    assert any(not p["ok"] for p in pings if p["cross_switch"])  # the RSTP detour, MTU 1500
