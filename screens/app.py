@@ -52,6 +52,7 @@ from screens.widgets.view_model import SessionView, StepInfo, load_steps, raw_fo
 from wizard.errors import FabwizError
 from wizard.events import (
     Event,
+    FixVerified,
     MeasurementTaken,
     PhysicalActionDone,
     RailSampled,
@@ -352,7 +353,9 @@ class FabwizApp(App[int]):
             screen.follow(event.step)
             self._discovered_rails()
         if isinstance(event, MeasurementTaken):
-            screen.gauges.add_measurement(event.measurement)
+            screen.gauges.add_measurement(event.measurement, direct=self.view.direct_cabled)
+        if isinstance(event, FixVerified) and event.ok:
+            screen.gauges.mark_stale()  # the numbers so far are from before the fix
         if isinstance(event, SessionEnded):
             self.sub_title = "healthy" if event.healthy else "findings left"
             screen.prompt = Prompt(step=self.view.current or "", question=self._ending(event))

@@ -20,6 +20,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Log
 
+from screens.widgets.conclusion import conclusion
 from screens.widgets.detail import ActionBar, EvidenceTable, StepDetail
 from screens.widgets.gauges import RailGauges
 from screens.widgets.messages import (
@@ -172,6 +173,7 @@ class SessionScreen(Screen[None]):
             question=question,
             enabled=self.enabled_intents(),
             offered=offered,
+            conclusion=conclusion(step, self._gauges.expectations),
         )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -58,6 +58,8 @@ async def test_three_bug_demo_walks_to_healthy(tmp_path: Path) -> None:
             if isinstance(top, ErrorModal):
                 pytest.fail(f"error modal: {top.title_text}: {top.message}")
             if isinstance(top, FixConfirmModal):
+                if not top.query("#apply"):
+                    continue  # still composing
                 export = top.export
                 apply_btn = top.query_one("#apply")
                 fixes_seen.append(
