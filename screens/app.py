@@ -269,6 +269,7 @@ class FabwizApp(App[int]):
         # Set by the engine factory: the rails discovery found (node -> rails), for the gauges.
         self.rails_source: Callable[[], Mapping[str, Sequence[Rail]]] | None = None
         self.session_folder = ""
+        self.cabling: dict[str, tuple[str, str]] = {}  # "node/netdev" -> (switch, port)
         self._rails = tuple(rails)
         self._start_engine = start_engine
         self._quit_event = asyncio.Event()
