@@ -53,6 +53,7 @@ from screens.widgets.view_model import SessionView, StepInfo, load_steps, raw_fo
 from wizard.errors import FabwizError
 from wizard.events import (
     Event,
+    FixVerified,
     MeasurementTaken,
     Note,
     PhysicalActionDone,
@@ -279,6 +280,7 @@ class FabwizApp(App[int]):
         # Set by the engine factory: the rails discovery found (node -> rails), for the gauges.
         self.rails_source: Callable[[], Mapping[str, Sequence[Rail]]] | None = None
         self.session_folder = ""
+        self.cabling: dict[str, tuple[str, str]] = {}  # "node/netdev" -> (switch, port)
         self._rails = tuple(rails)
         self._start_engine = start_engine
         self._quit_event = asyncio.Event()
@@ -365,7 +367,9 @@ class FabwizApp(App[int]):
             screen.follow(event.step)
             self._discovered_rails()
         if isinstance(event, MeasurementTaken):
-            screen.gauges.add_measurement(event.measurement)
+            screen.gauges.add_measurement(event.measurement, direct=self.view.direct_cabled)
+        if isinstance(event, FixVerified) and event.ok:
+            screen.gauges.mark_stale()  # the numbers so far are from before the fix
         if isinstance(event, SessionEnded):
             self.sub_title = "healthy" if event.healthy else "findings left"
             screen.prompt = Prompt(step=self.view.current or "", question=self._ending(event))

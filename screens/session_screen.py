@@ -20,6 +20,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Log
 
+from screens.widgets.conclusion import conclusion
 from screens.widgets.detail import ActionBar, EvidenceTable, StepDetail
 from screens.widgets.gauges import RailGauges
 from screens.widgets.messages import (
@@ -69,6 +70,7 @@ class SessionScreen(Screen[None]):
         Binding("q", "app.request_quit", "Quit"),
         Binding("o", "reopen", "Open question"),
         Binding("u", "show_summary", "Summary"),
+        Binding("m", "fabric_map", "Map"),
         Binding("e", "toggle_explain", "Explain"),
         Binding("g", "show_bottom('gauges')", "Gauges"),
         Binding("l", "show_bottom('log')", "Log"),
@@ -172,6 +174,7 @@ class SessionScreen(Screen[None]):
             question=question,
             enabled=self.enabled_intents(),
             offered=offered,
+            conclusion=conclusion(step, self._gauges.expectations),
         )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -260,6 +263,16 @@ class SessionScreen(Screen[None]):
         shown = self.query_one("#explain").display
         self.set_class(not shown, "-explain-on")
         self.set_class(shown, "-no-explain")
+
+    def action_fabric_map(self) -> None:
+        """m: host and switch per lane, side by side."""
+        from screens.fabric_map import FabricMapModal, lanes
+
+        source = getattr(self.app, "rails_source", None)
+        rails = [r for group in source().values() for r in group] if callable(source) else []
+        cabling = getattr(self.app, "cabling", None) or {}
+        rows = lanes(self.view, rails, self._gauges.gauges, cabling)
+        self.app.push_screen(FabricMapModal(rows))
 
     def action_show_summary(self) -> None:
         """u: the end-of-session screen again."""

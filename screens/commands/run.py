@@ -46,6 +46,7 @@ def wizard_factory(
         )
         stack.push_async_callback(wiring.close)
         ports.app.rails_source = lambda: wiring.fabric.rails
+        ports.app.cabling = dict(wiring.inventory.cabling)
         ports.app.session_folder = str(wiring.log.folder)
         return wiring.engine
 

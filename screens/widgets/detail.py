@@ -132,6 +132,7 @@ class StepDetail(Vertical):
         with VerticalScroll(id="verdict"):
             yield Static("", id="verdict-text")
         yield Static("", id="verdict-more", classes="dim")
+        yield Static("", id="conclusion")
         yield Static("", id="prompt")
         yield EvidenceTable(id="evidence")
         yield ActionBar(id="actions")
@@ -159,6 +160,7 @@ class StepDetail(Vertical):
         question: str | None,
         enabled: Collection[str],
         offered: Collection[str],
+        conclusion: str = "",
     ) -> None:
         info = view.info
         title = Text(info.title, style="bold")
@@ -179,6 +181,9 @@ class StepDetail(Vertical):
         for s in Status:
             verdict.set_class(worst == s, f"-{s}")
         self.query_one("#verdict-text", Static).update(_verdict_text(view))
+        said = self.query_one("#conclusion", Static)
+        said.display = bool(conclusion)
+        said.update(Text.assemble(("→ ", "bold"), conclusion) if conclusion else "")
         self.call_after_refresh(self.more_verdicts)
 
         prompt = self.query_one("#prompt", Static)

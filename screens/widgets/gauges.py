@@ -26,7 +26,7 @@ HISTORY = 32
 IDLE_GBPS = 0.5  # below this, with no measurement, a rail is idle rather than failing
 _SPARK = " ▁▂▃▄▅▆▇█"
 _PORT = re.compile(r"f(\d)np\d")
-_VERDICT_CLASSES = ("-pass", "-warn", "-fail", "-live", "-idle")
+_VERDICT_CLASSES = ("-pass", "-warn", "-fail", "-live", "-idle", "-stale", "-uncabled")
 STALE_S = 3.0  # a rail with no sample for this long is back at rest
 
 
@@ -55,6 +55,8 @@ class RailGauge(Widget):
     RailGauge.-warn { color: $warning; }
     RailGauge.-fail { color: $error; text-style: bold; }
     RailGauge.-live { color: $accent; }
+    RailGauge.-stale { color: $text-muted; text-style: italic; }
+    RailGauge.-uncabled { color: $text-disabled; }
     """
 
     def __init__(
@@ -79,6 +81,8 @@ class RailGauge(Widget):
         self.sampled_at = 0.0  # monotonic time of the last sample
         self.history: deque[float] = deque(maxlen=HISTORY)
         self.measured: tuple[float, float, bool] | None = None  # value, expected, valid
+        self.cabled = True  # False: discovery found the rail without carrier or address
+        self.stale = False  # a verified fix changed the fabric since the last measurement
         self._expectations = expectations
 
     @property
@@ -86,6 +90,10 @@ class RailGauge(Widget):
         """pass/warn/fail from the rail's last measurement (against what that kind of test
         expects); else "live" while traffic flows and "idle" at rest. Live samples are not
         judged: NCCL or a shared test legitimately runs a rail below its single-flow ceiling."""
+        if self.value < IDLE_GBPS and not self.cabled and self.measured is None:
+            return "uncabled"
+        if self.measured is not None and self.stale and self.value < IDLE_GBPS:
+            return "stale"
         if self.measured is not None:
             value, expected, valid = self.measured
             if not valid:
@@ -101,7 +109,26 @@ class RailGauge(Widget):
 
     def measure(self, value: float, expected: float, *, valid: bool = True) -> None:
         self.measured = (value, expected, valid)
+        self.stale = False
         self._restyle()
+
+    def mark_stale(self) -> None:
+        if self.measured is not None:
+            self.stale = True
+            self._restyle()
+
+    @property
+    def state_text(self) -> str:
+        """Why the rail shows what it shows, in words, when there is no live number."""
+        if self.value >= IDLE_GBPS:
+            return ""
+        if self.verdict == "uncabled":
+            return "not cabled"
+        if self.measured is None:
+            return "not tested yet"
+        if self.stale:
+            return "not re-measured yet"
+        return ""
 
     def clear_measurement(self) -> None:
         self.measured = None
@@ -121,6 +148,8 @@ class RailGauge(Widget):
         row.value = self.value
         row.history.extend(self.history)
         row.measured = self.measured
+        row.cabled = self.cabled
+        row.stale = self.stale
         row._restyle()
         return row
 
@@ -135,13 +164,20 @@ class RailGauge(Widget):
         label = f"{self.node:<{self.label_width}} {self.netdev:<14} {self.half}{self.port}"
         # Live traffic shows as it flows; at rest the rail shows its last measurement.
         shown = self.value
+        ceiling = self.ceiling
         if self.measured is not None and self.value < IDLE_GBPS:
-            shown = self.measured[0]
-        value = f"{shown:6.1f}/{self.ceiling:<4.0f}"
+            shown, ceiling = self.measured[0], self.measured[1]
+        state = self.state_text
+        if state and state != "not re-measured yet":
+            value = f"{state:>11}"
+        else:
+            value = f"{shown:6.1f}/{ceiling:<4.0f}"
+        if state == "not re-measured yet":
+            value += " not re-measured yet"
         spark_w = min(HISTORY, 12) if width >= 64 else 0
         bar_w = max(4, width - len(label) - len(value) - spark_w - 4)
-        filled = round(min(shown, self.ceiling) / self.ceiling * bar_w) if self.ceiling else 0
-        bar = "█" * filled + "░" * (bar_w - filled)
+        filled = round(min(shown, ceiling) / ceiling * bar_w) if ceiling and not state else 0
+        bar = "█" * filled + ("░" if not state else "·") * (bar_w - filled)
         spark = sparkline(self.history, self.ceiling, spark_w)
         line = f"{label} {bar} {value}"
         if spark_w:
@@ -193,8 +229,22 @@ class RailGauges(Vertical):
         return self.gauges.get((node, netdev))
 
     def set_rails(self, rails: Iterable[Rail]) -> None:
-        """Pre-create rows for known rails (discovery or the lab) so the panel has its shape."""
+        """Pre-create rows for known rails (discovery or the lab) so the panel has its shape;
+        a rail without carrier or address shows as not cabled."""
+        rails = list(rails)
         self._add([(r.node, r.netdev, r.half, r.port) for r in rails])
+        for r in rails:
+            gauge = self.gauges.get((r.node, r.netdev))
+            if gauge is not None:
+                gauge.cabled = bool(r.up and r.addresses)
+                gauge._restyle()
+        self._summarise()
+
+    def mark_stale(self) -> None:
+        """A verified fix changed the fabric: every measurement so far is from before it."""
+        for gauge in self.gauges.values():
+            gauge.mark_stale()
+        self._summarise()
 
     def update_samples(self, samples: Mapping[tuple[str, str], float]) -> None:
         new = [(n, d, *rail_tag(d)) for (n, d) in samples if (n, d) not in self.gauges]
@@ -203,15 +253,18 @@ class RailGauges(Vertical):
             self.gauges[key].sample(gbps)
         self._summarise()
 
-    def add_measurement(self, measurement: Measurement) -> None:
-        """A rail result colours the rails at both ends of its target; a both-halves result
-        ("pair", target = the node) colours each half against the concurrent rate."""
+    def add_measurement(self, measurement: Measurement, *, direct: bool = False) -> None:
+        """A rail result colours the rails at both ends of its target against the ceiling of
+        its situation (direct cable or through the switch); a both-halves result ("pair",
+        target = the node) colours each half against the concurrent rate."""
         m = measurement
         if m.kind == "rail":
+            e = self.expectations
+            expected = e.rail_direct_gbps if direct else e.rail_switched_gbps
             for end in m.target.split("->"):
                 node, _, netdev = end.strip().partition("/")
                 if netdev:
-                    self._gauge(node, netdev).measure(m.value, self.ceiling, valid=m.valid)
+                    self._gauge(node, netdev).measure(m.value, expected, valid=m.valid)
         elif m.kind == "pair":
             halves = m.extra.get("halves")
             if isinstance(halves, dict):
@@ -274,16 +327,22 @@ class RailGauges(Vertical):
     def _summarise(self) -> None:
         if not self.gauges:
             return
-        counts = {"pass": 0, "warn": 0, "fail": 0, "live": 0, "idle": 0}
+        counts = {"pass": 0, "warn": 0, "fail": 0, "live": 0, "idle": 0, "stale": 0}
+        counts["uncabled"] = 0
         for g in self.gauges.values():
             counts[g.verdict] += 1
         live = sum(g.value >= IDLE_GBPS for g in self.gauges.values())
         total = sum(g.value for g in self.gauges.values())
         nodes = len({n for n, _ in self.gauges})
+        untested = sum(g.measured is None and g.cabled for g in self.gauges.values())
+        extra = f" · {untested} not tested yet" if untested else ""
+        if counts["stale"]:
+            extra += f" · {counts['stale']} not re-measured since a fix"
+        if counts["uncabled"]:
+            extra += f" · {counts['uncabled']} not cabled"
         self.query_one("#gauge-summary", Static).update(
             f"{nodes} nodes · {len(self.gauges)} rails · tested ✔{counts['pass']} "
-            f"▲{counts['warn']} ✘{counts['fail']} · {live} live, {total:.0f} Gb/s · "
-            f"ceiling {self.ceiling:.0f}/rail"
+            f"▲{counts['warn']} ✘{counts['fail']}{extra} · {live} live, {total:.0f} Gb/s"
         )
 
 

@@ -181,6 +181,7 @@ class StepView:
     probes: list[ProbeResult] = field(default_factory=list)
     sent: list[tuple[str, str]] = field(default_factory=list)  # (target, command)
     measurements: list[Measurement] = field(default_factory=list)
+    direct: list[bool] = field(default_factory=list)  # per measurement: over a direct cable
     fixes: dict[str, FixView] = field(default_factory=dict)
     exports: list[ExportTaken] = field(default_factory=list)
     # findings of this step that a later step judged to pass (preflight's first picture)
@@ -256,6 +257,8 @@ class SessionView:
     latest: dict[str, tuple[str, Verdict]] = field(default_factory=dict)
     first_fix_at: int | None = None  # len(measurements) when the first fix was applied
     found: dict[str, tuple[str, Verdict]] = field(default_factory=dict)  # first fail/warn
+    direct_cabled: bool = False  # the last re-cabling joined two nodes port to port
+    _cables: tuple[tuple[str, str, str], ...] = ()  # of the physical action asked for
 
     @property
     def measured_before_first_fix(self) -> int:
@@ -372,6 +375,7 @@ class SessionView:
             case MeasurementTaken():
                 m = event.measurement
                 self.step(event.step).measurements.append(m)
+                self.step(event.step).direct.append(self.direct_cabled)
                 self.measurements.append(m)
                 note = "" if m.valid else f" (not evidence: {m.reason})"
                 self._log(
@@ -390,10 +394,13 @@ class SessionView:
                 self._log(event, "info", f"operator: {event.question} -> {event.answer}")
             case PhysicalActionRequested():
                 self.waiting = event
+                self._cables = tuple(event.cables)
                 self._log(event, "warn", f"hands needed: {event.kind} on {', '.join(event.nodes)}")
                 changed.add("detail")
             case PhysicalActionDone():
                 self.waiting = None
+                if event.kind == "recable" and self._cables:
+                    self.direct_cabled = any(d.startswith("node:") for _n, _p, d in self._cables)
                 by = "the lab" if event.performed_by == "lab" else "the operator"
                 obs = f": {event.observed}" if event.observed else ""
                 self._log(

@@ -1,0 +1,106 @@
+"""A step's conclusion as one sentence with its numbers, above its evidence.
+
+"through the switch: 0.0 Gb/s, transport retry counter exceeded; direct cable: 111.97 Gb/s; so
+the fault is on the switch path". Built from what the step measured and judged (the
+`StepView`) against the expectations table; pure, no Textual.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from flows.expectations import Expectations
+from screens.widgets.view_model import StepView
+from wizard.model import Measurement, Status
+
+_ERROR = re.compile(r"\(([^()]*)\)")
+
+
+def _span(values: Sequence[float]) -> str:
+    if not values:
+        return "—"
+    lo, hi = min(values), max(values)
+    return f"{hi:.2f} Gb/s" if abs(hi - lo) < 0.005 else f"{lo:.1f}–{hi:.1f} Gb/s"
+
+
+def _why_zero(ms: Sequence[Measurement]) -> str:
+    """The tool's own words for a failed run: `transport retry counter exceeded`."""
+    for m in ms:
+        if m.value == 0 and m.reason:
+            found = _ERROR.search(m.reason)
+            return found.group(1) if found else m.reason.split(";")[0]
+    return ""
+
+
+def _direct_sentence(step: StepView, e: Expectations) -> str:
+    rails = [(m, d) for m, d in zip(step.measurements, step.direct, strict=False) if m.valid]
+    switched = [m for m, d in rails if m.kind == "rail" and not d]
+    direct = [m for m, d in rails if m.kind == "rail" and d]
+    if not switched and not direct:
+        return ""
+    parts = []
+    target = e.rail_fix_target_gbps
+    if switched:
+        text = f"through the switch: {_span([m.value for m in switched])}"
+        why = _why_zero(switched)
+        parts.append(text + (f", {why}" if why else ""))
+    if direct:
+        text = f"direct cable: {_span([m.value for m in direct])}"
+        why = _why_zero(direct)
+        parts.append(text + (f", {why}" if why else ""))
+    sw_ok = bool(switched) and min(m.value for m in switched) >= target
+    di_ok = bool(direct) and min(m.value for m in direct) >= target
+    if sw_ok:
+        parts.append(f"every rail at ≥ {target:.0f} Gb/s through the switch: nothing to bisect")
+    elif direct and di_ok:
+        parts.append("so the fault is on the switch path")
+    elif direct:
+        parts.append(
+            f"below {target:.0f} Gb/s on a direct cable too: so the fault is on the host side "
+            "(NIC, PCIe, CX7 state)"
+        )
+    return "; ".join(parts)
+
+
+def _measured(step: StepView, e: Expectations) -> str:
+    rails = [m.value for m in step.measurements if m.kind == "rail" and m.valid]
+    pairs = [m.value for m in step.measurements if m.kind == "pair" and m.valid]
+    nccl = [m.value for m in step.measurements if m.kind == "nccl" and m.valid]
+    out = []
+    if rails:
+        out.append(
+            f"rails {_span(rails)} (expected ~{e.rail_switched_gbps:.0f} through the switch)"
+        )
+    if pairs:
+        out.append(
+            f"both halves {_span(pairs)} per node (expected ≥ {e.node_both_halves_min_gbps:.0f})"
+        )
+    if nccl:
+        out.append(f"NCCL busbw {max(nccl):.2f} GB/s (gate {e.nccl_pass_gate:.2f})")
+    return "; ".join(out)
+
+
+def conclusion(step: StepView, e: Expectations) -> str:
+    """The step's conclusion, or "" while it has nothing to say."""
+    if step.id == "direct_connect":
+        sentence = _direct_sentence(step, e)
+        if sentence:
+            return sentence
+    verdicts = list(step.verdicts.values())
+    bad = [v for v in verdicts if v.status in (Status.FAIL, Status.WARN)]
+    unseen = [v for v in verdicts if v.status is Status.UNKNOWN]
+    parts = []
+    if bad:
+        names = ", ".join(v.fault for v in bad[:3]) + (" …" if len(bad) > 3 else "")
+        parts.append(f"{len(bad)} finding(s): {names}")
+    if unseen:
+        parts.append(f"{len(unseen)} not checked ({step.not_checked_reason})")
+    if verdicts and not bad and not unseen:
+        parts.append(f"all {len(verdicts)} check(s) pass")
+    measured = _measured(step, e)
+    if measured:
+        parts.append(measured)
+    if any(f.state == "verified" for f in step.fixes.values()):
+        parts.append("fixed and verified")
+    return "; ".join(parts)

@@ -1,0 +1,170 @@
+"""The reasoning on screen: each step's conclusion as a sentence with its numbers, and gauges
+that say why they show what they show (not cabled, not tested yet, a measured 0.0, not
+re-measured since a verified fix) against the ceiling of the rail's situation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flows.expectations import Expectations
+from screens.app import FabwizApp
+from screens.widgets.conclusion import conclusion
+from screens.widgets.view_model import SessionView, load_steps
+from wizard.events import (
+    FixVerified,
+    MeasurementTaken,
+    PhysicalActionDone,
+    PhysicalActionRequested,
+    VerdictReached,
+)
+from wizard.model import Measurement, Rail, Status, Verdict
+
+RETRY = (
+    "Completion with error at client; Failed status 12 (transport retry counter exceeded): "
+    "wr_id 0 syndrom 0x81"
+)
+
+
+def rail(node: str, netdev: str, value: float, reason: str = "") -> Measurement:
+    return Measurement("rail", f"{node}/{netdev}->spark2/{netdev}", value, "Gb/s", reason=reason)
+
+
+def direct_connect_events() -> list[Any]:
+    return [
+        MeasurementTaken(
+            step="direct_connect", measurement=rail("spark1", "enp1s0f0np0", 0.0, RETRY)
+        ),
+        MeasurementTaken(
+            step="direct_connect", measurement=rail("spark3", "enp1s0f0np0", 0.0, RETRY)
+        ),
+        PhysicalActionRequested(
+            step="direct_connect",
+            kind="recable",
+            nodes=("spark1", "spark2"),
+            instructions="connect spark1 port 0 to spark2 port 0",
+            cables=(("spark1", "0", "node:spark2:0"), ("spark2", "0", "node:spark1:0")),
+        ),
+        PhysicalActionDone(
+            step="direct_connect", kind="recable", nodes=("spark1", "spark2"), performed_by="lab"
+        ),
+        MeasurementTaken(step="direct_connect", measurement=rail("spark1", "enp1s0f0np0", 111.97)),
+    ]
+
+
+def test_the_direct_connect_conclusion_names_both_numbers_and_the_branch() -> None:
+    view = SessionView.new(load_steps())
+    for e in direct_connect_events():
+        view.apply(e)
+    assert view.steps["direct_connect"].direct == [False, False, True]
+    assert conclusion(view.steps["direct_connect"], Expectations()) == (
+        "through the switch: 0.00 Gb/s, transport retry counter exceeded; "
+        "direct cable: 111.97 Gb/s; so the fault is on the switch path"
+    )
+    # A direct cable below target sends the walk down the host branch.
+    slow = SessionView.new(load_steps())
+    for e in direct_connect_events()[:-1]:
+        slow.apply(e)
+    slow.apply(
+        MeasurementTaken(step="direct_connect", measurement=rail("spark1", "enp1s0f0np0", 12.74))
+    )
+    said = conclusion(slow.steps["direct_connect"], Expectations())
+    assert said.endswith(
+        "direct cable: 12.74 Gb/s; below 100 Gb/s on a direct cable too: "
+        "so the fault is on the host side (NIC, PCIe, CX7 state)"
+    )
+
+
+def test_other_steps_conclude_with_their_findings_and_numbers() -> None:
+    view = SessionView.new(load_steps())
+    view.apply(
+        VerdictReached(
+            step="offload",
+            verdict=Verdict("switch.offload-split-cage", Status.FAIL, "cage split", ("crs804",)),
+        )
+    )
+    view.apply(
+        VerdictReached(
+            step="offload",
+            verdict=Verdict("switch.mtu", Status.UNKNOWN, "not checked", ("crs804",)),
+        )
+    )
+    view.apply(MeasurementTaken(step="offload", measurement=rail("spark1", "enp1s0f0np0", 9.4)))
+    view.apply(MeasurementTaken(step="offload", measurement=rail("spark3", "enp1s0f0np0", 9.5)))
+    assert conclusion(view.steps["offload"], Expectations()) == (
+        "1 finding(s): switch.offload-split-cage; 1 not checked (could not see crs804); "
+        "rails 9.4–9.5 Gb/s (expected ~109 through the switch)"
+    )
+
+
+async def test_gauges_say_why_they_show_what_they_show() -> None:
+    app = FabwizApp(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        gauges = app.session.gauges
+        gauges.set_rails(
+            [
+                Rail(
+                    "spark1",
+                    "enp1s0f0np0",
+                    "rocep1s0f0",
+                    0,
+                    "A",
+                    up=True,
+                    addresses=("10.9.1.1/24",),
+                ),
+                Rail("spark1", "enp1s0f1np1", "rocep1s0f1", 1, "A", up=False),
+                Rail(
+                    "spark2",
+                    "enp1s0f0np0",
+                    "rocep1s0f0",
+                    0,
+                    "A",
+                    up=True,
+                    addresses=("10.9.1.2/24",),
+                ),
+                Rail(
+                    "spark3",
+                    "enp1s0f0np0",
+                    "rocep1s0f0",
+                    0,
+                    "A",
+                    up=True,
+                    addresses=("10.9.1.3/24",),
+                ),
+            ]
+        )
+        await pilot.pause()
+        g = gauges.gauge
+        assert g("spark1", "enp1s0f1np1").state_text == "not cabled"
+        assert g("spark1", "enp1s0f1np1").has_class("-uncabled")
+        assert g("spark3", "enp1s0f0np0").state_text == "not tested yet"
+        assert "not tested yet" in str(g("spark3", "enp1s0f0np0").render())
+        summary = str(gauges.query_one("#gauge-summary").render())
+        assert "tested ✔0 ▲0 ✘0 · 3 not tested yet · 1 not cabled" in summary
+        # Through the switch: 0.0 measured, against the switched ceiling (a real 0, red).
+        for e in direct_connect_events()[:2]:
+            app.ports.emit(e)
+        await pilot.pause()
+        zero = g("spark1", "enp1s0f0np0")
+        assert zero.measured == (0.0, 109.2, True) and zero.verdict == "fail"
+        assert zero.state_text == "" and "0.0/109" in str(zero.render())
+        # On the direct cable the ceiling is the direct one.
+        for e in direct_connect_events()[2:]:
+            app.ports.emit(e)
+        await pilot.pause()
+        assert zero.measured == (111.97, 111.86, True) and zero.verdict == "pass"
+        assert "112.0/112" in str(zero.render())
+        # A verified fix: every number so far is from before it.
+        app.ports.emit(
+            FixVerified(step="offload", fix_id="f1", fault="switch.offload-split-cage", ok=True)
+        )
+        await pilot.pause()
+        assert zero.state_text == "not re-measured yet" and zero.has_class("-stale")
+        assert "not re-measured yet" in str(zero.render())
+        summary = str(gauges.query_one("#gauge-summary").render())
+        assert "3 not re-measured since a fix · 1 not cabled" in summary
+        # The next measurement makes it current again.
+        app.ports.emit(
+            MeasurementTaken(step="offload", measurement=rail("spark1", "enp1s0f0np0", 109.1))
+        )
+        await pilot.pause()
+        assert not zero.stale and zero.verdict == "pass"
