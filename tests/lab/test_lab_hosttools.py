@@ -196,3 +196,18 @@ def test_boot_log_stamps_differ_per_node_and_per_boot() -> None:
     w.boot(node)
     after = next(t for t, m in node.dmesg if "firmware version" in m)
     assert after != before and 1.0 < after < 1.2
+
+
+async def test_ethtool_s_has_the_real_layout() -> None:
+    import re
+
+    real = _fixture("ethtool-S/mlx5-kernel5.15-xdp-nonzero-only-rx_discards_phy-tx_pause.txt")
+    w = lab()
+    out, _e, rc = await run(w, "ethtool -S enp1s0f0np0")
+    row = re.compile(r"^     [a-z0-9_]+: \d+$")
+    for text in (real, out):
+        lines = text.splitlines()
+        assert lines[0] == "NIC statistics:" and all(row.match(x) for x in lines[1:])
+    names = [x.split(":")[0].strip() for x in out.splitlines()[1:]]
+    assert names[:4] == [x.split(":")[0].strip() for x in real.splitlines()[1:5]]
+    assert rc == 0 and "rx_discards_phy" in names and "tx_pause_ctrl_phy" in names
