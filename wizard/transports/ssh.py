@@ -290,6 +290,11 @@ class SshTransport:
         if target.user is not None:
             options["username"] = target.user
         if target.identity_file is not None:
+            if not Path(target.identity_file).expanduser().is_file():
+                raise _ConnectFailed(
+                    f"{target.name}: the identity file {target.identity_file} does not exist: "
+                    "fix identity_file in the inventory (or leave it out to use your SSH agent)"
+                )
             options["client_keys"] = [target.identity_file]
         self.handshakes += 1
         try:
