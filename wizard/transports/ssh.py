@@ -290,7 +290,7 @@ class SshTransport:
         if target.user is not None:
             options["username"] = target.user
         if target.identity_file is not None:
-            if not Path(target.identity_file).expanduser().is_file():
+            if _missing(target.identity_file):
                 raise _ConnectFailed(
                     f"{target.name}: the identity file {target.identity_file} does not exist: "
                     "fix identity_file in the inventory (or leave it out to use your SSH agent)"
@@ -358,3 +358,8 @@ def _text(value: object) -> str:
 def _short(command: str, limit: int = 60) -> str:
     first = command.strip().splitlines()[0] if command.strip() else command
     return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def _missing(path: str) -> bool:
+    """An identity file that is not there (a stat: no reason to leave the event loop)."""
+    return not Path(path).expanduser().is_file()
