@@ -79,3 +79,23 @@ def test_every_redacted_artefact_is_free_of_every_original_value(tmp_path: Path)
             text = json.dumps(json.loads(text))
         found = sorted(v for v in SENSITIVE if v in text)
         assert found == [], (fmt, found)
+
+
+def test_the_report_opens_like_a_ticket(tmp_path: Path) -> None:
+    log = SessionLog.create(tmp_path / "s")
+    for ev in fix_session():
+        log.write(ev)
+    log.close()
+    loaded = load_session(log.folder)
+    md = render(loaded, "md")
+    lines = md.splitlines()
+    assert lines[0].startswith("# fabwiz session report: ")
+    assert lines[2].startswith("**") and "fault(s) found" in lines[2]
+    faults = md.split("## Faults found", 1)[1].split("\n## ", 1)[0]
+    row = next(line for line in faults.splitlines() if "switch.offload-split-cage" in line)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[0] == "`switch.offload-split-cage`"
+    assert cells[3].startswith("yes (export ")
+    assert md.index("## Faults found") < md.index("## Summary")
+    html = render(loaded, "html")
+    assert '<p class="verdict"><strong>' in html and "<h2>Faults found</h2>" in html
