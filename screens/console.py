@@ -60,7 +60,10 @@ def print_report(console: Console, report: CheckReport) -> None:
     reachable_sw = sum(1 for s in report.switches if s["reachable"])
     for w in report.warnings:
         console.print(Text(f"warning: {w}", style="yellow"))
-    if report.healthy:
+    if report.healthy and not report.measured:
+        head = Text("configuration healthy; bandwidth not measured (run with --perf)")
+        head.stylize("bold green", 0, len("configuration healthy"))
+    elif report.healthy:
         head = Text("HEALTHY", style="bold green")
     elif not report.checked:
         head = Text("NOTHING CHECKED", style="bold red")

@@ -33,6 +33,23 @@ _IPV6 = re.compile(
 )
 
 
+# perftest prints a GID as 16 decimal bytes: `GID: 00:00:...:255:255:10:09:01:01`.
+_GID_DEC = re.compile(r"(?<![\d:])(?:\d{2,3}:){15}\d{2,3}(?![\d:])")
+# Reverse DNS names: the address is in them, backwards.
+_RDNS = re.compile(
+    r"(?<![\w.])(?:\d{1,3}\.){4}in-addr\.arpa\b|(?<![\w.])(?:[0-9a-f]\.){32}ip6\.arpa\b"
+)
+# RouterOS identifiers: `serial-number: HGX09...`, `# serial number = ...`, `software-id: ...`,
+# `# software id = ...`, and the license key block.
+_SERIAL = re.compile(r"(?i)(serial[- _]?number\W{1,4})([A-Za-z0-9-]{4,})")
+_SOFTWARE_ID = re.compile(r"(?i)(software[- _]?id\W{1,4})([A-Za-z0-9-]{4,})")
+_LICENSE = re.compile(
+    r"-----BEGIN MIKROTIK SOFTWARE KEY-----.*?-----END MIKROTIK SOFTWARE KEY-----", re.S
+)
+# User names where the tools print them: `user 'fabwiz'`, `user=fabwiz`, `name=fabwiz group=`.
+_USER = re.compile(r"(?i)(\buser(?:name)?\s*[=:]?\s*['\"]?)([A-Za-z_][\w.-]{0,31})(?=['\"]?)")
+
+
 class Redactor:
     """Maps sensitive values to stable placeholders. One instance per report, so every format
     rendered from it (Markdown, HTML, JSON) uses the same placeholders."""
@@ -100,11 +117,31 @@ class Redactor:
         placeholder = self._placeholder("ip6", str(addr))
         return f"{placeholder}%{zone}" if zone else placeholder
 
+    def _keep_label(self, kind: str) -> Any:
+        def sub(m: re.Match[str]) -> str:
+            return m.group(1) + self._placeholder(kind, m.group(2))
+
+        return sub
+
+    def _user(self, m: re.Match[str]) -> str:
+        name = m.group(2)
+        if name.lower() in ("name", "names", "group", "the", "for", "at", "or"):
+            return m.group(0)
+        return m.group(1) + self._placeholder("user", name)
+
     def redact(self, text: str) -> str:
-        """The text with every known host name, IPv4/IPv6 address and MAC replaced."""
+        """The text with every known host name, IPv4/IPv6 address (also inside GIDs and
+        reverse DNS names), MAC, serial number, software id, license key and user name
+        replaced."""
         if not text:
             return text
-        out = _MAC.sub(self._mac, text)
+        out = _LICENSE.sub(lambda m: self._placeholder("license", m.group(0)), text)
+        out = _SERIAL.sub(self._keep_label("serial"), out)
+        out = _SOFTWARE_ID.sub(self._keep_label("software-id"), out)
+        out = _USER.sub(self._user, out)
+        out = _RDNS.sub(lambda m: self._placeholder("rdns", m.group(0)), out)
+        out = _GID_DEC.sub(lambda m: self._placeholder("gid", m.group(0)), out)
+        out = _MAC.sub(self._mac, out)
         out = _IPV6.sub(self._ipv6, out)
         out = _IPV4.sub(self._ipv4, out)
         if self._name_re is not None:

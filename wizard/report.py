@@ -25,7 +25,7 @@ from wizard.events import (
     ProbeAnswered,
     ProbeSent,
 )
-from wizard.model import Status
+from wizard.model import Status, Verdict
 from wizard.redact import Redactor
 from wizard.session import LoadedSession, SessionState
 
@@ -72,6 +72,7 @@ def build_report(loaded: LoadedSession, *, redact: bool = False) -> dict[str, An
         for v in sorted(final.values(), key=lambda v: -v.status.severity)
         if v.status != Status.PASS
     ]
+    faults = _faults(state, final)
     not_checked = [
         {
             "fault": v.fault,
@@ -191,6 +192,8 @@ def build_report(loaded: LoadedSession, *, redact: bool = False) -> dict[str, An
             "undrained_nodes": state.undrained_nodes(),
             "not_checked": not_checked,
         },
+        "verdict_line": _verdict_line(outcome, faults, not_checked, state),
+        "faults": faults,
         "steps": steps,
         "fixes": fixes,
         "refused": [
@@ -268,6 +271,65 @@ def _rerun(state: SessionState) -> list[dict[str, Any]]:
                 ),
             }
     return list(last.values())
+
+
+def _faults(state: SessionState, final: dict[str, Verdict]) -> list[dict[str, Any]]:
+    """Every fault found (fail or warn) during the session, first sighting first: where, how it
+    was proven (its first failing evidence), and whether it was fixed (with the export)."""
+    out: dict[str, dict[str, Any]] = {}
+    for step, verdicts in state.verdicts.items():
+        for v in verdicts:
+            if v.status not in (Status.FAIL, Status.WARN) or v.fault in out:
+                continue
+            proof = next((e for e in v.evidence if e.status in (Status.FAIL, Status.WARN)), None)
+            fix = next(
+                (f for f in state.fixes.values() if f.fault == v.fault and f.status == "verified"),
+                None,
+            )
+            last = final.get(v.fault)
+            out[v.fault] = {
+                "fault": v.fault,
+                "status": str(v.status),
+                "targets": list(v.targets),
+                "step": step,
+                "summary": v.summary,
+                "proof": (
+                    f"{proof.target}: {proof.command} → {proof.observed} (expected {proof.expected})"
+                    if proof is not None
+                    else v.summary
+                ),
+                "fixed": fix is not None
+                or (last is not None and last.status in (Status.PASS, Status.BENIGN)),
+                "export": fix.export if fix is not None else None,
+            }
+    return list(out.values())
+
+
+def _verdict_line(
+    outcome: str,
+    faults: list[dict[str, Any]],
+    not_checked: list[dict[str, Any]],
+    state: SessionState,
+) -> str:
+    """The report's first line: the outcome in one sentence."""
+    fixed = [f["fault"] for f in faults if f["fixed"]]
+    open_ = [f["fault"] for f in faults if not f["fixed"]]
+    parts = []
+    if outcome == "healthy":
+        parts.append("Healthy")
+    elif outcome == "not finished":
+        parts.append("Not finished")
+    else:
+        parts.append("Not healthy")
+    if faults:
+        parts.append(f"{len(faults)} fault(s) found, {len(fixed)} fixed")
+    if open_:
+        parts.append("still open: " + ", ".join(open_))
+    if not_checked:
+        parts.append(f"{len(not_checked)} never checked")
+    if state.ended is not None and state.ended.reason and outcome != "healthy":
+        parts.append(state.ended.reason)
+    return "; ".join(parts) + "."
 
 
 def _redactor_for(loaded: LoadedSession) -> Redactor:
@@ -414,6 +476,24 @@ def render_markdown(loaded: LoadedSession, *, redact: bool = False) -> str:
 def markdown_from_data(data: dict[str, Any]) -> str:
     s = data["session"]
     out: list[str] = [f"# fabwiz session report: {s['id']}", ""]
+    out += [f"**{data['verdict_line']}**", ""]
+    if data["faults"]:
+        out += ["## Faults found", ""]
+        out += _md_table(
+            ["Fault", "Targets", "How it was proven", "Fixed?"],
+            [
+                [
+                    f"`{f['fault']}`",
+                    ", ".join(f["targets"]),
+                    f["proof"],
+                    ("yes" + (f" (export {f['export']})" if f["export"] else ""))
+                    if f["fixed"]
+                    else "**no**",
+                ]
+                for f in data["faults"]
+            ],
+        )
+        out.append("")
     rows = [
         ["Outcome", s["outcome"] + (f" ({s['end_reason']})" if s["end_reason"] else "")],
         ["Started", s["started_at"]],
@@ -673,7 +753,28 @@ def html_from_data(data: dict[str, Any]) -> str:
         f"<title>fabwiz session report {_h(s['id'])}</title>",
         f"<style>{_CSS}</style></head><body>",
         f"<h1>fabwiz session report: {_h(s['id'])}</h1>",
+        f'<p class="verdict"><strong>{_h(data["verdict_line"])}</strong></p>',
     ]
+    if data["faults"]:
+        parts.append("<h2>Faults found</h2>")
+        parts.append(
+            _html_table(
+                ["Fault", "Targets", "How it was proven", "Fixed?"],
+                [
+                    [
+                        f"<code>{_h(f['fault'])}</code>",
+                        _h(", ".join(f["targets"])),
+                        _h(f["proof"]),
+                        _h(
+                            ("yes" + (f" (export {f['export']})" if f["export"] else ""))
+                            if f["fixed"]
+                            else "no"
+                        ),
+                    ]
+                    for f in data["faults"]
+                ],
+            )
+        )
     rows = [
         ("Outcome", s["outcome"] + (f" ({s['end_reason']})" if s["end_reason"] else "")),
         ("Started", s["started_at"]),

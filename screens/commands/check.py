@@ -44,6 +44,7 @@ class CheckReport:
     warnings: list[str] = field(default_factory=list)
     checked: bool = True
     seconds: float = 0.0
+    measured: bool = False  # bandwidth was measured (--perf)
 
     @property
     def findings(self) -> list[Verdict]:
@@ -86,6 +87,7 @@ class CheckReport:
                 for m in self.measurements
             ],
             "warnings": self.warnings,
+            "measured": self.measured,
         }
 
 
@@ -232,6 +234,7 @@ async def run_check(
         warnings=warnings,
         checked=len(obs.unreachable) < len(inv.nodes) + len(inv.switches),
         seconds=time.monotonic() - t0,
+        measured=any(m.valid for m in obs.measurements),
     )
     return report
 

@@ -9,6 +9,7 @@ some verdicts differ), 2 error (no such session, a log from a newer fabwiz, not 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -153,7 +154,11 @@ def report(session: Path, fmt: str, redact: bool, output: Path | None) -> None:
         click.echo(text, nl=False)
         return
     try:
-        output.write_text(text, encoding="utf-8")
+        # private from the first byte: a report names hosts, addresses and switch configs
+        fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
     except OSError as exc:
         _fail(f"cannot write {output}: {exc.strerror or exc}")
     click.echo(f"report written to {output}", err=True)

@@ -180,6 +180,18 @@ async def test_refused_and_wrong_key_name_the_target(server: Server, tmp_path: P
     assert good.ok
 
 
+async def test_a_missing_identity_file_is_named(server: Server, tmp_path: Path) -> None:
+    missing = tmp_path / "keys" / "id_fabric"
+    async with SshTransport(
+        [server.target("spark9", identity_file=str(missing))], ssh_config=None
+    ) as t:
+        res = await t.run("spark9", "echo")
+    assert res.error == (
+        f"spark9: the identity file {missing} does not exist: fix identity_file in the "
+        "inventory (or leave it out to use your SSH agent)"
+    )
+
+
 async def test_ssh_config_alias_is_honoured(server: Server, tmp_path: Path) -> None:
     cfg = tmp_path / "ssh_config"
     cfg.write_text(

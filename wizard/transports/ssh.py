@@ -414,6 +414,11 @@ class SshTransport:
         if ciphers:
             options["encryption_algs"] = ciphers
         if target.identity_file is not None:
+            if _missing(target.identity_file):
+                raise _ConnectFailed(
+                    f"{target.name}: the identity file {target.identity_file} does not exist: "
+                    "fix identity_file in the inventory (or leave it out to use your SSH agent)"
+                )
             options["client_keys"] = self._client_keys(target)
         self.handshakes += 1
         try:
@@ -493,3 +498,8 @@ def _text(value: object) -> str:
 def _short(command: str, limit: int = 60) -> str:
     first = command.strip().splitlines()[0] if command.strip() else command
     return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def _missing(path: str) -> bool:
+    """An identity file that is not there (a stat: no reason to leave the event loop)."""
+    return not Path(path).expanduser().is_file()
