@@ -132,6 +132,14 @@ async def _dpkg_query(ctx: Ctx, args: list[str]) -> int:
     return status
 
 
+@command("ofed_info")
+async def _ofed_info(ctx: Ctx, args: list[str]) -> int:
+    """DGX OS runs the inbox mlx5_core, not MLNX_OFED: bash does not find `ofed_info` (the lab
+    models that absence, so the probe is no refused command)."""
+    ctx.err("bash: ofed_info: command not found\n")
+    return 127
+
+
 @command("modinfo")
 async def _modinfo(ctx: Ctx, args: list[str]) -> int:
     mods = [a for a in args if not a.startswith("-") and a != "version"]
