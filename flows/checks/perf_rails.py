@@ -165,9 +165,12 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
                     f[k].ok(traffic_counters.evidence(m, sig, ctx, Status.PASS))
             continue
         before = {k: len(f[k].bad) for k in FAULTS}
-        stalled = m.value < 1.0
+        # below the gate a -b number is judged per direction: both directions of one rail share
+        # what caps it (a switch CPU's forwarding, the CX7 state), the bands are one-way rates
+        rate = m.value / 2 if m.extra.get("bidir") else m.value
+        stalled = rate < 1.0
         switched = _switched(m, ctx)
-        soft = switched and m.value <= e.software_forwarding_max_gbps
+        soft = switched and rate <= e.software_forwarding_max_gbps
         cpu = _cpu(m)
         dup_pair = client in r.duplicate_nodes or server in r.duplicate_nodes
         if stalled and dup_pair and sig is not None and sig.vanished and not sig.timeouts:
@@ -197,11 +200,11 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
             f["switch.offload-lost"].fail(
                 _with_cpu(ev, None, e.switch_cpu_idle_max_pct), target=m.target, warn=True
             )
-        elif m.value <= e.rstp_detour_max_gbps and r.rstp_blocked:
+        elif rate <= e.rstp_detour_max_gbps and r.rstp_blocked:
             f["switch.rstp-isl-blocked"].fail(ev, target=m.target)
         elif client in r.narrow_pcie or server in r.narrow_pcie:
             f["host.pcie-width"].fail(ev, target=m.target)
-        elif lo <= m.value <= hi:
+        elif lo <= rate <= hi:
             nodes = [n for n in (client, server) if n in r.old_firmware]
             if nodes:
                 f["host.cx7-throttled"].fail(ev, target=nodes[0])

@@ -78,12 +78,15 @@ def test_hostile_names_never_reach_profile_d_or_nccl_conf_as_code(rdma: str, net
     for change in plan.host_changes:
         for f in change.files:
             if f.path == plans.NCCL_PROFILE_PATH:
-                # every line is one command of plain words: `export VAR=value` or a comment
+                # every line is one command of plain words: `export VAR=value`, `unset VAR`
+                # (the GID index the profile stops pinning) or a comment
                 for line in f.content.splitlines():
                     if line.startswith("#"):
                         continue
                     words = shlex.split(line)
-                    assert words[0] == "export" and len(words) == 2, line
+                    assert words[0] in ("export", "unset") and len(words) == 2, line
+                    if words[0] == "unset":
+                        assert words[1].isidentifier(), line
                     assert "$" not in line and "`" not in line and ";" not in line
             if f.path == plans.NCCL_CONF_PATH:
                 for line in f.content.splitlines():
@@ -106,9 +109,12 @@ def test_hostile_netdev_names_never_reach_netplan_or_the_pfc_unit(netdev: str) -
         assert hostvalues._NETDEV.fullmatch(netdev)
     unit = plans.pfc_unit_text(plans.safe_netdevs([netdev, "enp1s0f0np0"]))
     for line in unit.splitlines():
-        if line.startswith("ExecStart="):
+        if line.startswith("ExecStart=/usr/bin/mlnx_qos "):
             words = line.split()
             assert len(words) == 5 and "%" not in line and "$" not in line, line
+        elif line.startswith("ExecStart="):
+            # the one other command, seed 000's C-state setting, takes no name at all
+            assert line == "ExecStart=-/usr/bin/cpupower idle-set -D 0", line
 
 
 @pytest.mark.parametrize("bad", ["$(id)", "a b", "eth0:1", "..", "x" * 16, "tab\there"])

@@ -185,8 +185,17 @@ async def test_cpu_load_sampled_during_the_transfer_shows_software_forwarding() 
     async with Lab(load_text(LOST, path="lost.yaml"), time_scale=1.0) as lab:
         obs, ctx = await _sweep(lab, perf=True, duration_s=2)
     cpus = [m.extra.get("switch_cpu", {}).get("crs804") for m in obs.measurements]
-    assert cpus and all(c is not None and c >= 90 for c in cpus)
-    assert all(m.value < 10.0 for m in obs.measurements)
+    # busy = above the expectations' idle ceiling; one software-forwarded flow of 9.5 Gb/s on
+    # the CRS804's 15.5 Gb/s of CPU forwarding is ~62 % (seed 000: "busy", no number given)
+    busy = ctx.expectations.switch_cpu_idle_max_pct
+    assert cpus and all(c is not None and c > busy for c in cpus)
+    assert min(c for c in cpus if c is not None) >= 60
+    # one direction: the CPU's ~9.5 Gb/s per flow; both directions together (-b) share the
+    # CRS804 CPU's 15.5 Gb/s, which is why that sample reads 100 %
+    one_way = [m for m in obs.measurements if not m.extra.get("bidir")]
+    both = [m for m in obs.measurements if m.extra.get("bidir")]
+    assert one_way and all(m.value < 10.0 for m in one_way)
+    assert all(10.0 < m.value < 16.0 for m in both)
     lost = {v.fault: v for v in switch_offload.CHECK.run(obs, ctx)}["switch.offload-lost"]  # type: ignore[arg-type]
     cpu_rows = [e for e in lost.evidence if "cpu-load" in e.command]
     assert cpu_rows and cpu_rows[0].status == Status.FAIL

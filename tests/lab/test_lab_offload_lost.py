@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from flows.expectations import DEFAULT as EXPECTATIONS
 from wizard.lab.physics import FlowSpec
 from wizard.lab.routeros.menus import find_menu
 from wizard.lab.scenarios import build_world, load_text
+from wizard.lab.switchport import CRS804, cpu_forwarding
 
 ONE_PORT = """
 name: lost-one
@@ -49,7 +51,11 @@ def test_lost_offload_forwards_in_software_and_loads_the_cpu() -> None:
     assert result is not None
     assert result.gbps < 10.0
     busy = int(_rows(sw, "system", "resource")[0]["cpu-load"])
-    assert idle <= 5 and busy >= 90
+    # the flow's share of the CRS804 CPU's forwarding capacity (9.5 of 15.5 Gb/s: ~62 %), well
+    # above the expectations' idle ceiling that fabwiz judges "busy" by
+    share = round(result.gbps / cpu_forwarding(CRS804).total_gbps * 100)
+    assert idle <= 5 and busy == idle + share
+    assert busy > EXPECTATIONS.switch_cpu_idle_max_pct
     world.learn_macs()
     hosts = {r["on-interface"]: r for r in _rows(sw, "interface", "bridge", "host")}
     assert hosts["qsfp56-dd-1-1"]["external"] == "false"

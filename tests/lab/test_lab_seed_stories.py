@@ -27,7 +27,7 @@ librouteros = pytest.importorskip("librouteros")
 
 NCCL = (
     "mpirun -np 4 -H spark1:1,spark2:1,spark3:1,spark4:1 -x NCCL_IB_ROCE_VERSION_NUM=2 "
-    "all_reduce_perf -b 256M -e 1G -f 2 -g 1 -n 5 -w 1"
+    "~/nccl-tests/build/all_reduce_perf -b 256M -e 1G -f 2 -g 1 -n 5 -w 1"
 )
 
 

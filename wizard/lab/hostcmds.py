@@ -1474,13 +1474,14 @@ async def _iperf3(ctx: Ctx, args: list[str]) -> int:
 @command("mpirun", "mpiexec")
 async def _mpirun(ctx: Ctx, args: list[str]) -> int:
     mpi = nccl_mod.parse_mpirun(args)
+    hosts = ctx.host
+    if mpi.error or nodecmds.check_mpirun(args) is not None:
+        hosts.refuse(["mpirun", *args])  # a command line Open MPI rejects
     refused = nodecmds.prepare(ctx, args, mpi)
     if refused is not None:
-        ctx.err(refused)
-        return 1
-    hosts = ctx.host
-    if mpi.error:
-        hosts.refuse(["mpirun", *args])
+        message, status = refused
+        ctx.err(message)
+        return status
 
     def login_env(node: NodeState) -> dict[str, str]:
         other = Host(hosts.world, node, hosts.perf, hosts.user)

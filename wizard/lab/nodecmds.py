@@ -132,6 +132,14 @@ async def _dpkg_query(ctx: Ctx, args: list[str]) -> int:
     return status
 
 
+@command("ofed_info")
+async def _ofed_info(ctx: Ctx, args: list[str]) -> int:
+    """DGX OS runs the inbox mlx5_core, not MLNX_OFED: bash does not find `ofed_info` (the lab
+    models that absence, so the probe is no refused command)."""
+    ctx.err("bash: ofed_info: command not found\n")
+    return 127
+
+
 @command("modinfo")
 async def _modinfo(ctx: Ctx, args: list[str]) -> int:
     mods = [a for a in args if not a.startswith("-") and a != "version"]
@@ -266,13 +274,14 @@ def hostfile_hosts(text: str) -> list[str]:
     return hosts
 
 
-def prepare(ctx: Ctx, args: list[str], mpi: MpiArgs) -> str | None:
+def prepare(ctx: Ctx, args: list[str], mpi: MpiArgs) -> tuple[str, int] | None:
     """Before mpirun starts anything: its options, the hostfile, SSH to every other host, the
     program on every host. Fills `mpi.hosts` from the hostfile. Returns what mpirun prints
-    (stderr) when it cannot start, or None."""
+    (stderr) when it cannot start and its exit status (Open MPI 4.1: 1 for its options and the
+    hostfile, 255 when a daemon cannot start, 132 for a program it cannot execute), or None."""
     bad = check_mpirun(args)
     if bad is not None:
-        return bad
+        return bad, 1
     for opt in ("-hostfile", "--hostfile", "-machinefile", "--machinefile"):
         if opt in args:
             path = args[args.index(opt) + 1]
@@ -281,7 +290,7 @@ def prepare(ctx: Ctx, args: list[str], mpi: MpiArgs) -> str | None:
                 return (
                     f"{_LINE}Open RTE was unable to open the hostfile:\n    {path}\n"
                     f"Check to make sure the path and filename are correct.\n{_LINE}"
-                )
+                ), 1
             mpi.hosts = hostfile_hosts(text)
     for h in dict.fromkeys(mpi.hosts):
         node = find_host(ctx.world, h)
@@ -289,19 +298,21 @@ def prepare(ctx: Ctx, args: list[str], mpi: MpiArgs) -> str | None:
             continue
         why = ssh_refusal(ctx.world, h, ctx.host.user)
         if why is not None:
-            return why + _ORTE_DIED
+            return why + _ORTE_DIED, 255
         if node is not None and not nodetools.installed(ctx.world, node, "mpirun"):
-            return "bash: line 1: orted: command not found\n" + _ORTE_DIED
+            return "bash: line 1: orted: command not found\n" + _ORTE_DIED, 255
     program = mpi.program
     for h in dict.fromkeys(mpi.hosts or [ctx.node.name]):
         node = find_host(ctx.world, h) or ctx.node
         peer = Host(ctx.world, node, ctx.host.perf, ctx.host.user)
         if program and nodetools.resolve(peer, program) is not None:
+            procs = max(mpi.np, len(dict.fromkeys(mpi.hosts)))
             return (
                 f"{_LINE}mpirun was unable to launch the specified application as it could not "
                 f"access\nor execute an executable:\n\nExecutable: {program}\nNode: {node.name}\n\n"
                 f"while attempting to start process rank 0.\n{_LINE}"
-            )
+                + (f"{procs} total processes failed to start\n" if procs > 1 else "")
+            ), 132
     return None
 
 

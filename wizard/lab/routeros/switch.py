@@ -702,7 +702,10 @@ class SwitchState:
             if kept:
                 now[holder] = kept
         for bridge, ports in self._offload_seen.items():
-            if bridge not in now or set(ports) - set(now[bridge]):
+            # a port leaving the bridge only re-activates it with the new list (seed 000's log);
+            # a member port the chip stops offloading deactivates the bridge first
+            members = set(self._chip_ports(bridge))
+            if bridge not in now or (set(ports) & members) - set(now[bridge]):
                 self.log(
                     "bridge,info",
                     f'hardware offloading deactivated on bridge "{bridge}" ports: '
