@@ -537,6 +537,14 @@ class Engine:
         self._fire("measure")
         raw = await self.fabric.measure(kind)
         out: list[Measurement] = []
+        if kind == "rails" and raw:
+            # A rails sweep measures the whole plan: it replaces the last one. The plan's pairs
+            # follow the addresses (a fixed duplicate IP gives new targets), so keeping the old
+            # keys would judge the fabric by pairs that no longer exist.
+            stale = set(self.result.rails_gbps) | {t for t in self.result.unjudged if "->" in t}
+            self.result.rails_gbps.clear()
+            for target in stale:
+                self.result.unjudged.pop(target, None)
         for measured in raw:
             nodes = tuple(measured.extra.get("nodes") or self.fabric.nodes)
             pending = self.guard.undrained(nodes)

@@ -128,11 +128,18 @@ async def test_one_node_unreachable_never_passes_the_duplicate_ip(tmp_path: Path
     dup = [(s, v) for s, v in verdicts(events) if v.fault == "host.duplicate-ip"]
     assert {s for s, _ in dup} >= {"preflight", "addressing", "persist"}
     for step, v in dup:
-        # spark3 carries the duplicate: without it the address list looks clean, but it is
-        # not a pass; it is unknown for spark3, with the reason.
-        assert v.status is Status.UNKNOWN, (step, v)
-        assert v.targets == ("spark3",)
+        # spark2 and spark3 each carry all four rails on one address (seed 000, scope: node).
+        # spark3 unseen is never a pass: it is unknown for spark3, with the reason, and only
+        # spark2, which was seen, is named as the holder.
+        assert v.status is not Status.PASS, (step, v)
         assert "not checked on spark3 (cannot reach 127.0.0.1:" in v.summary
+        assert "spark3" not in {
+            e.target.split("/")[0] for e in v.evidence if e.status is Status.FAIL
+        }
+        assert all(e.status is Status.UNKNOWN for e in v.evidence if e.target == "spark3")
+        assert v.status is not Status.FAIL or v.targets == ("spark2",), (step, v)
+    # spark2's duplicate, which the wizard could see, is found in every step that looks.
+    assert {s for s, v in dup if v.status is Status.FAIL} >= {"preflight", "addressing", "persist"}
     # The switch was seen: its faults are found as usual.
     assert any(
         v.fault == "switch.offload-split-cage" and v.status is Status.FAIL
@@ -144,8 +151,13 @@ async def test_one_node_unreachable_never_passes_the_duplicate_ip(tmp_path: Path
             assert v.status is not Status.PASS, (step, v)
     assert result.healthy_after is False
     loaded = load_session(folder)
-    faults = {n["fault"] for n in build_report(loaded)["summary"]["not_checked"]}
-    assert "host.duplicate-ip" in faults and "preflight.unreachable" in faults
+    summary = build_report(loaded)["summary"]
+    faults = {n["fault"] for n in summary["not_checked"]}
+    assert "preflight.unreachable" in faults and "host.mtu" in faults
+    # spark2's duplicate is a finding, with spark3 named as not checked in its summary.
+    dup_final = [n for n in summary["findings"] if n["fault"] == "host.duplicate-ip"]
+    assert dup_final and dup_final[0]["status"] == "fail"
+    assert "not checked on spark3" in dup_final[0]["summary"]
 
 
 async def test_nothing_reachable_gives_no_pass_at_all(tmp_path: Path) -> None:
