@@ -481,19 +481,20 @@ def test_step_list_numbering_follows_the_flow() -> None:
 
 async def test_first_screen_paints_before_a_slow_start() -> None:
     """The factory (the lab, the transports) runs in the worker after the first paint."""
-    import time
-
     entered = asyncio.Event()
+    release = asyncio.Event()  # never set: a lab that takes forever to start
+    started: list[bool] = []
 
     async def slow(ports: Any, stack: AsyncExitStack) -> Any:
         entered.set()
-        await asyncio.sleep(30)  # a lab that takes forever to start
+        await asyncio.wait_for(release.wait(), 30)
+        started.append(True)
         raise AssertionError("never reached")
 
     app = FabwizApp(slow)
-    t0 = time.monotonic()
     async with app.run_test(size=(80, 24)) as pilot:
-        assert time.monotonic() - t0 < 2.0
+        # The screen is up and painted while the factory is still starting (not after it).
+        assert app.screen is app.session and not started
         await pilot.pause()
         labels = [text_of(item._label) for item in app.session.query(StepItem)]
         assert len(labels) == 8 and all(label.strip() for label in labels)
@@ -501,7 +502,7 @@ async def test_first_screen_paints_before_a_slow_start() -> None:
         assert app.engine_worker is not None and app.engine_worker.name == "engine"
         assert app.sub_title == "starting…"
         assert len(app.workers) == 1 and not app.engine_worker._thread_worker  # async
-        assert not app.engine_worker.is_finished
+        assert not app.engine_worker.is_finished and not started
 
 
 def test_raw_output_lookup_prefers_the_evidence_probe_then_the_measurement() -> None:

@@ -36,11 +36,11 @@ async def test_three_bug_demo_walks_to_healthy(tmp_path: Path) -> None:
     physical: list[str] = []
     questions: list[str] = []
     halves_gauges: dict[tuple[str, str], str] = {}
-    t0 = time.monotonic()
     async with app.run_test(size=(120, 40)) as pilot:
-        # The first screen is up before the lab: eight steps, nothing run yet.
-        assert time.monotonic() - t0 < 2.0
+        # The first screen: eight steps (that it paints before the lab is up is
+        # test_first_screen_paints_before_a_slow_start's).
         screen = app.session
+        assert app.screen is screen
         assert list(app.view.steps) == [
             "preflight",
             "direct_connect",
@@ -51,7 +51,7 @@ async def test_three_bug_demo_walks_to_healthy(tmp_path: Path) -> None:
             "halves",
             "persist",
         ]
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 280  # a loaded machine is slow, never stuck
         while app.view.ended is None:
             assert time.monotonic() < deadline, f"stuck at {app.view.current}: {app.screen}"
             await pilot.pause(0.05)

@@ -15,7 +15,13 @@ from typing import Any
 import pytest
 
 from screens.app import FabwizApp
-from screens.modals import ConfirmModal, ErrorModal, FixConfirmModal, PhysicalActionModal
+from screens.modals import (
+    ChoiceModal,
+    ConfirmModal,
+    ErrorModal,
+    FixConfirmModal,
+    PhysicalActionModal,
+)
 from wizard.events import OperatorAnswered
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
@@ -57,7 +63,13 @@ async def test_hidden_questions_reopen_waits_cancel_and_declined_fixes_stay(
         app.ports.emit = spy  # type: ignore[method-assign]
         await until(pilot, lambda: app.pending_choice is not None, "preflight asks")
         await pilot.press("n")
-        # Direct-connect: the re-cable modal. Skip asks first; "Go back" keeps the question.
+        # Direct-connect: preflight's findings explain the low rails, so the engine offers to
+        # skip the cabling; do the physical test, to reach the re-cable modal.
+        await until(pilot, lambda: isinstance(app.screen, ChoiceModal), "skip the cabling?")
+        assert "preflight already found" in app.screen.question
+        assert app.screen.options == ["skip the physical test", "do the physical test"]
+        await pilot.press("2")
+        # The re-cable modal. Skip asks first; "Go back" keeps the question.
         await until(pilot, lambda: isinstance(app.screen, PhysicalActionModal), "recable")
         recable = app.screen
         assert recable.action.kind == "recable"

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from screens.app import FabwizApp, TuiPorts
-from screens.modals import ErrorModal, FixConfirmModal, PhysicalActionModal
+from screens.modals import ChoiceModal, ErrorModal, FixConfirmModal, PhysicalActionModal
 from screens.widgets.steps import StepItem
 from tests.engine.test_engine_unseen import closed_port
 
@@ -58,7 +58,8 @@ class Walked:
 
 
 async def walk(tmp_path: Path, breakage: str) -> Walked:
-    """Walk to the end by keys: error -> OK, fix -> apply, hands -> perform, question -> next."""
+    """Walk to the end by keys: error -> OK, fix -> apply, choice -> first option, hands ->
+    perform, question -> next."""
     from wizard.lab import Lab
 
     errors: list[str] = []
@@ -86,6 +87,11 @@ async def walk(tmp_path: Path, breakage: str) -> Walked:
                     await pilot.press("enter")
                 elif isinstance(top, FixConfirmModal):
                     await pilot.press("a")
+                elif isinstance(top, ChoiceModal):
+                    # the engine's own questions (skip the cabling preflight explains, the
+                    # reboot proof): the first option, as `--yes` answers them
+                    await pilot.press("1")
+                    await pilot.pause(0.1)
                 elif isinstance(top, PhysicalActionModal) and top.state == "ask":
                     await pilot.press("p")
                 elif app.pending_choice is not None and not app.pending_choice.future.done():
