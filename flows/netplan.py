@@ -22,7 +22,7 @@ import yaml
 
 from wizard.probes import HostProbe
 
-PROBE = HostProbe(name="netplan.files", command="sudo -n grep -H . /etc/netplan/*.yaml")
+PROBE = HostProbe(name="netplan.files", command="grep -H . /etc/netplan/*.yaml", sudo=True)
 DEFAULT_RENDERER = "networkd"
 _LINE = re.compile(r"^(/etc/netplan/[^:\s]+\.ya?ml):(.*)$")
 

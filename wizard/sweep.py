@@ -433,6 +433,8 @@ class Sweeper:
         run at the same time, rounds and rail indexes one after the other. Then: a rail below
         `low_gbps` is re-run alone with `rerun_qps` QPs (a number that does not move is a
         fixed structure in the path, seed 000), and one rail runs bidirectional (`-b`)."""
+        if any(n not in self.tools for n in self.nodes if self.rails.get(n)):
+            await self.sweep([readiness.TOOLS_PROBE])  # a resumed session has not looked yet
         out = await self._rail_rounds(
             duration_s=duration_s,
             delay=server_start_delay_s,
@@ -740,7 +742,7 @@ class Sweeper:
         absent = [
             n
             for n in (client.node, server.node)
-            if n in self.tools and "ib_write_bw" not in self.tools[n].paths
+            if n not in self.tools or "ib_write_bw" not in self.tools[n].paths
         ]
         if absent:
             return Measurement(
@@ -749,8 +751,13 @@ class Sweeper:
                 value=0.0,
                 unit="Gb/s",
                 valid=False,
-                reason=f"not run: ib_write_bw is not installed on {', '.join(absent)} "
-                "(preflight.tool-missing)",
+                reason=(
+                    f"not run: ib_write_bw is not installed on {', '.join(absent)} "
+                    "(preflight.tool-missing)"
+                    if all(n in self.tools for n in absent)
+                    else f"not run: the tools were not listed on {', '.join(absent)} "
+                    "(preflight.tool-missing)"
+                ),
                 extra={"client": client.node, "server": server.node, "command": "ib_write_bw"},
             )
         (cgid, cwhy), (sgid, swhy) = await asyncio.gather(
