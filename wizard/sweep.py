@@ -243,7 +243,7 @@ class Sweeper:
             # which switch each rail lands on, from the MACs the switches learned
             from wizard.discovery import rails_from_observations
 
-            for node, found in rails_from_observations(obs).items():
+            for node, found in rails_from_observations(obs, discovered=self.rails).items():
                 if found and node in self.rails:
                     self.rails[node] = found
         return obs
