@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import functools
 import json
 import re
 import shlex
@@ -231,7 +232,7 @@ class Host:
             if w.tilde and (text == "~" or text.startswith("~/")):
                 text = f"/home/{self.user}" + text[1:]
             if w.globbable:
-                matches = sorted(p for p in vfs_paths(self) if fnmatch.fnmatchcase(p, text))
+                matches = _glob(vfs_paths(self), text)
                 argv.extend(matches or [text])
             else:
                 argv.append(text)
@@ -336,50 +337,95 @@ def _counter(world: World, rail: RailState, name: str) -> Callable[[], str]:
     return read
 
 
-def _sysfs(host: Host) -> dict[str, Callable[[], str]]:
-    world, node = host.world, host.node
-    out: dict[str, Callable[[], str]] = {}
-    for rail in node.rails:
-        base = f"/sys/class/infiniband/{rail.rdma}/ports/1"
-        up = world.rail_up(node.name, rail)
-        from wizard.lab.hostrdma import link_rate
+def _glob(paths: list[str], pattern: str) -> list[str]:
+    """The paths a shell glob matches, sorted as bash sorts them (in the C locale)."""
+    literal = re.split(r"[*?\[]", pattern, maxsplit=1)[0]
+    rx = re.compile(fnmatch.translate(pattern))
+    return sorted(p for p in paths if p.startswith(literal) and rx.match(p))
 
+
+def _rail_sysfs(world: World, rail: RailState, node: NodeState) -> dict[str, Callable[[], str]]:
+    """One rail's sysfs attributes. Each is read when opened, like the kernel's: the link state
+    and rate are worked out once per read of this rail, not for every rail of the node."""
+    from wizard.lab.hostrdma import link_rate
+
+    @functools.cache
+    def link() -> tuple[bool, int]:
+        up = world.rail_up(node.name, rail)
         mbps, _fec = link_rate(world, node, rail.port)
+        return up, mbps
+
+    def rate() -> str:
+        up, mbps = link()
         ib = {200000: "200 Gb/sec (4X HDR)", 100000: "100 Gb/sec (4X EDR)"}
-        rate = ib.get(mbps, f"{mbps // 1000} Gb/sec (4X)") if up else "40 Gb/sec (4X QDR)"
-        out[f"{base}/rate"] = _const(rate + "\n")
-        out[f"{base}/state"] = _const("4: ACTIVE\n" if up else "1: DOWN\n")
-        out[f"{base}/phys_state"] = _const("5: LinkUp\n" if up else "3: Disabled\n")
-        for name in HW_COUNTERS:
-            out[f"{base}/hw_counters/{name}"] = _counter(world, rail, name)
-        for name in PORT_COUNTERS:
-            out[f"{base}/counters/{name}"] = _counter(world, rail, name)
-        net = f"/sys/class/net/{rail.netdev}"
-        out[f"{net}/mtu"] = _const(f"{rail.mtu}\n")
-        out[f"{net}/address"] = _const(f"{rail.mac}\n")
-        out[f"{net}/operstate"] = _const("up\n" if up else "down\n")
-        out[f"{net}/carrier"] = _const("1\n" if up else "0\n")
-        out[f"{net}/speed"] = _const(f"{mbps}\n" if up else "-1\n")
+        return (ib.get(mbps, f"{mbps // 1000} Gb/sec (4X)") if up else "40 Gb/sec (4X QDR)") + "\n"
+
+    def carrier_up() -> str:
         downs = rail.counters.get("link_down_events_phy", 0)
-        ups = downs if up else max(0, downs - 1)
-        out[f"{net}/carrier_down_count"] = _const(f"{downs}\n")
-        out[f"{net}/carrier_up_count"] = _const(f"{ups + 1}\n")
-        out[f"{net}/carrier_changes"] = _const(f"{downs + ups + 1}\n")
-        # link-down events since boot: what the drain guard reads to see a link transition
-        out[f"{net}/carrier_down_count"] = _counter(world, rail, "link_down_events_phy")
-        for stat, src in (
-            ("rx_bytes", "rx_bytes_phy"),
-            ("tx_bytes", "tx_bytes_phy"),
-            ("rx_packets", "rx_packets_phy"),
-            ("tx_packets", "tx_packets_phy"),
-        ):
-            out[f"{net}/statistics/{stat}"] = _counter(world, rail, src)
-    out["/proc/sys/kernel/random/boot_id"] = _const(node.boot_id + "\n")
-    out["/proc/uptime"] = _const(_uptime(world, node))
+        return f"{(downs if link()[0] else max(0, downs - 1)) + 1}\n"
+
+    def carrier_changes() -> str:
+        downs = rail.counters.get("link_down_events_phy", 0)
+        ups = downs if link()[0] else max(0, downs - 1)
+        return f"{downs + ups + 1}\n"
+
+    out: dict[str, Callable[[], str]] = {}
+    base = f"/sys/class/infiniband/{rail.rdma}/ports/1"
+    out[f"{base}/rate"] = rate
+    out[f"{base}/state"] = lambda: "4: ACTIVE\n" if link()[0] else "1: DOWN\n"
+    out[f"{base}/phys_state"] = lambda: "5: LinkUp\n" if link()[0] else "3: Disabled\n"
+    for name in HW_COUNTERS:
+        out[f"{base}/hw_counters/{name}"] = _counter(world, rail, name)
+    for name in PORT_COUNTERS:
+        out[f"{base}/counters/{name}"] = _counter(world, rail, name)
+    net = f"/sys/class/net/{rail.netdev}"
+    out[f"{net}/mtu"] = lambda: f"{rail.mtu}\n"
+    out[f"{net}/address"] = lambda: f"{rail.mac}\n"
+    out[f"{net}/operstate"] = lambda: "up\n" if link()[0] else "down\n"
+    out[f"{net}/carrier"] = lambda: "1\n" if link()[0] else "0\n"
+    out[f"{net}/speed"] = lambda: f"{link()[1]}\n" if link()[0] else "-1\n"
+    # link-down events since boot: what the drain guard reads to see a link transition
+    out[f"{net}/carrier_down_count"] = _counter(world, rail, "link_down_events_phy")
+    out[f"{net}/carrier_up_count"] = carrier_up
+    out[f"{net}/carrier_changes"] = carrier_changes
+    for stat, src in (
+        ("rx_bytes", "rx_bytes_phy"),
+        ("tx_bytes", "tx_bytes_phy"),
+        ("rx_packets", "rx_packets_phy"),
+        ("tx_packets", "tx_packets_phy"),
+    ):
+        out[f"{net}/statistics/{stat}"] = _counter(world, rail, src)
+    return out
+
+
+def _node_sysfs(world: World, node: NodeState) -> dict[str, Callable[[], str]]:
+    out: dict[str, Callable[[], str]] = {}
+    out["/proc/sys/kernel/random/boot_id"] = lambda: node.boot_id + "\n"
+    out["/proc/uptime"] = lambda: _uptime(world, node)
     for key, value in node.sysctls.items():
         out["/proc/sys/" + key.replace(".", "/")] = _const(value + "\n")
     out["/proc/version"] = _const(f"Linux version {KERNEL} (buildd@ubuntu) #16-Ubuntu SMP\n")
     return out
+
+
+def _sysfs(host: Host) -> dict[str, Callable[[], str]]:
+    world, node = host.world, host.node
+    out: dict[str, Callable[[], str]] = {}
+    for rail in node.rails:
+        out.update(_rail_sysfs(world, rail, node))
+    out.update(_node_sysfs(world, node))
+    return out
+
+
+def _sysfs_entry(host: Host, path: str) -> Callable[[], str] | None:
+    """The attribute at `path`, building only the entries of the rail it belongs to."""
+    world, node = host.world, host.node
+    for rail in node.rails:
+        if path.startswith(
+            (f"/sys/class/infiniband/{rail.rdma}/", f"/sys/class/net/{rail.netdev}/")
+        ):
+            return _rail_sysfs(world, rail, node).get(path)
+    return _node_sysfs(world, node).get(path)
 
 
 def _uptime(world: World, node: NodeState) -> str:
@@ -397,7 +443,7 @@ def read_file(host: Host, path: str, root: bool) -> str | None:
     gid = gids.sysfs_read(host.world, host.node, path)
     if gid is not None:
         return gid or None  # an empty slot's attribute: EINVAL (see `cat`)
-    dyn = _sysfs(host).get(path)
+    dyn = _sysfs_entry(host, path)
     return dyn() if dyn is not None else nodetools.files(host).get(path)
 
 
