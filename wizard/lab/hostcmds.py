@@ -227,12 +227,15 @@ class Host:
         self, cmd: Command, out: Write, err: Write, *, stdin: str, login: bool, root: bool
     ) -> int:
         argv: list[str] = []
+        paths: list[str] | None = None  # listed once per command, at its first glob
         for w in cmd.words:
             text = w.text.replace(STATUS, str(self.last_status))
             if w.tilde and (text == "~" or text.startswith("~/")):
                 text = f"/home/{self.user}" + text[1:]
             if w.globbable:
-                matches = _glob(vfs_paths(self), text)
+                if paths is None:
+                    paths = vfs_paths(self)
+                matches = _glob(paths, text)
                 argv.extend(matches or [text])
             else:
                 argv.append(text)
