@@ -864,10 +864,23 @@ class Engine:
             why = fixes.unwritable(change)
             if why:
                 return self._refuse(plan, record, why)
-            bridge_of = await self._bridge_of(change.switch)
-            why = fixes.management_conflict(
-                change, self.fabric.management_ports(change.switch), bridge_of
-            )
+            # The guard fails closed: when fabwiz cannot tell where its own management path
+            # runs, the change is refused, never let through.
+            bridge_of, unread = await self._bridge_of(change.switch)
+            mgmt = self.fabric.management_ports(change.switch)
+            if unread:
+                why = (
+                    f"the bridge ports of {change.switch} could not be read ({unread}), so fabwiz "
+                    "cannot tell whether this change cuts its own RouterOS API session."
+                )
+            elif not mgmt:
+                why = (
+                    f"fabwiz cannot tell which port of {change.switch} carries its own RouterOS "
+                    "API session (the switch did not show it and the inventory lists no "
+                    "`management_ports`), so it cannot rule out cutting that session."
+                )
+            else:
+                why = fixes.management_conflict(change, mgmt, bridge_of)
             if why:
                 return self._refuse(
                     plan,
@@ -1245,12 +1258,13 @@ class Engine:
             nodes.update(self.fabric.nodes)
         return tuple(sorted(nodes))
 
-    async def _bridge_of(self, switch: str) -> dict[str, str]:
+    async def _bridge_of(self, switch: str) -> tuple[dict[str, str], str]:
+        """Each bridge port's bridge on `switch`, or why it could not be read."""
         try:
             rows = await self.fabric.api(switch).call("/interface/bridge/port", "print")
-        except Exception:  # the guard then only knows the ports themselves
-            return {}
-        return {r["interface"]: r.get("bridge", "") for r in rows if "interface" in r}
+        except Exception as exc:  # the management guard refuses the change on this
+            return {}, f"{type(exc).__name__}: {exc}".rstrip(": ")
+        return {r["interface"]: r.get("bridge", "") for r in rows if "interface" in r}, ""
 
     async def _verify(self, plan: FixPlan) -> tuple[bool, str]:
         faults = plan.verify_checks or (plan.fault,)

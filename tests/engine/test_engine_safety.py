@@ -117,3 +117,57 @@ async def test_management_guard_refuses_to_cut_the_api_session(tmp_path: Path) -
         rows = await wiring.fabric.api("crs804").call("/interface/bridge/port", "print")
         assert any(r.get("interface") == "qsfp56-dd-1-2" for r in rows)
         assert result.healthy_after is False
+
+
+async def test_management_guard_refuses_when_the_bridge_ports_cannot_be_read(
+    tmp_path: Path,
+) -> None:
+    """The guard fails closed: a switch that drops every read of its bridge ports once the fix
+    is previewed leaves fabwiz unable to tell where its API session runs, so nothing is sent."""
+    from wizard.events import FixPreviewed
+    from wizard.lab.faulthooks import FaultHooks
+
+    async with Lab("fault-switch-offload-split-cage", time_scale=100.0) as lab:
+        hooks = FaultHooks(lab)
+        events: list[Event] = []
+
+        def arm(e: Event) -> None:
+            events.append(e)
+            if isinstance(e, FixPreviewed) and not hooks.faults:
+                hooks.api("crs804", "drop-before", match=r"^/interface/bridge/port/print", times=0)
+
+        wiring = await open_wizard(
+            operator=_operator(),
+            sinks=[arm],
+            lab_object=lab,
+            session_dir=tmp_path / "session",
+            fsync=False,
+        )
+        try:
+            result = await wiring.engine.run()
+        finally:
+            await wiring.fabric.close()
+            wiring.log.close()
+        assert hooks.count("drop-before") >= 1
+        refused = [e for e in events if isinstance(e, FixRefusedEvent)]
+        assert refused and refused[0].fault == "switch.offload-split-cage"
+        assert "could not be read" in refused[0].reason
+        assert "crs804" in refused[0].reason and "by hand" in refused[0].reason
+        assert not [e for e in events if isinstance(e, FixApplied)]
+        assert not [e for e in events if isinstance(e, ExportTaken) and e.purpose == "pre-fix"]
+        assert result.healthy_after is False
+
+
+async def test_management_guard_refuses_when_no_management_port_is_known(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wizard.fabric import InventoryFabric
+
+    monkeypatch.setattr(InventoryFabric, "management_ports", lambda self, switch: ())
+    async with Lab("fault-switch-offload-split-cage", time_scale=100.0) as lab:
+        result, events, _wiring = await _walk(lab, tmp_path)
+    refused = [e for e in events if isinstance(e, FixRefusedEvent)]
+    assert refused and refused[0].fault == "switch.offload-split-cage"
+    assert "cannot tell which port of crs804" in refused[0].reason
+    assert not [e for e in events if isinstance(e, FixApplied)]
+    assert result.healthy_after is False
