@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: check install lint types test demo bench clean
+.PHONY: check install lint types imports test demo bench clean
 
 $(BIN)/fabwiz: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -20,11 +20,15 @@ lint: install
 types: install
 	$(BIN)/mypy
 
+# the architecture contracts in pyproject.toml ([tool.importlinter])
+imports: install
+	$(BIN)/lint-imports --no-cache
+
 # The lab-backed tests mostly wait on simulated time: four workers keep two cores busy.
 test: install
 	$(BIN)/pytest -n 4
 
-check: lint types test
+check: lint types imports test
 
 demo: install
 	$(BIN)/fabwiz demo
