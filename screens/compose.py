@@ -297,6 +297,7 @@ async def open_wizard(
         rollback_window_s=_rollback_window(the_lab),
         resume=state_resume,
     )
+    engine.target_clock_rate = float(getattr(the_lab, "time_scale", 1.0) or 1.0)
     fabric.sweeper.open()  # the handshakes run while the engine and the screen get going
     return Wiring(engine, fabric, log, inv, the_lab, owns_lab, list(sinks))
 

@@ -295,6 +295,7 @@ class Engine:
         self.thresholds = thresholds
         self.session_id = session_id
         self.rollback_window_s = rollback_window_s
+        self.target_clock_rate = 1.0  # target-clock seconds per wall second (a lab runs faster)
         self.clock = clock
         self.sleep = sleep
         self.poll_interval_s = poll_interval_s
@@ -1207,6 +1208,7 @@ class Engine:
                 name=name,
                 window_s=self.rollback_window_s,
                 script=script,
+                wall_window_s=self.rollback_window_s / (self.target_clock_rate or 1.0),
             )
         )
 
