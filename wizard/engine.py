@@ -239,6 +239,7 @@ class Resume:
     healthy_before: bool | None = None
     deferred: tuple[str, ...] = ()  # the direct-connect test waits for these findings' fixes
     exports: dict[str, str] = field(default_factory=dict)  # switch -> last pre-fix export text
+    disarmed: tuple[str, ...] = ()  # rollback entries the log records as disarmed
 
 
 # --- the engine ------------------------------------------------------------------------------
@@ -1408,6 +1409,19 @@ class Engine:
             for row in rows:
                 name = row.get("name", "")
                 if not name.startswith(prefix) or name in settled:
+                    continue
+                if name in self._resume.disarmed:  # its fix was verified: it must never run
+                    try:
+                        gone = await self._disarm(switch, name)
+                    except Exception as exc:  # went away meanwhile: said, it fires when due
+                        self.note(f"{switch}: could not remove {name}: {exc}", "error")
+                        continue
+                    self.note(
+                        f"{switch}: rollback entry {name} was disarmed before the session "
+                        f"stopped, yet is still on the switch: {gone.detail or gone.state}; the "
+                        "verified fix stays",
+                        "warn" if gone.state == "disarmed" else "error",
+                    )
                     continue
                 try:
                     ran = await self._run_rollback_now(switch, name)
