@@ -382,6 +382,12 @@ def _save_lab(log: SessionLog, lab: Any) -> None:
         log.save_lab_state(lab_state.world_to_state(lab.world))
     except (ImportError, AttributeError):
         return
+    except OSError as exc:  # disk full, folder gone: as for the log itself
+        raise SessionLogError(
+            f"cannot write the lab state beside the session log in {log.folder}: "
+            f"{exc.strerror or exc}",
+            hint="free some disk space or pass another --session-dir",
+        ) from exc
 
 
 def resume_from(loaded: LoadedSession) -> Resume:
