@@ -25,6 +25,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from flows.expectations import Expectations
+from screens.deadman import DeadmanCountdown
 from screens.end_screen import SessionEndModal
 from screens.modals import (
     ChoiceModal,
@@ -370,6 +371,8 @@ class FabwizApp(App[int]):
             screen.gauges.add_measurement(event.measurement, direct=self.view.direct_cabled)
         if isinstance(event, FixVerified) and event.ok:
             screen.gauges.mark_stale()  # the numbers so far are from before the fix
+        for countdown in screen.query(DeadmanCountdown):  # the armed rollbacks' windows
+            countdown.feed(event)
         if isinstance(event, SessionEnded):
             self.sub_title = "healthy" if event.healthy else "findings left"
             screen.prompt = Prompt(step=self.view.current or "", question=self._ending(event))

@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,6 +197,7 @@ async def open_wizard(
     running `wizard.lab.Lab` (tests, the TUI's demo), which the caller stops. `fsync=False`
     (tests only) skips the fsync of each log line.
     """
+    _window_from_env(300.0)  # a bad FABWIZ_ROLLBACK_WINDOW_S is said before anything starts
     the_lab = lab_object
     owns_lab = False
     scenario = lab
@@ -229,10 +231,13 @@ async def open_wizard(
     fanout: list[Callable[[Event], object]] = [log.write, *sinks]
 
     def emit(event: Event) -> None:
-        for sink in fanout:
-            sink(event)
+        # An in-process lab's world is saved before the log records the change, as a real
+        # switch holds a change before fabwiz writes it down: a kill in between leaves a change
+        # the log does not know (which resume looks for), never a log ahead of the fabric.
         if the_lab is not None and isinstance(event, _LAB_CHANGES):
             _save_lab(log, the_lab)
+        for sink in fanout:
+            sink(event)
 
     hands: Any = the_lab.hands if the_lab is not None else None
     if hands is None and inv.lab is not None:
@@ -297,6 +302,7 @@ async def open_wizard(
         rollback_window_s=_rollback_window(the_lab),
         resume=state_resume,
     )
+    engine.target_clock_rate = float(getattr(the_lab, "time_scale", 1.0) or 1.0)
     fabric.sweeper.open()  # the handshakes run while the engine and the screen get going
     return Wiring(engine, fabric, log, inv, the_lab, owns_lab, list(sinks))
 
@@ -344,10 +350,29 @@ def _rollback_window(lab: Any) -> float:
     """The dead-man window in switch-clock seconds: 5 minutes on a real switch. A lab's clock
     runs `time_scale` times faster than life; the window is stretched so that it still leaves
     the wizard at least 30 wall-clock seconds to verify before the switch rolls back."""
+    wall = _window_from_env(300.0 if lab is None else 30.0)
     if lab is None:
-        return 300.0
+        return wall
     scale = float(getattr(lab, "time_scale", 1.0) or 1.0)
-    return max(300.0, 30.0 * scale)
+    return max(300.0, wall * scale)
+
+
+def _window_from_env(default: float) -> float:
+    """`FABWIZ_ROLLBACK_WINDOW_S`: the wall-clock seconds a dead-man window leaves to verify
+    and disarm (a slow management path, a long verification)."""
+    raw = os.environ.get("FABWIZ_ROLLBACK_WINDOW_S", "").strip()
+    if not raw:
+        return default
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not 30.0 <= seconds <= 86400.0:
+        raise FabwizError(
+            f"FABWIZ_ROLLBACK_WINDOW_S={raw!r} is not a number of seconds between 30 and 86400",
+            hint="unset it for the default (300 s on a switch), or give e.g. 600",
+        )
+    return seconds
 
 
 def _save_lab(log: SessionLog, lab: Any) -> None:
@@ -357,6 +382,12 @@ def _save_lab(log: SessionLog, lab: Any) -> None:
         log.save_lab_state(lab_state.world_to_state(lab.world))
     except (ImportError, AttributeError):
         return
+    except OSError as exc:  # disk full, folder gone: as for the log itself
+        raise SessionLogError(
+            f"cannot write the lab state beside the session log in {log.folder}: "
+            f"{exc.strerror or exc}",
+            hint="free some disk space or pass another --session-dir",
+        ) from exc
 
 
 def resume_from(loaded: LoadedSession) -> Resume:
@@ -414,6 +445,7 @@ def resume_from(loaded: LoadedSession) -> Resume:
             for e in started
             if isinstance(e, ExportTaken) and e.purpose == "pre-fix" and e.contents
         },
+        disarmed=tuple(e.name for e in started if isinstance(e, RollbackDisarmed)),
     )
 
 

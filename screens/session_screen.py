@@ -20,6 +20,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Log
 
+from screens.deadman import DeadmanCountdown
 from screens.widgets.conclusion import conclusion
 from screens.widgets.detail import ActionBar, EvidenceTable, StepDetail
 from screens.widgets.gauges import RailGauges
@@ -98,6 +99,7 @@ class SessionScreen(Screen[None]):
         with Horizontal(id="main"):
             yield StepList(self.view, id="steps")
             yield StepDetail(id="detail")
+        yield DeadmanCountdown()
         with Horizontal(id="bottom"):
             yield self._gauges
             yield Log(id="log", max_lines=5000, auto_scroll=True)

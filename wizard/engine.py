@@ -239,6 +239,7 @@ class Resume:
     healthy_before: bool | None = None
     deferred: tuple[str, ...] = ()  # the direct-connect test waits for these findings' fixes
     exports: dict[str, str] = field(default_factory=dict)  # switch -> last pre-fix export text
+    disarmed: tuple[str, ...] = ()  # rollback entries the log records as disarmed
 
 
 # --- the engine ------------------------------------------------------------------------------
@@ -295,6 +296,7 @@ class Engine:
         self.thresholds = thresholds
         self.session_id = session_id
         self.rollback_window_s = rollback_window_s
+        self.target_clock_rate = 1.0  # target-clock seconds per wall second (a lab runs faster)
         self.clock = clock
         self.sleep = sleep
         self.poll_interval_s = poll_interval_s
@@ -1220,6 +1222,7 @@ class Engine:
                 name=name,
                 window_s=self.rollback_window_s,
                 script=script,
+                wall_window_s=self.rollback_window_s / (self.target_clock_rate or 1.0),
             )
         )
 
@@ -1420,6 +1423,19 @@ class Engine:
             for row in rows:
                 name = row.get("name", "")
                 if not name.startswith(prefix) or name in settled:
+                    continue
+                if name in self._resume.disarmed:  # its fix was verified: it must never run
+                    try:
+                        gone = await self._disarm(switch, name)
+                    except Exception as exc:  # went away meanwhile: said, it fires when due
+                        self.note(f"{switch}: could not remove {name}: {exc}", "error")
+                        continue
+                    self.note(
+                        f"{switch}: rollback entry {name} was disarmed before the session "
+                        f"stopped, yet is still on the switch: {gone.detail or gone.state}; the "
+                        "verified fix stays",
+                        "warn" if gone.state == "disarmed" else "error",
+                    )
                     continue
                 try:
                     ran = await self._run_rollback_now(switch, name)

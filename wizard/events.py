@@ -229,6 +229,7 @@ class RollbackArmed(Event):
     name: str
     window_s: float
     script: str
+    wall_window_s: float | None = None  # the window in this machine's seconds (a lab runs faster)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

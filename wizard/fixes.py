@@ -26,6 +26,7 @@ from typing import Protocol
 from wizard.errors import FixRefused
 from wizard.model import ApiCommand, HostChange, ProbeResult, SwitchChange
 from wizard.rosquote import cli_command, quote
+from wizard.transports.capped import cap_from_env
 
 
 class RouterOsApi(Protocol):
@@ -196,6 +197,16 @@ async def take_export(
             if rows:
                 size = int(rows[0].get("size") or 0)
                 contents = rows[0].get("contents") or ""
+                if size > cap_from_env():
+                    return ExportStatus(
+                        switch,
+                        file,
+                        False,
+                        size=size,
+                        error=f"{file} on {switch} is {size} bytes, more than the "
+                        f"{cap_from_env()} fabwiz reads (FABWIZ_PROBE_OUTPUT_MB): it cannot be "
+                        "verified whole",
+                    )
                 if size > 0 and not contents:
                     contents = await _read_file(api, file, size)
                 if contents and not export_incomplete(contents, size):
@@ -242,7 +253,7 @@ def export_incomplete(contents: str, size: int) -> str | None:
 async def _read_file(api: RouterOsApi, file: str, size: int) -> str:
     chunks: list[str] = []
     offset = 0
-    while offset < size:
+    while offset < min(size, cap_from_env()):
         rows = await api.call(
             "/file", "read", file=file, offset=str(offset), **{"chunk-size": "4096"}
         )

@@ -7,8 +7,10 @@ session takes:
 - on each switch, a disabled `/system/scheduler` entry named `fabwiz-lock` (it never runs; the
   `add` fails when the name exists, so two sessions cannot both take it), its comment holding the
   session id, the operator, since when and until when (switch clock);
-- on each node a host change touches, `/run/lock/fabwiz.lock` with the same fields, written and
-  read back (the last writer holds it; the other one reads someone else's id and backs off).
+- on each node a host change touches, the directory `/run/lock/fabwiz.lock`, made with `mkdir`
+  (an exclusive create: it fails with `File exists` when the lock is there, so of two sessions
+  racing exactly one wins), its `holder` file holding the same fields. The holder refreshes its
+  expiry by rewriting that file; a reboot clears it (/run is a tmpfs).
 
 A lock held by another session refuses the change, saying who holds it and since when. A lock
 whose expiry is past is stale (its session died without releasing it): it is broken only when the
@@ -28,7 +30,8 @@ from wizard import fixes
 from wizard.errors import FixRefused
 
 SWITCH_LOCK = "fabwiz-lock"
-NODE_LOCK = "/run/lock/fabwiz.lock"
+NODE_LOCK = "/run/lock/fabwiz.lock"  # a directory: `mkdir` takes it atomically
+NODE_HOLDER = f"{NODE_LOCK}/holder"
 _FMT = "%Y-%m-%d %H:%M:%S"
 
 
@@ -155,10 +158,30 @@ async def unlock_switch(api: fixes.RouterOsApi, session: str) -> None:
 
 
 async def _node_holder(runner: fixes.HostRunner, node: str) -> Holder | None:
-    res = await runner.run(node, f"cat {NODE_LOCK} 2>/dev/null || true")
+    """Who holds the node's lock (None: nobody, or a holder file not written yet). A lock
+    file of an older fabwiz (a plain file at the lock's path) is read too."""
+    lock, holder = shlex.quote(NODE_LOCK), shlex.quote(NODE_HOLDER)
+    res = await runner.run(node, f"cat {holder} 2>/dev/null || cat {lock} 2>/dev/null || true")
     if res.error is not None:
-        raise FixRefused(f"{node}: cannot read {NODE_LOCK}: {res.error}")
+        raise FixRefused(f"{node}: cannot read {NODE_HOLDER}: {res.error}")
     return Holder.parse(res.stdout)
+
+
+def _holder(session: str, operator: str | None, now: dt.datetime, hold_s: float) -> Holder:
+    return Holder(
+        session,
+        operator or operator_name(),
+        now.strftime(_FMT),
+        (now + dt.timedelta(seconds=hold_s)).strftime(_FMT),
+    )
+
+
+async def _write_holder(runner: fixes.HostRunner, node: str, mine: Holder) -> None:
+    res = await runner.run(
+        node, f"sudo -n tee {shlex.quote(NODE_HOLDER)} >/dev/null", stdin=mine.text() + "\n"
+    )
+    if not res.ok:
+        raise FixRefused(f"{node}: cannot write {NODE_HOLDER}: {(res.error or res.stderr).strip()}")
 
 
 async def lock_node(
@@ -171,29 +194,62 @@ async def lock_node(
     operator: str | None = None,
     break_stale: bool = False,
 ) -> None:
-    """Take the node's lock file for `session` (raises LockHeld)."""
-    holder = await _node_holder(runner, node)
-    if holder is not None and holder.session != session:
+    """Take the node's lock for `session` with an exclusive `mkdir` (raises LockHeld when
+    another session holds it, FixRefused when the node cannot make it). The session's own lock
+    is refreshed; a stale one is broken only with `break_stale`."""
+    mine = _holder(session, operator, now, hold_s)
+    lock = shlex.quote(NODE_LOCK)
+    for _attempt in range(2):
+        res = await runner.run(
+            node,
+            f"sudo -n mkdir {lock} && sudo -n tee {shlex.quote(NODE_HOLDER)} >/dev/null",
+            stdin=mine.text() + "\n",
+        )
+        if res.ok:
+            return
+        why = (res.error or res.stderr).strip()
+        if res.error is not None or "File exists" not in res.stderr:
+            raise FixRefused(f"{node}: cannot make the lock {NODE_LOCK}: {why}")
+        holder = await _node_holder(runner, node)
+        if holder is None:  # its maker may be between `mkdir` and writing its name
+            holder = await _node_holder(runner, node)
+        if holder is None:
+            holder = Holder("(none recorded)", "unknown", "unknown", "unknown")
+        if holder.session == session:
+            await _write_holder(runner, node, mine)
+            return
         stale = holder.expired(now)
         if not (stale and break_stale):
             raise _held(node, holder, stale)
-    mine = Holder(
-        session,
-        operator or operator_name(),
-        now.strftime(_FMT),
-        (now + dt.timedelta(seconds=hold_s)).strftime(_FMT),
-    )
-    res = await runner.run(
-        node, f"sudo -n tee {shlex.quote(NODE_LOCK)} >/dev/null", stdin=mine.text() + "\n"
-    )
-    if not res.ok:
-        raise FixRefused(f"{node}: cannot write {NODE_LOCK}: {(res.error or res.stderr).strip()}")
+        gone = await runner.run(node, f"sudo -n rm -rf {lock}")
+        if not gone.ok:
+            raise FixRefused(
+                f"{node}: cannot break the stale lock {NODE_LOCK}: "
+                f"{(gone.error or gone.stderr).strip()}"
+            )
+        break_stale = False  # once: whoever makes it next holds it
     back = await _node_holder(runner, node)
-    if back is None or back.session != session:
-        raise _held(node, back or Holder("?", "?", "?", "?"), False)
+    raise _held(node, back or Holder("?", "?", "?", "?"), False)
+
+
+async def refresh_node(
+    runner: fixes.HostRunner,
+    node: str,
+    session: str,
+    hold_s: float,
+    *,
+    now: dt.datetime,
+    operator: str | None = None,
+) -> None:
+    """Push the expiry of this session's node lock forward (raises LockHeld when the lock is
+    no longer this session's: it expired and was broken)."""
+    holder = await _node_holder(runner, node)
+    if holder is None or holder.session != session:
+        raise _held(node, holder or Holder("(none)", "nobody", "?", "?"), False)
+    await _write_holder(runner, node, _holder(session, operator, now, hold_s))
 
 
 async def unlock_node(runner: fixes.HostRunner, node: str, session: str) -> None:
     holder = await _node_holder(runner, node)
     if holder is not None and holder.session == session:
-        await runner.run(node, f"sudo -n rm -f {shlex.quote(NODE_LOCK)}")
+        await runner.run(node, f"sudo -n rm -rf {shlex.quote(NODE_LOCK)}")

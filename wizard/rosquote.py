@@ -53,26 +53,27 @@ def quote(value: str, *, what: str = "value") -> str:
 
 
 def unquote(word: str) -> str:
-    """The value of one RouterOS word written by `quote` (the inverse, for tests and checks)."""
+    """The value of one RouterOS word written by `quote` or by an export (the inverse, for
+    tests and checks): `\\XX` (capital hex) is a byte, so `\\C3\\A9` reads back as `é`."""
     if not (word.startswith('"') and word.endswith('"') and len(word) >= 2):
         return word
-    body, out, i = word[1:-1], [], 0
+    body, out, i = word[1:-1], bytearray(), 0
     while i < len(body):
         ch = body[i]
         if ch == "\\" and i + 1 < len(body):
             nxt = body[i + 1]
             if nxt in _UNNAMED:
-                out.append(_UNNAMED[nxt])
+                out += _UNNAMED[nxt].encode()
                 i += 2
                 continue
             hexa = body[i + 1 : i + 3]
-            if re.fullmatch(r"[0-9A-Fa-f]{2}", hexa):
-                out.append(chr(int(hexa, 16)))
+            if re.fullmatch(r"[0-9A-F]{2}", hexa):
+                out.append(int(hexa, 16))
                 i += 3
                 continue
-        out.append(ch)
+        out += ch.encode("utf-8", "surrogateescape")
         i += 1
-    return "".join(out)
+    return out.decode("utf-8", "replace")
 
 
 def _key(key: str) -> str:

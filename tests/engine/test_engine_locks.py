@@ -92,12 +92,14 @@ async def test_node_locked_by_another_session_refuses_the_host_fix(tmp_path: Pat
             now.strftime("%Y-%m-%d %H:%M:%S"),
             (now + dt.timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S"),
         )
-        node.files[locks.NODE_LOCK] = holder.text() + "\n"
+        node.dirs.add(locks.NODE_LOCK)
+        node.files[locks.NODE_HOLDER] = holder.text() + "\n"
         w = await walk(lab, tmp_path, ["preflight", "addressing"], traffic=False)
         refused = [e.reason for e in w.of(FixRefusedEvent) if e.fault == "host.mtu"]
         assert refused and "bob@desk" in refused[0] and "spark2" in refused[0], refused
         assert not [e for e in w.of(FixApplied) if e.fault == "host.mtu"]
-        assert node.files[locks.NODE_LOCK] == holder.text() + "\n"
+        assert node.files[locks.NODE_HOLDER] == holder.text() + "\n"
+        assert locks.NODE_LOCK in node.dirs
 
 
 async def test_node_lock_is_taken_and_released_around_a_host_fix(tmp_path: Path) -> None:
@@ -109,7 +111,7 @@ async def test_node_lock_is_taken_and_released_around_a_host_fix(tmp_path: Path)
             verify = wiring.engine._verify
 
             async def verify_and_look(plan: Any) -> tuple[bool, str]:
-                seen.append(node.files.get(locks.NODE_LOCK, ""))
+                seen.append(node.files.get(locks.NODE_HOLDER, ""))
                 return await verify(plan)
 
             wiring.engine._verify = verify_and_look
@@ -120,7 +122,7 @@ async def test_node_lock_is_taken_and_released_around_a_host_fix(tmp_path: Path)
         assert fix["state"] == "verified"  # the timed revert was stopped, its files in place
         assert not lab.hosts["spark2"].timers
         assert seen and all("session=" in s for s in seen)
-        assert locks.NODE_LOCK not in node.files
+        assert locks.NODE_HOLDER not in node.files and locks.NODE_LOCK not in node.dirs
 
 
 async def test_two_sessions_at_once_leave_the_switch_fixed_and_clean(tmp_path: Path) -> None:

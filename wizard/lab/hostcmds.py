@@ -452,7 +452,7 @@ def read_file(host: Host, path: str, root: bool) -> str | None:
 
 def _is_dir(host: Host, path: str) -> bool:
     prefix = path.rstrip("/") + "/"
-    return any(p.startswith(prefix) for p in vfs_paths(host))
+    return path.rstrip("/") in host.node.dirs or any(p.startswith(prefix) for p in vfs_paths(host))
 
 
 # --- shell builtins and coreutils --------------------------------------------------------------
@@ -805,9 +805,20 @@ async def _mv(ctx: Ctx, args: list[str]) -> int:
 
 @command("rm")
 async def _rm(ctx: Ctx, args: list[str]) -> int:
-    force = any(a.startswith("-") and "f" in a for a in args)
+    flags = "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
+    force, recursive = "f" in flags, "r" in flags or "R" in flags or "--recursive" in args
     status = 0
-    for p in (a for a in args if not a.startswith("-")):
+    for arg in (a for a in args if not a.startswith("-")):
+        p = arg.rstrip("/") or "/"
+        if p not in ctx.node.files and _is_dir(ctx.host, p):
+            if not recursive:
+                ctx.err(f"rm: cannot remove '{p}': Is a directory\n")
+                status = 1
+                continue
+            if _protected(p) and _need_root(ctx, f"rm: cannot remove '{p}'"):
+                return 1
+            _remove_tree(ctx, p)
+            continue
         if p not in ctx.node.files:
             if not force:
                 ctx.err(f"rm: cannot remove '{p}': No such file or directory\n")
@@ -820,7 +831,76 @@ async def _rm(ctx: Ctx, args: list[str]) -> int:
     return status
 
 
-@command("mkdir", "chmod", "chown", "sync", "modprobe")
+def _protected(path: str) -> bool:
+    """Where only root may create or remove (the sticky, world-writable /run/lock is not)."""
+    if path.startswith("/run/"):
+        return not path.startswith("/run/lock/")
+    return path.startswith(("/etc/", "/usr/", "/lib/", "/opt/", "/var/lib/"))
+
+
+def _remove_tree(ctx: Ctx, path: str) -> None:
+    prefix = path + "/"
+    for f in [f for f in ctx.node.files if f.startswith(prefix)]:
+        del ctx.node.files[f]
+    ctx.node.dirs -= {d for d in ctx.node.dirs if d == path or d.startswith(prefix)}
+
+
+@command("mkdir")
+async def _mkdir(ctx: Ctx, args: list[str]) -> int:
+    """Exclusive like coreutils: an existing path fails (`File exists`, exit 1) unless `-p`,
+    so `mkdir` of a lock directory is an atomic test-and-set."""
+    parents, paths, it = False, [], iter(args)
+    for a in it:
+        if a in ("-m", "--mode"):
+            next(it, None)
+        elif a in ("-p", "--parents"):
+            parents = True
+        elif a.startswith("-") and len(a) > 1:
+            parents = parents or "p" in a.lstrip("-").split("m", 1)[0]
+        else:
+            paths.append(a)
+    if not paths:
+        ctx.err("mkdir: missing operand\nTry 'mkdir --help' for more information.\n")
+        return 1
+    status = 0
+    for p in paths:
+        path = p.rstrip("/") or "/"
+        exists = path in ctx.node.files or _is_dir(ctx.host, path)
+        if exists and (not parents or path in ctx.node.files):
+            ctx.err(f"mkdir: cannot create directory '{p}': File exists\n")
+            status = 1
+            continue
+        if exists:
+            continue
+        if _protected(path) and not ctx.root:
+            ctx.err(f"mkdir: cannot create directory '{p}': Permission denied\n")
+            status = 1
+            continue
+        ctx.node.dirs.add(path)
+    ctx.world.changed(f"file:{ctx.node.name}")
+    return status
+
+
+@command("rmdir")
+async def _rmdir(ctx: Ctx, args: list[str]) -> int:
+    status = 0
+    for p in (a for a in args if not a.startswith("-")):
+        path = p.rstrip("/") or "/"
+        if not _is_dir(ctx.host, path):
+            ctx.err(f"rmdir: failed to remove '{p}': No such file or directory\n")
+            status = 1
+        elif any(q.startswith(path + "/") for q in [*vfs_paths(ctx.host), *ctx.node.dirs]):
+            ctx.err(f"rmdir: failed to remove '{p}': Directory not empty\n")
+            status = 1
+        elif _protected(path) and _need_root(ctx, f"rmdir: failed to remove '{p}'"):
+            return 1
+        else:
+            ctx.node.dirs.discard(path)
+    ctx.world.changed(f"file:{ctx.node.name}")
+    return status
+
+
+@command("chmod", "chown", "sync", "modprobe")
 async def _noop(ctx: Ctx, args: list[str]) -> int:
     return 0
 

@@ -87,6 +87,7 @@ def restore(data: dict[str, Any], *, time_scale: float | None = None) -> World:
         node.pfc_boot = tuple(nd["pfc_boot"])
         node.sysctls = dict(nd["sysctls"])
         node.files = dict(nd["files"])
+        node.dirs = {str(d) for d in nd.get("dirs", [])}
         node.enabled_units = set(nd["enabled_units"])
         node.dmesg = [(float(t), str(m)) for t, m in nd.get("dmesg", [])]
         for rd, rail in zip(nd["rails"], node.rails, strict=True):

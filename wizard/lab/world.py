@@ -157,6 +157,7 @@ class NodeState:
     pfc_boot: tuple[int, ...] = PFC_OFF  # what the NIC comes up with (firmware DCBX default)
     sysctls: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_SYSCTLS))
     files: dict[str, str] = field(default_factory=dict)
+    dirs: set[str] = field(default_factory=set)  # directories made by `mkdir` (empty or not)
     enabled_units: set[str] = field(default_factory=set)
     dmesg: list[tuple[float, str]] = field(default_factory=list)
     pid: int = 4000
@@ -720,6 +721,8 @@ class World:
         node.boot_id = str(uuid.uuid4())  # never repeats, even across labs of one scenario
         node.boot_time = now
         node.dmesg = []
+        node.dirs = {d for d in node.dirs if not d.startswith("/run/")}  # /run is a tmpfs
+        node.files = {p: t for p, t in node.files.items() if not p.startswith("/run/")}
         # the driver loads afresh: every port and RDMA counter starts from zero again
         for rail in node.rails:
             for name in rail.counters:
@@ -850,6 +853,7 @@ class World:
                     "pfc_boot": list(n.pfc_boot),
                     "sysctls": n.sysctls,
                     "files": n.files,
+                    "dirs": sorted(n.dirs),
                     "enabled_units": sorted(n.enabled_units),
                     "dmesg": [[t, m] for t, m in n.dmesg[-400:]],
                     "rails": [

@@ -328,10 +328,33 @@ def _kv_pairs(body: str) -> dict[str, RosValue]:
     return out
 
 
+_ESCAPED = {"n": "\n", "r": "\r", "t": "\t", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "_": " "}
+
+
 def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        return re.sub(r"\\(.)", r"\1", value[1:-1])
-    return value
+    """A RouterOS string's value: `\\n`-style escapes, and `\\XX` hex escapes read as bytes
+    (RouterOS text is 7-bit: `\\1B` is ESC, `\\C3\\A9` is the UTF-8 of `é`)."""
+    if not (len(value) >= 2 and value[0] == value[-1] == '"'):
+        return value
+    body = value[1:-1]
+    if "\\" not in body:
+        return body
+    out = bytearray()
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            hexa = body[i + 1 : i + 3]
+            if re.fullmatch(r"[0-9A-F]{2}", hexa):  # RouterOS: capital hex digits only
+                out.append(int(hexa, 16))
+                i += 3
+                continue
+            out += _ESCAPED.get(body[i + 1], body[i + 1]).encode()
+            i += 2
+            continue
+        out += ch.encode("utf-8", "surrogateescape")
+        i += 1
+    return out.decode("utf-8", "replace")
 
 
 def _detail(block: list[str]) -> tuple[list[dict[str, RosValue]], list[tuple[str, ...]]]:

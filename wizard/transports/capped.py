@@ -3,7 +3,9 @@ in memory, the rest is drained (so the exit status is still real) and a truncati
 much was left out.
 
 The cap is per stream of one probe: `FABWIZ_PROBE_OUTPUT_MB` (default 4 MiB), or the
-transport's `output_cap` attribute.
+transport's `output_cap` attribute. A RouterOS API reply is capped the same way, in bytes (the
+same setting) and in rows (`FABWIZ_API_ROWS`, default 100000), and so is a switch file read with
+`/file/read`; a reply cut short is an error naming what was kept, never a silent partial answer.
 """
 
 from __future__ import annotations
@@ -13,9 +15,19 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_CAP", "Capped", "cap_from_env", "mark", "run_capped"]
+__all__ = [
+    "DEFAULT_CAP",
+    "DEFAULT_ROWS",
+    "Capped",
+    "api_mark",
+    "cap_from_env",
+    "mark",
+    "rows_from_env",
+    "run_capped",
+]
 
 DEFAULT_CAP = 4 * 1024 * 1024
+DEFAULT_ROWS = 100_000
 _CHUNK = 256 * 1024
 
 
@@ -26,6 +38,25 @@ def cap_from_env() -> int:
     except ValueError:
         return DEFAULT_CAP
     return max(64 * 1024, int(mb * 1024 * 1024)) if mb > 0 else DEFAULT_CAP
+
+
+def rows_from_env() -> int:
+    """Rows kept of one RouterOS API reply: `FABWIZ_API_ROWS`, default 100000."""
+    raw = os.environ.get("FABWIZ_API_ROWS", "")
+    try:
+        rows = int(raw)
+    except ValueError:
+        return DEFAULT_ROWS
+    return max(100, rows) if rows > 0 else DEFAULT_ROWS
+
+
+def api_mark(rows: int, total_rows: int, size: int, total_size: int) -> str:
+    """What a capped API reply says: how much arrived, how much was kept, and the settings."""
+    return (
+        f"reply truncated: {total_rows} rows ({total_size} bytes) arrived, only the first "
+        f"{rows} rows ({size} bytes) kept (caps FABWIZ_API_ROWS, FABWIZ_PROBE_OUTPUT_MB); "
+        "the evidence is incomplete: narrow the query or raise the caps"
+    )
 
 
 def mark(kept: int, total: int) -> str:

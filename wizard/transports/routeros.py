@@ -35,6 +35,7 @@ from librouteros.exceptions import (
 
 from wizard.model import ApiCommand, ProbeResult
 from wizard.transports import routeros_tls
+from wizard.transports.capped import api_mark, cap_from_env, mark, rows_from_env
 
 __all__ = ["WIRE_ENCODING", "RouterOsTarget", "RouterOsTransport"]
 
@@ -120,6 +121,9 @@ class RouterOsTransport:
         self.known_certs: Path | None = None
         self.accept_new_certs = False
         self.on_new_cert: Callable[[str, str, str], None] | None = None
+        # what one reply (or one file read) may bring: more is drained and said, never kept
+        self.reply_cap = cap_from_env()
+        self.reply_rows = rows_from_env()
 
     @property
     def name(self) -> str:
@@ -212,10 +216,14 @@ class RouterOsTransport:
         row = listing.rows[0]
         contents = row.get("contents")
         size = _int(row.get("size", "0"))
+        cut = ""
         if contents is None and size > 0:
             parts: list[str] = []
             offset = 0
             while offset < size:
+                if offset >= self.reply_cap:  # the rest is never read
+                    cut = mark(self.reply_cap, size)
+                    break
                 chunk = await self._command(
                     "/file",
                     "read",
@@ -226,6 +234,9 @@ class RouterOsTransport:
                 data = chunk.rows[0].get("data", "") if chunk.rows else ""
                 if not data:
                     break
+                data = data.encode("utf-8", "surrogateescape")[: self.reply_cap - offset].decode(
+                    "utf-8", "replace"
+                )
                 parts.append(data)
                 offset += len(data.encode("utf-8", "surrogateescape"))
             contents = "".join(parts)
@@ -233,8 +244,14 @@ class RouterOsTransport:
         return _replace(
             listing,
             command=f"/file print ?name={name} (contents)",
-            stdout=text,
+            stdout=text + cut,
             rows=({"name": name, "size": str(size), "contents": text},),
+            error=(
+                f"{self.name}: {name} is {size} bytes, more than the {self.reply_cap} read "
+                "(cap FABWIZ_PROBE_OUTPUT_MB); only its start was kept"
+                if cut
+                else None
+            ),
         )
 
     async def close(self) -> None:
@@ -305,7 +322,7 @@ class RouterOsTransport:
                 return result(error=exc.message)
             try:
                 try:
-                    rows = await asyncio.wait_for(self._exchange(api, cmd, words), limit)
+                    rows, cut = await asyncio.wait_for(self._exchange(api, cmd, words), limit)
                 except TimeoutError:
                     raise  # no answer is not a closed session: never wait twice
                 except (ConnectionClosed, OSError):
@@ -319,7 +336,7 @@ class RouterOsTransport:
                         api = await self._session()
                     except _Failed as exc:
                         return result(error=exc.message)
-                    rows = await asyncio.wait_for(self._exchange(api, cmd, words), limit)
+                    rows, cut = await asyncio.wait_for(self._exchange(api, cmd, words), limit)
             except (TrapError, MultiTrapError) as exc:
                 return result(
                     error=f"{self.name}: `{shown}` was refused by the switch: {exc}",
@@ -344,16 +361,34 @@ class RouterOsTransport:
             except LibRouterosError as exc:
                 await self._reset()
                 return result(error=f"{self.name}: API protocol error during `{shown}`: {exc}")
+        if cut:
+            return result(rows=tuple(rows), error=f"{self.name}: `{shown}`: {cut}", stderr=cut)
         return result(rows=tuple(rows))
 
-    async def _exchange(self, api: Any, cmd: str, words: list[str]) -> list[dict[str, str]]:
+    async def _exchange(
+        self, api: Any, cmd: str, words: list[str]
+    ) -> tuple[list[dict[str, str]], str]:
+        """The reply's rows, and a truncation mark when it was larger than the caps (the rest
+        is read off the wire, so the session stays in step, but not kept)."""
         protocol = api.protocol
         await protocol.writeSentence(cmd, *words)
         rows: list[dict[str, str]] = []
         traps: list[TrapError] = []
+        kept = total = total_rows = 0
+        full = False
         while True:
             reply, raw = await protocol.readSentence()
             attrs = _parse_words(raw)
+            if reply == "!re" or (reply == "!done" and attrs):
+                size = sum(len(w.encode("utf-8", "surrogateescape")) + 1 for w in raw)
+                total += size
+                total_rows += 1
+                full = full or len(rows) >= self.reply_rows or kept + size > self.reply_cap
+                if full:
+                    if reply == "!done":
+                        break
+                    continue
+                kept += size
             if reply == "!trap":
                 category = attrs.get("category")
                 traps.append(
@@ -370,7 +405,8 @@ class RouterOsTransport:
             raise MultiTrapError(*traps)
         if traps:
             raise traps[0]
-        return rows
+        cut = api_mark(len(rows), total_rows, kept, total) if total_rows > len(rows) else ""
+        return rows, cut
 
     async def _reset(self) -> None:
         api, self._api = self._api, None

@@ -23,21 +23,29 @@ __all__ = ["quote", "render_export"]
 _PLAIN = re.compile(r"^[A-Za-z0-9_.:,/*+@-]+$")
 
 
+_NAMED = {"\\": "\\\\", '"': '\\"', "$": "\\$", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def quote(value: str) -> str:
-    """A value as the export writes it: bare when safe, else in escaped double quotes."""
+    """A value as the export writes it: bare when safe, else in escaped double quotes. RouterOS
+    text is 7-bit: other control characters, and every byte of a non-ASCII character's UTF-8,
+    are written as `\\XX` hex escapes (`\\1B` for ESC, `\\C3\\A9` for `é`)."""
     if value in ("true", "false"):
         return "yes" if value == "true" else "no"
     if value and _PLAIN.match(value):
         return value
-    escaped = (
-        value.replace("\\", "\\\\")
-        .replace('"', '\\"')
-        .replace("$", "\\$")
-        .replace("\n", "\\n")
-        .replace("\r", "\\r")
-        .replace("\t", "\\t")
-    )
-    return f'"{escaped}"'
+    out: list[str] = []
+    for ch in value:
+        code = ord(ch)
+        if ch in _NAMED:
+            out.append(_NAMED[ch])
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\{code:02X}")
+        elif code > 0x7F:
+            out.extend(f"\\{b:02X}" for b in ch.encode("utf-8", "surrogateescape"))
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
 
 
 def _args(values: dict[str, str]) -> str:

@@ -131,7 +131,8 @@ def tokenize(command: str) -> list[str]:
                     if command[i] == "\\" and i + 1 < n:
                         hexa = command[i + 1 : i + 3]
                         if re.fullmatch(r"[0-9A-F]{2}", hexa):
-                            buf.append(chr(int(hexa, 16)))
+                            byte = int(hexa, 16)  # a byte: \C3\A9 is one UTF-8 `é`
+                            buf.append(chr(byte) if byte < 0x80 else chr(0xDC00 + byte))
                             i += 3
                             continue
                         buf.append(_ESCAPES.get(command[i + 1], command[i + 1]))
@@ -154,7 +155,10 @@ def tokenize(command: str) -> list[str]:
                 _variable(command, i)
             buf.append(ch)
             i += 1
-        tokens.append("".join(buf))
+        word = "".join(buf)
+        if any(0xDC80 <= ord(c) <= 0xDCFF for c in word):
+            word = word.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        tokens.append(word)
     return tokens
 
 
