@@ -27,6 +27,7 @@ from wizard.lab import perftest_args
 from wizard.lab.nodecmds import check_mpirun, hostfile_hosts
 from wizard.report import render_html, render_markdown
 from wizard.session import load_session
+from wizard.versions import latest
 
 pytestmark = pytest.mark.lab
 
@@ -60,6 +61,15 @@ async def _walk_commands(tmp_path: Path) -> tuple[list[str], list[dict[str, obje
         if e["type"] == "measurement_taken" and e["measurement"]["kind"] == "nccl"
     ]
     loaded = load_session(logs[0].parent)
+    # the versions the walk ran against: one structured record, the last of its kind in the log
+    record = latest(loaded.events)
+    assert record is not None and sorted(record.nodes) == ["spark1", "spark2", "spark3", "spark4"]
+    assert record.nodes["spark1"]["platform"] == "NVIDIA DGX Spark"
+    assert record.nodes["spark1"]["nccl_tests"] == "2.18.3"
+    assert {"dgx_os", "kernel", "driver", "cx7_firmware", "perftest", "openmpi", "nccl"} <= set(
+        record.nodes["spark4"]
+    )
+    assert record.switches["crs804"]["model"] == "CRS804-4DDQ"
     html = render_html(loaded)
     assert "<h2>Re-run the NCCL tests</h2>" in html and "cat &gt; .fabwiz-hostfile" in html
     return sent, nccl, render_markdown(loaded)
