@@ -247,7 +247,7 @@ def test_covered_is_a_sudoers_glob_and_refuses_the_rest() -> None:
 def test_setup_sudoers_prints_the_drop_in_and_refuses_a_bad_user() -> None:
     out = CliRunner().invoke(setup, ["sudoers", "--user", "fabwiz"])
     assert out.exit_code == 0
-    assert "fabwiz ALL=(root) NOPASSWD: /usr/bin/dmesg \"\", \\\n" in out.output
+    assert 'fabwiz ALL=(root) NOPASSWD: /usr/bin/dmesg "", \\\n' in out.output
     assert "    /usr/bin/grep -H . /etc/netplan/*.yaml, \\\n" in out.output
     assert "    /usr/bin/mlnx_qos -i *, \\\n" in out.output
     assert "/usr/bin/lspci -vv -d 15b3\\:" in out.output
