@@ -19,6 +19,7 @@ from flows.checks import (
     host_pcie,
     host_pfc,
     nccl_config,
+    nccl_job,
     perf_nccl,
     perf_rails,
     preflight_mpirun_ssh,
@@ -57,6 +58,7 @@ CHECKS: tuple[Check, ...] = (
     process_drain.CHECK,
     perf_rails.CHECK,
     perf_nccl.CHECK,
+    nccl_job.CHECK,  # after perf_nccl: the job's run is judged against the canonical one
 )
 
 # Not judged by any check: the iperf red herring needs an iperf3 run the sweep does not make.

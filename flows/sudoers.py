@@ -61,10 +61,28 @@ class SudoRule:
 
 
 def sudo_probes() -> list[HostProbe]:
-    """The read-only probes the checks run with sudo (declared in `flows.checks._common`)."""
-    from flows.checks import _common
+    """The read-only probes the checks run with sudo: every `HostProbe(sudo=True)` of every
+    check module's `CHECK` (and of discovery), in a stable order. Read from the modules
+    themselves, not the registry: the registry imports the sudo check, which needs these."""
+    import importlib
+    import pkgutil
 
-    return [v for v in vars(_common).values() if isinstance(v, HostProbe) and v.sudo]
+    import flows.checks
+    from wizard.discovery import DISCOVERY_HOST_PROBES
+
+    found: dict[str, HostProbe] = {}
+    for p in DISCOVERY_HOST_PROBES:
+        if p.sudo:
+            found.setdefault(p.name, p)
+    for info in sorted(pkgutil.iter_modules(flows.checks.__path__), key=lambda i: i.name):
+        if info.name.startswith("_") or info.name == "preflight_sudo":
+            continue
+        mod = importlib.import_module(f"flows.checks.{info.name}")
+        check = getattr(mod, "CHECK", None)
+        for p in getattr(check, "probes", ()):
+            if isinstance(p, HostProbe) and p.sudo:
+                found.setdefault(p.name, p)
+    return list(found.values())
 
 
 def _probe_rules() -> list[SudoRule]:

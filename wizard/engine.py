@@ -64,6 +64,7 @@ from wizard.model import (
 from wizard.probes import HostProbe, Observations, Probe
 
 UNREACHABLE = "preflight.unreachable"
+JOB_ENV = "nccl.job-env"  # the check judging NCCL with the job's own environment
 
 # --- ports -----------------------------------------------------------------------------------
 
@@ -1943,6 +1944,13 @@ class Engine:
         gate = t.nccl_gate(len(self.fabric.nodes), len(self.fabric.switches))
         nccl_ok = self.result.nccl_busbw is None or self.result.nccl_busbw >= gate
         findings = [v for v in verdicts if v.is_finding]
+        # the job's own NCCL environment is measured with the halves (no config sweep sees it)
+        findings += [
+            v
+            for vs in self.result.steps.values()
+            for v in vs
+            if v.check == JOB_ENV and v.is_finding
+        ]
         if not findings and not obs.unreachable and rails_ok:
             regressed = await self._prove_after_reboot(spec, config)
             if regressed:

@@ -271,6 +271,17 @@ class RailSampled(Event):
     gbps: float
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VersionsRecorded(Event):
+    """The versions read so far (wizard.versions): node -> {platform, dgx_os, kernel, ...},
+    switch -> {model, routeros, firmware, serial, ...}. The last one is the session's record."""
+
+    type: ClassVar[str] = "versions_recorded"
+    step: str = ""
+    nodes: dict[str, dict[str, str]] = field(default_factory=dict)
+    switches: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls
     for cls in (
@@ -298,6 +309,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         FixRefusedEvent,
         Note,
         RailSampled,
+        VersionsRecorded,
     )
 }
 

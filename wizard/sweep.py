@@ -43,6 +43,7 @@ from wizard.parsers.ibdev2netdev import parse_ibdev2netdev
 from wizard.probes import HostProbe, Observations, Probe, SwitchProbe
 from wizard.readiness import NodeTools
 from wizard.transports.ssh import sudo_error
+from wizard.versions import Versions
 
 __all__ = [
     "HostRunner",
@@ -187,6 +188,7 @@ class Sweeper:
     tool_paths: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     _opening: dict[str, asyncio.Future[str | None]] = field(default_factory=dict, repr=False)
     pings: list[dict[str, object]] = field(default_factory=list)  # the last jumbo ping matrix
+    versions: Versions = field(default_factory=Versions)  # emitted as VersionsRecorded on change
 
     def _emit(self, event: Event) -> None:
         if self.sink is not None:
@@ -239,6 +241,8 @@ class Sweeper:
         if peer_ssh and self.nodes and self.nodes[0] in nodes:
             nodes[self.nodes[0]].update(await self._peer_ssh(self.nodes[0]))
         obs = Observations(nodes=nodes, switches=switches, unreachable=unreachable)
+        if self.versions.update(nodes, switches):
+            self._emit(self.versions.event(self.step))
         if switches:
             # which switch each rail lands on, from the MACs the switches learned
             from wizard.discovery import rails_from_observations
@@ -922,6 +926,8 @@ class Sweeper:
             reason = reason or (parsed.error or "")
         except ParseError as exc:
             reason = reason or f"unreadable {op} output: {exc}"
+        if self.versions.update_nccl(nodes, extra):
+            self._emit(self.versions.event(self.step))
         lost = res.error is not None and res.exit_status is None and not value
         m = Measurement(
             kind="nccl",

@@ -59,10 +59,7 @@ def test_there_are_cases_for_every_config_check() -> None:
     assert len(CASES) >= 40
 
 
-_KNOWN_OPEN = {
-    # the netplan read became a declared sudo probe in the merge: this recorded case predates it
-    "preflight.sudo/healthy-4node-crs804",
-}
+_KNOWN_OPEN: set[str] = set()
 
 
 @pytest.mark.parametrize(

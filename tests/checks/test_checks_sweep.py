@@ -149,7 +149,8 @@ async def test_sweep_uses_one_connection_and_two_round_trips_per_node() -> None:
         ("enP2p1s0f0np0", ("10.9.2.3/24",), "qsfp56-dd-3-1"),
     ]
     kinds = {type(e).__name__ for e in events}
-    assert kinds == {"ProbeSent", "ProbeAnswered"}
+    assert kinds == {"ProbeSent", "ProbeAnswered", "VersionsRecorded"}  # preflight's versions
+    assert sum(type(e).__name__ == "VersionsRecorded" for e in events) == 1
 
 
 @pytest.mark.lab

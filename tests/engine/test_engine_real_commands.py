@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -22,9 +23,11 @@ from flows import sudoers
 from screens.compose import open_wizard
 from screens.terminal import TerminalOperator
 from wizard import ncclrun
+from wizard.lab import perftest_args
 from wizard.lab.nodecmds import check_mpirun, hostfile_hosts
 from wizard.report import render_html, render_markdown
 from wizard.session import load_session
+from wizard.versions import latest
 
 pytestmark = pytest.mark.lab
 
@@ -58,6 +61,15 @@ async def _walk_commands(tmp_path: Path) -> tuple[list[str], list[dict[str, obje
         if e["type"] == "measurement_taken" and e["measurement"]["kind"] == "nccl"
     ]
     loaded = load_session(logs[0].parent)
+    # the versions the walk ran against: one structured record, the last of its kind in the log
+    record = latest(loaded.events)
+    assert record is not None and sorted(record.nodes) == ["spark1", "spark2", "spark3", "spark4"]
+    assert record.nodes["spark1"]["platform"] == "NVIDIA DGX Spark"
+    assert record.nodes["spark1"]["nccl_tests"] == "2.18.3"
+    assert {"dgx_os", "kernel", "driver", "cx7_firmware", "perftest", "openmpi", "nccl"} <= set(
+        record.nodes["spark4"]
+    )
+    assert record.switches["crs804"]["model"] == "CRS804-4DDQ"
     html = render_html(loaded)
     assert "<h2>Re-run the NCCL tests</h2>" in html and "cat &gt; .fabwiz-hostfile" in html
     return sent, nccl, render_markdown(loaded)
@@ -91,7 +103,9 @@ def _real_mpirun(argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess
 async def test_every_command_of_a_walk_parses_with_the_real_tools(tmp_path: Path) -> None:
     sent, nccl, report = await _walk_commands(tmp_path)
     mpiruns = [c for c in sent if "/mpirun " in c]
-    perftests = [c for c in sent if c.startswith("ib_write_bw ")]
+    # every line that runs ib_write_bw (the tool lookup of preflight only names it)
+    perftests = [c for c in sent if "ib_write_bw" in c and not c.startswith("command -v ")]
+    assert all(c.startswith("ib_write_bw ") for c in perftests)  # no shell around it
     sudos = [c for c in sent if c.startswith("sudo -n ") and not c.startswith("sudo -n -l ")]
     assert mpiruns and perftests and sudos
     for c in sudos:
@@ -104,13 +118,7 @@ async def test_every_command_of_a_walk_parses_with_the_real_tools(tmp_path: Path
             res = _real_mpirun(argv, tmp_path)
             assert res.returncode == 0, res.stdout + res.stderr
             assert "unknown option" not in res.stderr
-    if shutil.which("ib_write_bw"):
-        for c in sorted(set(perftests))[:6]:
-            res = subprocess.run(
-                shlex.split(c), capture_output=True, text=True, timeout=30, check=False
-            )
-            out = res.stdout + res.stderr
-            assert "Invalid Command or flag" not in out and "unrecognized option" not in out, c
+    _perftest_lines_pass_the_lab_and_the_real_parser(perftests)
     # the canonical run of seed 000, as recorded in the session
     cluster = next(m for m in nccl if m["target"] == "cluster")
     cmd = str(cluster["extra"]["command"])  # type: ignore[index]
@@ -140,6 +148,42 @@ async def test_every_command_of_a_walk_parses_with_the_real_tools(tmp_path: Path
     assert "  -x NCCL_IB_HCA==rocep1s0f0,rocep1s0f1,roceP2p1s0f0,roceP2p1s0f1 \\\n" in section
     assert "/home/fabwiz/nccl-tests/build/sendrecv_perf -b 256M" in section
     assert "nccl-tests 2.18.3, NCCL 2.28.9+cuda13.0), on spark1:" in section
+
+
+def _perftest_lines_pass_the_lab_and_the_real_parser(lines: list[str]) -> None:
+    """Every `ib_write_bw` line of the walk: the lab's strict parser (perftest's own option
+    table and value checks) takes it and reads what fabwiz meant; the real binary (where
+    perftest is installed) parses it and only then stops for want of an RDMA device."""
+    servers = clients = 0
+    qps: set[int] = set()
+    for c in lines:
+        argv = shlex.split(c)
+        got = perftest_args.parse(argv[1:])
+        assert got.ok, f"{c}: {got.stderr}"
+        o = got.options
+        assert o.qps == int(argv[argv.index("-q") + 1]) and o.gbits, c
+        assert o.duration is not None and o.duration == float(argv[argv.index("-D") + 1]) > 0, c
+        qps.add(o.qps)
+        assert o.gid is not None and o.gid == int(argv[argv.index("-x") + 1]), c
+        assert o.device == argv[argv.index("-d") + 1] and o.device.startswith("roce"), c
+        if o.server_ip is None:
+            servers += 1
+        else:
+            clients += 1
+            assert o.server_ip.startswith("10.9."), c  # a fabric address, never management
+    assert servers == clients > 0  # each test is one server and its client
+    assert 1 in qps  # the per-rail tests are single-QP (both halves at once may use more)
+    if not shutil.which("ib_write_bw"):
+        return  # the real binary is checked where perftest is installed (apt install perftest)
+    shapes = {re.sub(r"\b\d+(\.\d+){3}\b|-p \d+", "N", c): c for c in lines}
+    for c in shapes.values():
+        res = subprocess.run(
+            shlex.split(c), capture_output=True, text=True, timeout=30, check=False
+        )
+        out = res.stdout + res.stderr
+        assert "Invalid Command or flag" not in out and "unrecognized option" not in out, c
+        assert "Parser function exited with Error" not in out, c
+        assert "Did not detect devices" in out or "No IB devices found" in out, out  # parsed
 
 
 def test_lab_mpirun_refuses_what_open_mpi_refuses() -> None:

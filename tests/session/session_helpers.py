@@ -31,6 +31,7 @@ from wizard.events import (
     SessionStarted,
     StepChanged,
     VerdictReached,
+    VersionsRecorded,
 )
 from wizard.model import Evidence, Measurement, ProbeResult, Status, Verdict
 from wizard.session import LOG_VERSION
@@ -233,6 +234,12 @@ def one_of_each() -> list[Event]:
         ),
         Note(at=T0 + 17, level="warn", text="spark2 answered slowly (4.2 s)", step="preflight"),
         RailSampled(at=T0 + 18, node="spark1", netdev="enp1s0f0np0", gbps=97.5),
+        VersionsRecorded(
+            at=T0 + 18.5,
+            step="preflight",
+            nodes={"spark1": {"platform": "NVIDIA DGX Spark", "dgx_os": "7.2.3"}},
+            switches={"crs804": {"model": "CRS804-4DDQ", "routeros": "7.22.1"}},
+        ),
         SessionEnded(at=T0 + 19, healthy=True, reason="all steps passed"),
     ]
 

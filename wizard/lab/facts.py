@@ -26,6 +26,9 @@ class NodeFacts(BaseModel):
     missing_tools: tuple[str, ...] = ()  # tools/packages not installed (lab.nodetools.LAYOUT)
     sudo: Literal["nopasswd", "password"] = "nopasswd"  # `sudo -n` allowed, or asks a password
     peer_ssh: Literal["ok", "no-key", "host-key"] = "ok"  # how it answers SSH from its peers
+    platform: Literal["dgx-spark", "asus-gx10", "msi-edgexpert", "dell-gb10", "gigabyte-atom"] = (
+        "dgx-spark"  # the GB10 vendor's DMI sys_vendor / product_name (lab.nodetools.PLATFORMS)
+    )
 
 
 class SwitchFacts(BaseModel):

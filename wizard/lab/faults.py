@@ -200,7 +200,18 @@ def _host_fault(world: World, node: NodeState, fault_id: str, params: dict[str, 
         node.degraded = True
     elif fault_id == "nccl.hca-filter":
         value = str(params.get("value", "rocep1s0f"))
-        node.files["/etc/profile.d/nccl.sh"] = f"export NCCL_IB_HCA={value}\n"
+        # where the job's environment carries it: the shell profile (default), or a NCCL config
+        # file (`/etc/nccl.conf`, the lab login's `~/.nccl.conf`), which NCCL itself reads
+        where = str(params.get("file", "/etc/profile.d/nccl.sh"))
+        if where == "/etc/profile.d/nccl.sh":
+            node.files[where] = f"export NCCL_IB_HCA={value}\n"
+        elif where in ("/etc/nccl.conf", "~/.nccl.conf"):
+            node.files[where.replace("~", "/home/fabwiz", 1)] = f"NCCL_IB_HCA={value}\n"
+        else:
+            raise FabwizError(
+                f"nccl.hca-filter: file {where!r} is not one NCCL reads "
+                "(/etc/profile.d/nccl.sh, /etc/nccl.conf, ~/.nccl.conf)"
+            )
     elif fault_id == "nccl.socket-fallback":
         line = str(params.get("line", "NCCL_IB_DISABLE=1"))
         node.files["/etc/nccl.conf"] = f"{line}\n"

@@ -47,6 +47,17 @@ DGX_RELEASE = (
 OS_RELEASE = 'PRETTY_NAME="Ubuntu 24.04.3 LTS"\nNAME="Ubuntu"\nVERSION_ID="24.04"\nID=ubuntu\n'
 
 
+# The GB10 family's DMI identity (/sys/class/dmi/id/sys_vendor, product_name): the same
+# ConnectX-7 multi-host layout behind each, so nothing but this record tells them apart.
+PLATFORMS: dict[str, tuple[str, str]] = {
+    "dgx-spark": ("NVIDIA", "DGX Spark"),
+    "asus-gx10": ("ASUSTeK COMPUTER INC.", "GX10"),
+    "msi-edgexpert": ("Micro-Star International Co., Ltd.", "EdgeXpert MS-C931"),
+    "dell-gb10": ("Dell Inc.", "Dell Pro Max with GB10"),
+    "gigabyte-atom": ("GIGABYTE", "AI TOP ATOM"),
+}
+
+
 def facts(world: World, node: NodeState) -> NodeFacts:
     return world.facts.nodes.get(node.name) or NodeFacts()
 
@@ -67,8 +78,9 @@ def files(host: Host) -> dict[str, str]:
     out = {path_of(t, host.user): "\x7fELF" for t in LAYOUT if installed(host.world, host.node, t)}
     for r in host.node.rails:  # the CX7 firmware, as sysfs gives it per RDMA device
         out[f"/sys/class/infiniband/{r.rdma}/fw_ver"] = f"{host.node.firmware}\n"
-    out["/sys/class/dmi/id/sys_vendor"] = "NVIDIA\n"
-    out["/sys/class/dmi/id/product_name"] = "DGX Spark\n"
+    vendor, product = PLATFORMS[facts(host.world, host.node).platform]
+    out["/sys/class/dmi/id/sys_vendor"] = f"{vendor}\n"
+    out["/sys/class/dmi/id/product_name"] = f"{product}\n"
     out["/etc/dgx-release"] = DGX_RELEASE
     out["/etc/os-release"] = OS_RELEASE
     return out
