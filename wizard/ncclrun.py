@@ -11,8 +11,10 @@ discovered on each node); `NCCL_IB_HCA` names the active RDMA devices exactly (`
 surprises such as `rocep1s0f` missing `roceP2p1s0f0`); no `NCCL_IB_TC` (QoS is off); the binary is
 where readiness found it (NVIDIA's playbook builds it in `~/nccl-tests/build/`, not on PATH);
 `timeout` bounds the run. Never the 16 GB all_gather that froze nodes through unified-memory OOM.
-The `job` mode drops fabwiz's NCCL settings so the job's own environment (/etc/nccl.conf, the
-login environment) decides, and a mismatch with what fabwiz proved shows.
+The `job` mode drops fabwiz's NCCL settings and launches from a login shell, so the job's own
+environment decides (/etc/nccl.conf and ~/.nccl.conf on every rank, the login environment on the
+launch node's rank only, as mpirun forwards no variable it is not told to), and a mismatch with
+what fabwiz proved shows.
 """
 
 from __future__ import annotations
@@ -128,7 +130,10 @@ def build(
     readable = f"cat > {path} <<'EOF'\n{hostfile}EOF\n" + " \\\n  ".join(
         _grouped([shlex.quote(w) for w in mpirun])
     )
-    return Launch(op, mode, nodes, launch, "sh -c " + shlex.quote(script), hostfile, "", readable)
+    # The job mode starts where a workload starts: the operator's login shell on the launch node
+    # (its rank inherits /etc/profile.d and ~/.profile; mpirun's ssh-started ranks do not).
+    shell = "bash -lc " if mode == "job" else "sh -c "
+    return Launch(op, mode, nodes, launch, shell + shlex.quote(script), hostfile, "", readable)
 
 
 def _grouped(words: list[str]) -> list[str]:
@@ -159,7 +164,7 @@ def _cannot(base: Launch, why: str) -> Launch:
 def mpirun_argv(command: str) -> list[str]:
     """The mpirun words of a launch command (after `timeout -k N S`), for validating them."""
     words = shlex.split(command)
-    if words[:2] == ["sh", "-c"]:
+    if words[:2] in (["sh", "-c"], ["bash", "-lc"]):
         inner = shlex.split(words[2])
         words = inner[inner.index("&&") + 1 :] if "&&" in inner else inner
     if words and words[0] == "timeout":

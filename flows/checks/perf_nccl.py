@@ -179,11 +179,15 @@ def judge(n: NcclRun, ctx: Context) -> list[Verdict]:
     elif transport is not None:
         sock.ok(ev)
     devices = len(p.net_ib_devices) or (p.net_ib_device_count or 0)
+    used = ", ".join(d.name for d in p.net_ib_devices)
+    fewest = min(p.net_ib_devices_per_host, key=lambda hc: hc[1], default=None)
+    if fewest is not None and 0 < fewest[1] < devices:  # one rank sees fewer: it sets the pace
+        devices, used = fewest[1], f"{fewest[1]} on {fewest[0]}, {used} elsewhere"
     if transport == "IB" and n.active and devices and devices < n.active:
         dev_ev = Evidence(
             "cluster",
             cmd,
-            f"NCCL uses {devices} device(s): {', '.join(d.name for d in p.net_ib_devices)}",
+            f"NCCL uses {devices} device(s): {used}",
             f"{n.active} active RDMA devices per node",
             raw=raw,
         )

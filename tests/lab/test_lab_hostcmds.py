@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shlex
 from pathlib import Path
 
 import pytest
@@ -209,9 +210,16 @@ async def test_nccl_all_reduce_healthy_and_hca_prefix() -> None:
     _w, n = lab("nccl-hca-prefix", time_scale=500)
     env, _e, rc = await n["spark1"].run("bash -lc 'env | grep ^NCCL_'")
     assert env == "NCCL_IB_HCA=rocep1s0f\n" and rc == 0
+    # mpirun from a plain ssh command reads no /etc/profile.d: NCCL sees no filter
     out, _e, rc = await n["spark1"].run(cmd)
     r = nccl.parse_nccl(out)
-    assert r.ib_hca == "rocep1s0f" and r.net_ib_device_count == 1
+    assert rc == 0 and r.ib_hca is None and r.net_ib_device_count == 2
+    # from the operator's login shell, the launch node's rank inherits the prefix filter (the
+    # rank mpirun starts over ssh does not, and the ring runs at the slowest rank's pace)
+    out, _e, rc = await n["spark1"].run(f"bash -lc {shlex.quote(cmd)}")
+    r = nccl.parse_nccl(out)
+    assert r.ib_hca == "rocep1s0f"
+    assert dict(r.net_ib_devices_per_host) == {"spark1": 1, "spark2": 2}
     assert r.largest_size_busbw == pytest.approx(26.58 / 2, rel=0.05)
     # the -x override wins over the login env
     out, _e, rc = await n["spark1"].run(

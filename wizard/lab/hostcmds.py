@@ -1613,8 +1613,11 @@ async def _mpirun(ctx: Ctx, args: list[str]) -> int:
         return status
 
     def login_env(node: NodeState) -> dict[str, str]:
+        # The rank on the launch node inherits mpirun's environment; the others are started by
+        # mpirun's own ssh (`orted`): a non-login, non-interactive shell, which reads
+        # /etc/environment (pam_env) but neither /etc/profile.d nor ~/.profile.
         other = Host(hosts.world, node, hosts.perf, hosts.user)
-        return other.login_env()
+        return other.base_env(ctx.login if node is ctx.node else False)
 
     return await nccl_mod.run(
         ctx.world, ctx.node, mpi=mpi, login_env=login_env, out=ctx.out, err=ctx.err

@@ -31,6 +31,7 @@ _TAG = re.compile(r"^\[\d+,\d+\]<(?:stdout|stderr)>:")
 _NCCL_MSG = re.compile(r"NCCL (INFO|WARN) ?(.*)$")
 _USING_NET = re.compile(r"Using network (\w+)")
 _VIA = re.compile(r"via (NET/(\w+)/(\d+)|P2P/\S+|SHM/\S+|CollNet\S*|NVLS\S*)")
+_RANK_HOST = re.compile(r"^\s*([^\s:]+):\d+:\d+ \[")  # `spark1:3111:3111 [0] NCCL INFO`
 _IB_DEV = re.compile(r"\[(\d+)\]([^\s:\[\]]+):(\d+)/(\w+)")
 _HCA = re.compile(r"NCCL_IB_HCA set (?:by environment )?to ([^\s]+?)\.?$")
 _SOCKET_IFNAME = re.compile(r"NCCL_SOCKET_IFNAME set (?:by environment )?to ([^\s]+?)\.?$")
@@ -96,6 +97,9 @@ class NcclResult:
     networks: tuple[str, ...] = ()  # every `Using network X` name seen (IB, IBext_v6, Socket)
     net_ib_devices: tuple[NcclIbDevice, ...] = ()  # from the `NET/IB : Using` line with most
     net_ib_device_count: int | None = None
+    # (host, devices) per rank host that printed a `NET/IB : Using` line: ranks can differ when
+    # their environments do (the launch node's login shell against mpirun's ssh-started ranks)
+    net_ib_devices_per_host: tuple[tuple[str, int], ...] = ()
     virtual_devices: tuple[str, ...] = ()  # NCCL 2.28 `Made virtual device [k] name=...`
     channel_nets: tuple[str, ...] = ()  # distinct `via NET/IB/0`, `NET/Socket/0`, `P2P/IPC`
     ib_hca: str | None = None  # NCCL_IB_HCA value as NCCL reports it
@@ -199,6 +203,7 @@ def parse_nccl(text: str) -> NcclResult:
     networks: list[str] = []
     vias: list[str] = []
     ib_devs: list[NcclIbDevice] = []
+    per_host: dict[str, int] = {}
     vdevs: list[str] = []
     hca: str | None = None
     ifname: str | None = None
@@ -235,6 +240,8 @@ def parse_nccl(text: str) -> NcclResult:
                 ]
                 if len(found) > len(ib_devs):
                     ib_devs = found
+                if (hm := _RANK_HOST.match(line)) is not None:
+                    per_host[hm.group(1)] = max(per_host.get(hm.group(1), 0), len(found))
                 if found:
                     ib_using = True
             elif "Made virtual device" in msg:
@@ -335,6 +342,7 @@ def parse_nccl(text: str) -> NcclResult:
         networks=tuple(dict.fromkeys(networks)),
         net_ib_devices=tuple(ib_devs),
         net_ib_device_count=len(ib_devs) if ib_devs else (0 if no_device else None),
+        net_ib_devices_per_host=tuple(per_host.items()),
         virtual_devices=tuple(vdevs),
         channel_nets=tuple(vias),
         ib_hca=hca,
