@@ -49,6 +49,7 @@ class Context:
     # target (switch or node) -> when this session last changed it, on that target's own clock
     # (epoch seconds). Log lines older than that are history, never current evidence.
     changed_at: Mapping[str, float] = field(default_factory=dict)
+    fixed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # node -> faults fixed
 
 
 Step = Literal[

@@ -21,6 +21,7 @@ from flows.checks import (
     nccl_config,
     perf_nccl,
     perf_rails,
+    persist_host,
     preflight_mpirun_ssh,
     preflight_sudo,
     preflight_tools,
@@ -55,6 +56,7 @@ CHECKS: tuple[Check, ...] = (
     switch_mtu.CHECK,
     nccl_config.CHECK,
     process_drain.CHECK,
+    persist_host.CHECK,
     perf_rails.CHECK,
     perf_nccl.CHECK,
 )

@@ -30,6 +30,7 @@ READINESS: dict[str, set[str]] = {
     "node-broken-mpirun-ssh": {"preflight.mpirun-ssh"},
     "node-without-passwordless-sudo": {"preflight.sudo", "host.pfc-enabled", "host.pcie-width"},
     "routeros-7-21-regression": {"switch.routeros-rdma-regression"},
+    "nm-profile-fights": {"persist.nm-profile"},  # a profile of its own that wins at boot
 }
 
 

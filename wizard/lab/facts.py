@@ -26,6 +26,7 @@ class NodeFacts(BaseModel):
     missing_tools: tuple[str, ...] = ()  # tools/packages not installed (lab.nodetools.LAYOUT)
     sudo: Literal["nopasswd", "password"] = "nopasswd"  # `sudo -n` allowed, or asks a password
     peer_ssh: Literal["ok", "no-key", "host-key"] = "ok"  # how it answers SSH from its peers
+    nm_profile: str | None = None  # a NetworkManager profile of its own (DHCP) on this netdev
 
 
 class SwitchFacts(BaseModel):

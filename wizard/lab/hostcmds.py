@@ -1743,6 +1743,13 @@ async def _docker(ctx: Ctx, args: list[str]) -> int:
     return docker_cli(ctx.world, ctx.node, args, ctx.out, ctx.err)
 
 
+@command("nmcli")
+async def _nmcli(ctx: Ctx, args: list[str]) -> int:
+    from wizard.lab import nmprofiles
+
+    return nmprofiles.run(ctx.world, ctx.node, args, ctx.out, ctx.err, root=ctx.root)
+
+
 @command("xargs")
 async def _xargs(ctx: Ctx, args: list[str]) -> int:
     """`xargs [-r] COMMAND ARGS...`: COMMAND with the words of standard input appended."""

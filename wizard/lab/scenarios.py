@@ -28,7 +28,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from wizard.errors import ScenarioError
-from wizard.lab import boots, nodetools, renderer, scenario_facts
+from wizard.lab import boots, nmprofiles, nodetools, renderer, scenario_facts
 from wizard.lab import faults as fault_mod
 from wizard.lab.facts import Facts
 from wizard.lab.switchport import CRS804, CRS812, new_switch
@@ -323,6 +323,7 @@ def build_world(
         node.boot_time -= 3600 + 600 * node.index  # the nodes have been up a while
     boots.seed_history(world)
     renderer.apply_facts(world)
+    nmprofiles.apply_facts(world)
     world.compute_rstp()
     for f in scenario.faults:
         fault_mod.inject(

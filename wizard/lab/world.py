@@ -737,6 +737,9 @@ class World:
         node.sysctls = dict(DEFAULT_SYSCTLS)
         self.apply_sysctl_files(node)
         self.apply_netplan(node)
+        from wizard.lab import nmprofiles  # NetworkManager's own profiles win at boot
+
+        nmprofiles.apply_at_boot(self, node)
         for unit in sorted(node.enabled_units):
             self.run_unit(node, unit)
         for c in self.cables:
