@@ -523,7 +523,7 @@ def nccl_plan(n: NcclConfig, verdict: Verdict, ctx: Context) -> FixPlan | None:
     changes = []
     # a container's environment is changed where it is defined (the verdict shows how), never
     # in host files the container does not read
-    on_host = [t for t in verdict.targets if "(container " not in t]
+    on_host = [t for t in verdict.targets if "(container " not in t and "(process " not in t]
     host_verdict = Verdict(verdict.fault, verdict.status, verdict.summary, tuple(on_host))
     for node in n.nodes:
         if node.node not in _nodes_of(host_verdict, ctx):

@@ -57,3 +57,4 @@ class Facts(BaseModel):
     switches: dict[str, SwitchFacts] = Field(default_factory=dict)
     ports: dict[str, PortFacts] = Field(default_factory=dict)  # "switch/port"
     containers: dict[str, ContainerFacts] = Field(default_factory=dict)  # by node
+    processes: dict[str, ContainerFacts] = Field(default_factory=dict)  # by node: name = comm

@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from wizard.lab import gids, hostnet, nodetools, perftest
+from wizard.lab import gids, hostnet, nodetools, perftest, procs
 from wizard.lab import nccl as nccl_mod
 from wizard.lab.boots import list_boots
 from wizard.lab.docker import run as docker_cli
@@ -367,6 +367,8 @@ def _sysfs(host: Host) -> dict[str, Callable[[], str]]:
         out[f"{net}/carrier_changes"] = _const(f"{downs + ups + 1}\n")
         # link-down events since boot: what the drain guard reads to see a link transition
         out[f"{net}/carrier_down_count"] = _counter(world, rail, "link_down_events_phy")
+    for path, text in procs.files(world, node).items():
+        out[path] = _const(text)
         for stat, src in (
             ("rx_bytes", "rx_bytes_phy"),
             ("tx_bytes", "tx_bytes_phy"),
@@ -541,16 +543,18 @@ async def _grep(ctx: Ctx, args: list[str]) -> int:
             continue
         sources.append((f, content))
     prefix = ("H" in flags or len(files) > 1) and "h" not in flags
+    end = "\0" if "z" in flags else "\n"  # -z: NUL-terminated records in and out
     found = 0
     for name, content in sources:
         count = 0
-        for line in content.splitlines():
+        records = [r for r in content.split("\0") if r] if "z" in flags else content.splitlines()
+        for line in records:
             hit = bool(rx.search(line))
             if hit != ("v" in flags):
                 count += 1
                 if "q" in flags or "c" in flags or "l" in flags:
                     continue
-                ctx.out(f"{name}:{line}\n" if prefix else line + "\n")
+                ctx.out(f"{name}:{line}{end}" if prefix else line + end)
         if "c" in flags:
             ctx.out(f"{name}:{count}\n" if prefix else f"{count}\n")
         if "l" in flags and count:

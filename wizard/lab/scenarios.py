@@ -160,7 +160,11 @@ def _check_topology(s: Scenario, path: str) -> None:
 def _check_facts(s: Scenario, names: set[str], path: str) -> None:
     """Facts name nodes, switches and ports that exist in the topology."""
     switches = set(switch_names(s.topology))
-    for section, keys in (("nodes", s.facts.nodes), ("containers", s.facts.containers)):
+    for section, keys in (
+        ("nodes", s.facts.nodes),
+        ("containers", s.facts.containers),
+        ("processes", s.facts.processes),
+    ):
         for n in keys:
             if n not in names:
                 raise ScenarioError(
