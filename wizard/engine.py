@@ -64,6 +64,7 @@ from wizard.model import (
 from wizard.probes import HostProbe, Observations, Probe
 
 UNREACHABLE = "preflight.unreachable"
+MANUAL_RECHECKS = 2  # a change made by hand is re-checked this many more times before it stays open
 
 # --- ports -----------------------------------------------------------------------------------
 
@@ -681,6 +682,8 @@ class Engine:
             await self.operator.error("Not done yet", observed, "do it, then answer again")
 
     async def _watch(self, action: PhysicalAction, before: dict[str, str]) -> tuple[bool, str]:
+        if action.kind == "manual":  # nothing to watch: the re-check verifies it
+            return True, f"changed by hand on {', '.join(action.nodes)}: re-checking"
         deadline = self.clock() + self.physical_timeout_s
         waiting = set(action.nodes) - self._confirmed
         seen: list[str] = []
@@ -1304,6 +1307,14 @@ class Engine:
         self.emit(FixApplied(step=self._step, fix_id=fix_id, fault=plan.fault, target=plan.target))
         self._fire("verify")
         ok, detail = await self._verify(plan)
+        for _again in range(MANUAL_RECHECKS if plan.physical.kind == "manual" else 0):
+            if ok:
+                break
+            # "I changed it, re-check": the step's probes run again after each answer
+            self.note(f"re-check: {detail}; change it, then answer again", "warn")
+            if not await self._physical(plan.physical):
+                break
+            ok, detail = await self._verify(plan)
         self.emit(
             FixVerified(step=self._step, fix_id=fix_id, fault=plan.fault, ok=ok, detail=detail)
         )
