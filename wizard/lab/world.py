@@ -855,6 +855,12 @@ class World:
                     "files": n.files,
                     "enabled_units": sorted(n.enabled_units),
                     "dmesg": [[t, m] for t, m in n.dmesg[-400:]],
+                    # the journal's earlier boots and the renderer: what a drain/reboot and
+                    # `netplan apply` are judged against after a resume
+                    "boots": [list(b) for b in n.boots],
+                    "off_s": n.off_s,
+                    "down_at": n.down_at,
+                    "renderer": n.renderer,
                     "rails": [
                         {
                             "netdev": r.netdev,
@@ -880,6 +886,7 @@ class World:
             ],
             "planned_cabling": dict(self.planned_cabling),
             "cables": [{"a": c.a.label, "b": c.b.label, "seated": c.seated} for c in self.cables],
+            "facts": self.facts.model_dump(mode="json", by_alias=True, exclude_defaults=True),
         }
 
 
