@@ -52,6 +52,7 @@ SYSCTL_FILES = HostProbe("sysctl_d", "grep -H . /etc/sysctl.d/*.conf")
 PFC_UNIT = HostProbe("pfc_unit", f"systemctl is-enabled {plans.PFC_UNIT}")
 NETPLAN_GENERATED = "/run/NetworkManager/system-connections/netplan-"
 FAULTS = ("persist.netplan-addresses", "persist.nm-profile", "persist.sysctl", "persist.pfc-unit")
+_NO_FILE = re.compile(r"^grep: /etc/sysctl\.d/[^:]*: No such file or directory$")
 _SYSCTL_LINE = re.compile(r"^(/etc/sysctl\.d/[^:\s]+\.conf):(.*)$")
 
 
@@ -92,7 +93,8 @@ def parse_sysctl_files(text: str) -> dict[str, tuple[str, str]]:
     """`grep -H . /etc/sysctl.d/*.conf` -> key -> (value, file); later files win (sysctl
     --system reads them in name order). Raises ValueError on output that is not grep's."""
     out: dict[str, tuple[str, str]] = {}
-    lines = [raw for raw in text.splitlines() if raw.strip()]
+    # no file at all: grep says so for the unexpanded glob (exit 2), which is an answer
+    lines = [raw for raw in text.splitlines() if raw.strip() and not _NO_FILE.match(raw)]
     for raw in lines:
         m = _SYSCTL_LINE.match(raw)
         if not m:
@@ -150,19 +152,14 @@ def parse(obs: Observations, ctx: Context) -> HostPersist:
         if node in obs.unreachable:
             continue
         plan, why = _netplan(obs, node)
-        if why:
+        if why:  # the profiles are still judged: any of its own on a rail fights netplan
             bad["persist.netplan-addresses"].append(why)
-            bad["persist.nm-profile"].append(why)
         profiles, absent, why = _profiles(obs, node)
         if why:
             bad["persist.nm-profile"].append(why)
         sysctl, why, res = read(obs, node, SYSCTL_FILES, _sysctl_or_none, ok_exit=(0, 1, 2))
-        if why is None and res is not None and res.exit_status == 2:
-            if "No such file" not in res.stderr:
-                why = Unreadable(node, res.command, res.stderr.strip()[:200], res.text)
-            sysctl = sysctl or {}
         if why is None and sysctl is None and res is not None:
-            why = Unreadable(node, res.command, "not grep -H output", res.text)
+            why = Unreadable(node, res.command, "not the output of grep -H", res.text)
         if why:
             bad["persist.sysctl"].append(why)
         unit, why, _ = read(obs, node, PFC_UNIT, _unit_state, ok_exit=(0, 1, 4))

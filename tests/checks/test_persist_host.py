@@ -134,12 +134,9 @@ def test_networkmanager_not_running_is_unknown() -> None:
 
 
 def test_runtime_only_sysctls_are_a_finding_with_the_sysctl_d_fix() -> None:
-    obs = _obs(**{ph.SYSCTL_FILES.name: ("", 2)})
-    bad = dataclasses.replace(
-        obs.nodes["spark1"][ph.SYSCTL_FILES.name],
-        stderr="grep: /etc/sysctl.d/*.conf: No such file or directory\n",
-    )
-    obs = Observations(nodes={"spark1": {**obs.nodes["spark1"], ph.SYSCTL_FILES.name: bad}})
+    # no file: grep's own words for the unexpanded glob (stderr merged by the sweep), exit 2
+    missing = ("grep: /etc/sysctl.d/*.conf: No such file or directory\n", 2)
+    obs = _obs(**{ph.SYSCTL_FILES.name: missing})
     v = _verdicts(obs)["persist.sysctl"]
     assert v.status is Status.FAIL
     assert v.evidence[0].observed == "arp_ignore=missing arp_announce=missing rp_filter=missing"
