@@ -51,15 +51,7 @@ def _kill_when(folder: Path, proc: subprocess.Popen[bytes], event_type: str, nth
         ("export_taken", 1),  # after the first export, before the change
         ("fix_applied", 1),  # after the first switch change, before its verification ends
         ("bisection_concluded", 1),  # the direct-connect test skipped: preflight explains it
-        pytest.param(
-            "fix_verified",
-            2,  # after the QoS fix
-            marks=pytest.mark.xfail(
-                reason="known, open: killed after the QoS fix verified, the resumed walk ends "
-                "with switch.qos-pfc-stall open",
-                strict=False,
-            ),
-        ),
+        ("fix_verified", 2),  # after the QoS fix
     ],
 )
 def test_killed_fix_resumes_to_the_same_end(tmp_path: Path, event_type: str, nth: int) -> None:
