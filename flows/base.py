@@ -46,9 +46,11 @@ class Context:
     drained_at: Mapping[str, float] = field(default_factory=dict)  # node -> last AC drain
     nccl_devices: str | None = None  # the inventory's `nccl: {devices: one|all}`
     jobs: Mapping[str, str] = field(default_factory=dict)  # node -> the job's container name
+    job_processes: Mapping[str, str] = field(default_factory=dict)  # node -> its process name
     # target (switch or node) -> when this session last changed it, on that target's own clock
     # (epoch seconds). Log lines older than that are history, never current evidence.
     changed_at: Mapping[str, float] = field(default_factory=dict)
+    fixed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # node -> faults fixed
 
 
 Step = Literal[

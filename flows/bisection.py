@@ -224,10 +224,12 @@ FLOW: tuple[StepSpec, ...] = (
         title="Persist and prove",
         kind="persist",
         what=(
-            "Take a golden export of every switch, run every check again, then reboot one node and "
-            "run the checks and the rail tests once more: every host change must come back by "
-            "itself (netplan with the host's renderer, sysctl.d, the mlnx_qos oneshot unit "
-            "ordered after the rail devices, /etc/nccl.conf)."
+            "Take a golden export of every switch and list it (/file print, size as read back); "
+            "read what the next boot applies on every node: each fabric address in netplan, no "
+            "NetworkManager profile of its own on a rail (nmcli -t), the ARP sysctls in "
+            "/etc/sysctl.d, the PFC oneshot unit enabled (systemctl is-enabled); then reboot one "
+            "node and run the checks and the rail tests once more: every host change must come "
+            "back by itself."
         ),
         why=(
             "A fix that does not survive a reboot comes back as the same ticket next month; the "
@@ -237,7 +239,13 @@ FLOW: tuple[StepSpec, ...] = (
             "Golden exports recorded in the session; all checks pass; the rebooted node came back "
             "with every check passing and its rails at line rate, with zero manual steps."
         ),
-        faults=(),
+        faults=(
+            "persist.netplan-addresses",
+            "persist.nm-profile",
+            "persist.sysctl",
+            "persist.pfc-unit",
+            "persist.golden-export",
+        ),
     ),
 )
 

@@ -9,6 +9,7 @@ commands that apply them. What only hands can do is a `PhysicalAction`. Nothing 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from collections.abc import Iterable, Sequence
@@ -27,6 +28,7 @@ from wizard.model import (
     HostFile,
     PhysicalAction,
     Rail,
+    Status,
     SwitchChange,
     Verdict,
 )
@@ -523,7 +525,9 @@ def nccl_plan(n: NcclConfig, verdict: Verdict, ctx: Context) -> FixPlan | None:
     changes = []
     # a container's environment is changed where it is defined (the verdict shows how), never
     # in host files the container does not read
-    on_host = [t for t in verdict.targets if "(container " not in t]
+    on_host = [t for t in verdict.targets if "(container " not in t and "(process " not in t]
+    if not on_host:
+        return job_env_plan(verdict, ctx)
     host_verdict = Verdict(verdict.fault, verdict.status, verdict.summary, tuple(on_host))
     for node in n.nodes:
         if node.node not in _nodes_of(host_verdict, ctx):
@@ -577,6 +581,28 @@ def nccl_plan(n: NcclConfig, verdict: Verdict, ctx: Context) -> FixPlan | None:
         else "remove the NCCL_NET=Socket / NCCL_IB_DISABLE=1 overrides"
     )
     return _host_plan(verdict, summary, changes)
+
+
+def job_env_plan(verdict: Verdict, ctx: Context) -> FixPlan | None:
+    """Where the job's own environment (its container, its process) holds the wrong setting:
+    a manual step with the exact change (the evidence's expected value), then a re-check of the
+    step's probes. fabwiz never edits a container or a running process."""
+    jobs = [t for t in verdict.targets if "(container " in t or "(process " in t]
+    changes = [
+        f"{e.target}: {e.expected}"
+        for e in verdict.evidence
+        if e.target in jobs and e.status in (Status.FAIL, Status.WARN)
+    ]
+    nodes = tuple(dict.fromkeys(t.split(" ")[0] for t in jobs if t.split(" ")[0] in ctx.nodes))
+    if not changes or not nodes:
+        return None
+    action = PhysicalAction(
+        kind="manual",
+        nodes=nodes,
+        instructions="Change the job's environment by hand, then re-check: " + "; ".join(changes),
+    )
+    plan = _physical(verdict, action, "change the job's environment by hand", bounces=False)
+    return dataclasses.replace(plan, verify_traffic=False)
 
 
 # --- physical actions -------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from flows.checks import (
     nccl_job,
     perf_nccl,
     perf_rails,
+    persist_host,
     preflight_mpirun_ssh,
     preflight_sudo,
     preflight_tools,
@@ -56,6 +57,7 @@ CHECKS: tuple[Check, ...] = (
     switch_mtu.CHECK,
     nccl_config.CHECK,
     process_drain.CHECK,
+    persist_host.CHECK,
     perf_rails.CHECK,
     perf_nccl.CHECK,
     nccl_job.CHECK,  # after perf_nccl: the job's run is judged against the canonical one

@@ -123,7 +123,13 @@ def _fix_rules() -> list[SudoRule]:
         SudoRule("sysctl", ("--system",), "--system", "load the ARP sysctls"),
         SudoRule(
             "systemctl",
-            ("daemon-reload", f"enable --now {unit}", f"disable {unit}", "stop fabwiz-revert-*"),
+            (
+                "daemon-reload",
+                f"enable --now {unit}",
+                f"enable {unit}",
+                f"disable {unit}",
+                "stop fabwiz-revert-*",
+            ),
             "daemon-reload",
             "install the PFC-off unit; disarm a timed revert",
         ),
@@ -132,6 +138,12 @@ def _fix_rules() -> list[SudoRule]:
             ("--on-active=* --unit=fabwiz-revert-* sh -c *",),
             "--on-active=120 --unit=fabwiz-revert-x sh -c true",
             "arm the timed revert of a host fix",
+        ),
+        SudoRule(
+            "nmcli",
+            tuple(f"connection modify uuid * connection.autoconnect {v}" for v in ("no", "yes")),
+            "connection modify uuid 00000000-0000-0000-0000-000000000000 connection.autoconnect no",
+            "stop a NetworkManager profile that fights netplan from autoconnecting",
         ),
         SudoRule("tee", paths, paths[0], "write a fix's file"),
         SudoRule(

@@ -91,6 +91,7 @@ def context_factory(inv: Inventory) -> Callable[[Observations, DrainGuard], Any]
     exp = _expectations(inv)
     management = {s.name: tuple(s.management_ports) for s in inv.switches}
     jobs = {n.name: n.job_container for n in inv.nodes if n.job_container}
+    procs = {n.name: n.job_process for n in inv.nodes if n.job_process}
 
     def build(obs: Observations, guard: DrainGuard) -> Any:
         ctx = make_context(
@@ -116,7 +117,11 @@ def context_factory(inv: Inventory) -> Callable[[Observations, DrainGuard], Any]
             for at, cause in items
         )
         return dataclasses.replace(
-            ctx, transitions=transitions, drained_at=dict(guard.drains), jobs=jobs
+            ctx,
+            transitions=transitions,
+            drained_at=dict(guard.drains),
+            jobs=jobs,
+            job_processes=procs,
         )
 
     return build

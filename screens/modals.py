@@ -39,6 +39,7 @@ KIND_TITLES = {
     "reseat": "Reseat",
     "firmware_update": "Firmware update",
     "power_cycle": "Power cycle",
+    "manual": "Change by hand",
 }
 _COMES_BACK = ("ac_drain", "reboot", "power_cycle", "firmware_update")
 _ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
@@ -285,7 +286,8 @@ class PhysicalActionModal(Dialog[str | None]):
                 yield Button("Stop waiting (c)", id="cancel-wait", compact=True)
                 yield Button("Hide (esc)", id="hide-wait", compact=True)
             with Horizontal(classes="buttons", id="ask-buttons"):
-                yield Button("Done (d)", id="done", variant="primary", compact=True)
+                done = "I changed it, re-check (d)" if a.kind == "manual" else "Done (d)"
+                yield Button(done, id="done", variant="primary", compact=True)
                 if self.can_perform_in_lab:
                     yield Button("Perform (p)", id="perform", variant="success", compact=True)
                 if self.is_drain:

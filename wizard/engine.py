@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from wizard import bisect, boots, deadman, fixes, locks, settle
+from wizard import bisect, boots, deadman, fixes, golden, locks, settle
 from wizard.drain import FAULT_ID as UNDRAINED
 from wizard.drain import DrainGuard, link_downs
 from wizard.errors import FabwizError, SessionLogError
@@ -65,6 +65,7 @@ from wizard.probes import HostProbe, Observations, Probe
 
 UNREACHABLE = "preflight.unreachable"
 JOB_ENV = "nccl.job-env"  # the check judging NCCL with the job's own environment
+MANUAL_RECHECKS = 2  # a change made by hand is re-checked this many more times before it stays open
 
 # --- ports -----------------------------------------------------------------------------------
 
@@ -509,7 +510,7 @@ class Engine:
     def _judge(
         self, checks: Sequence[CheckLike], obs: Observations, faults: Sequence[str] | None
     ) -> list[Verdict]:
-        ctx = self.make_context(obs, self.guard)
+        ctx = self._with_session(self.make_context(obs, self.guard))
         verdicts: list[Verdict] = []
         for c in checks:
             try:
@@ -684,6 +685,8 @@ class Engine:
             await self.operator.error("Not done yet", observed, "do it, then answer again")
 
     async def _watch(self, action: PhysicalAction, before: dict[str, str]) -> tuple[bool, str]:
+        if action.kind == "manual":  # nothing to watch: the re-check verifies it
+            return True, f"changed by hand on {', '.join(action.nodes)}: re-checking"
         deadline = self.clock() + self.physical_timeout_s
         waiting = set(action.nodes) - self._confirmed
         seen: list[str] = []
@@ -765,7 +768,7 @@ class Engine:
     def _plans(
         self, obs: Observations, verdicts: Sequence[Verdict]
     ) -> list[tuple[Verdict, FixPlan]]:
-        ctx = self.make_context(obs, self.guard)
+        ctx = self._with_session(self.make_context(obs, self.guard))
         out: list[tuple[Verdict, FixPlan]] = []
         for v in verdicts:
             if v.status not in (Status.FAIL, Status.WARN):
@@ -1322,6 +1325,14 @@ class Engine:
         self.emit(FixApplied(step=self._step, fix_id=fix_id, fault=plan.fault, target=plan.target))
         self._fire("verify")
         ok, detail = await self._verify(plan)
+        for _again in range(MANUAL_RECHECKS if plan.physical.kind == "manual" else 0):
+            if ok:
+                break
+            # "I changed it, re-check": the step's probes run again after each answer
+            self.note(f"re-check: {detail}; change it, then answer again", "warn")
+            if not await self._physical(plan.physical):
+                break
+            ok, detail = await self._verify(plan)
         self.emit(
             FixVerified(step=self._step, fix_id=fix_id, fault=plan.fault, ok=ok, detail=detail)
         )
@@ -1914,11 +1925,31 @@ class Engine:
         await self._measure_and_judge("nccl", spec.faults)
         return False
 
-    async def _step_persist(self, spec: StepLike) -> bool:
+    def _with_session(self, ctx: Any) -> Any:
+        """The judges' context with what this session fixed (node -> fault ids of verified
+        fixes): the persistence checks ask for the files those fixes need at boot."""
+        fixed: dict[str, tuple[str, ...]] = {}
+        for f in self.result.fixes:
+            if f.verified:
+                for n in f.target.replace(",", " ").split():
+                    fixed[n] = (*fixed.get(n, ()), f.fault)
+        if not fixed or not hasattr(ctx, "fixed"):
+            return ctx
+        return replace(ctx, fixed=fixed)
+
+    async def _golden_exports(self) -> list[Verdict]:
+        """A golden export of every switch, then `/file print` to see it is there with the size
+        read back (wizard/golden.py); a missing or short one is taken again once."""
+        out: list[Verdict] = []
         for switch in self.fabric.switches:
             name = f"fabwiz-{self.session_id}-golden"
-            status = await fixes.take_export(self.fabric.api(switch), switch, name)
-            if status.verified:
+            verdict: Verdict | None = None
+            for _attempt in range(2):
+                status = await fixes.take_export(self.fabric.api(switch), switch, name)
+                if not status.verified:
+                    self.note(f"{switch}: golden export failed: {status.error}", "error")
+                    verdict = golden.judge(switch, status.file, 0, None, status.error or "")
+                    break
                 self.emit(
                     ExportTaken(
                         step=self._step,
@@ -1929,13 +1960,36 @@ class Engine:
                         purpose="golden",
                     )
                 )
-            else:
-                self.note(f"{switch}: golden export failed: {status.error}", "error")
+                size = len(status.contents.encode("utf-8"))
+                try:
+                    rows: list[dict[str, str]] | None = list(
+                        await self.fabric.api(switch).call("/file", "print")
+                    )
+                    error = ""
+                except Exception as exc:  # transport errors arrive as many types: data here
+                    rows, error = None, str(exc)
+                verdict = golden.judge(switch, status.file, size, rows, error)
+                if verdict.status != Status.FAIL:
+                    break
+            if verdict is not None:
+                out.append(verdict)
+        return out
+
+    async def _step_persist(self, spec: StepLike) -> bool:
+        golden_verdicts = await self._golden_exports()
         config = [c for c in self.checks if not c.needs_traffic]
         obs = await self._sweep(config)
         verdicts = self._judge(config, obs, None)
-        self._record_verdicts(verdicts)
-        self._fire("judged")
+        self._record_verdicts(verdicts + golden_verdicts)
+        own = [v for v in verdicts if v.fault in spec.faults and v.is_finding]
+        if own:
+            await self._fix_findings(spec, config, verdicts, obs)
+            obs = await self._sweep(config)
+            verdicts = self._judge(config, obs, None)
+            self._record_verdicts(verdicts)
+        else:
+            self._fire("judged")
+        verdicts = verdicts + golden_verdicts
         t = self.thresholds
         rails_ok = bool(self.result.rails_gbps) and all(
             v >= t.rail_fix_target_gbps for v in self.result.rails_gbps.values()

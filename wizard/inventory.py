@@ -97,6 +97,8 @@ class NodeSpec(_Strict):
     tools: dict[str, str] = Field(default_factory=dict)  # tool -> absolute path on this node
     # the container the real job runs in: its environment is where NCCL settings count
     job_container: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    # or the process it runs as (its /proc/<pid>/comm name, as `pgrep -x` matches it)
+    job_process: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,14}$")
 
     @field_validator("tools")
     @classmethod

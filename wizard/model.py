@@ -293,7 +293,9 @@ class HostChange:
     rollback_commands: tuple[str, ...] = ()
 
 
-PhysicalKind = Literal["recable", "ac_drain", "reboot", "reseat", "firmware_update", "power_cycle"]
+PhysicalKind = Literal[
+    "recable", "ac_drain", "reboot", "reseat", "firmware_update", "power_cycle", "manual"
+]  # manual: a change only the technician can make (a container's environment), then re-check
 
 
 @dataclass(frozen=True, slots=True)

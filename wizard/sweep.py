@@ -123,7 +123,9 @@ def split_script_output(
     current: str | None = None
     buf: list[str] = []
     begin = re.compile(rf"^{re.escape(marker)} (\S+) BEGIN$")
-    end = re.compile(rf"^{re.escape(marker)} (\S+) END (\d+)$")
+    # output that does not end in a newline (a NUL-separated /proc file, a file without a last
+    # newline) puts the end marker on its last line: what comes before it is output
+    end = re.compile(rf"^(.*?){re.escape(marker)} (\S+) END (\d+)$", re.S)
     for line in text.splitlines(keepends=True):
         stripped = line.rstrip("\r\n")
         m = begin.match(stripped)
@@ -131,11 +133,11 @@ def split_script_output(
             current, buf = m.group(1), []
             continue
         m = end.match(stripped)
-        if m and current is not None and current == m.group(1):
+        if m and current is not None and current == m.group(2):
             s = by_key.get(current)
             if s is not None:
-                body = "".join(buf)
-                status = int(m.group(2))
+                body = "".join(buf) + m.group(1)
+                status = int(m.group(3))
                 err = (
                     sudo_error(target, s.command, body) if s.command.startswith("sudo -n") else None
                 )

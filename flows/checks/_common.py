@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from flows.base import Context, HostProbe, Observations, SwitchProbe
+from flows.jobproc import ENVIRON as PROC_ENVIRON  # noqa: F401  (a sudo probe: in the sudoers rules)
 from flows.netplan import PROBE as NETPLAN_FILES  # noqa: F401  (a sudo probe: in the sudoers rules)
 from wizard.discovery import (
     DISCOVERY_HOST_PROBES,

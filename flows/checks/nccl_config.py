@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from flows import plans
+from flows import jobproc, plans
 from flows.base import Check, Context, HostProbe, Observations
 from flows.checks._common import (
     IBDEV,
@@ -96,6 +96,7 @@ class NodeNccl:
     interfaces: tuple[str, ...] = ()  # every netdev `ip -j addr` lists
     management: str | None = None  # the one non-fabric interface with an IPv4 address
     containers: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> env
+    processes: dict[str, tuple[list[int], dict[str, str]]] = field(default_factory=dict)
 
     @property
     def effective(self) -> dict[str, str]:
@@ -141,12 +142,45 @@ def parse(obs: Observations, ctx: Context) -> NcclConfig:
                     )
                 )
             containers = {job: containers[job]} if job in containers else {}
+        procs, why4 = _job_process(obs, node, ctx)
+        if why4 is not None:
+            bad.append(why4)
         out.append(
             NodeNccl(
-                node, env or {}, conf or {}, active, index, ifaces, mgmt, containers=containers
+                node,
+                env or {},
+                conf or {},
+                active,
+                index,
+                ifaces,
+                mgmt,
+                containers=containers,
+                processes=procs,
             )
         )
     return NcclConfig(tuple(out), tuple(bad))
+
+
+def _job_process(
+    obs: Observations, node: str, ctx: Context
+) -> tuple[dict[str, tuple[list[int], dict[str, str]]], Unreadable | None]:
+    """The NCCL environment of the job's process the inventory names (`/proc/<pid>/environ`):
+    name -> (pids, env); why it cannot be seen when the process is not there or unreadable."""
+    name = ctx.job_processes.get(node)
+    if name is None:
+        return {}, None
+    comm, why, _ = read(obs, node, jobproc.COMM, jobproc.parse_comm, ok_exit=(0, 2))
+    if comm is None:
+        return {}, why
+    pids = sorted(p for p, c in comm.items() if c == name)
+    if not pids:
+        return {}, Unreadable(
+            node, jobproc.COMM.command, f"the job's process {name} is not running", ""
+        )
+    envs, why, _ = read(obs, node, jobproc.ENVIRON, jobproc.parse_environ, ok_exit=(0, 1, 2))
+    if envs is None:
+        return {}, why
+    return {name: (pids, envs.get(pids[0], {}))}, None
 
 
 def _interfaces(
@@ -236,6 +270,26 @@ def judge(n: NcclConfig, ctx: Context) -> list[Verdict]:
                 f"{CONTAINERS.command}; {IBDEV.command}",
                 f"NCCL_IB_HCA={cspec} (container {name}) selects {', '.join(chosen) or 'nothing'}",
                 container_change(name, want)
+                if missing
+                else f"every active device: {', '.join(node.active)}",
+            )
+            if missing:
+                hca.fail(ev)
+            else:
+                hca.ok(ev)
+        for name, (pids, penv) in node.processes.items():
+            pspec = penv.get("NCCL_IB_HCA")
+            if pspec is None:
+                continue
+            chosen = hca_selects(pspec, list(node.active))
+            missing = [d for d in node.active if d not in chosen]
+            want = {"NCCL_IB_HCA": "=" + ",".join(node.active)}
+            ev = Evidence(
+                f"{node.node} (process {name})",
+                f"{jobproc.ENVIRON.command}; {IBDEV.command}",
+                f"NCCL_IB_HCA={pspec} (process {name}, pid {pids[0]}) selects "
+                f"{', '.join(chosen) or 'nothing'}",
+                jobproc.process_change(name, pids, want)
                 if missing
                 else f"every active device: {', '.join(node.active)}",
             )
@@ -349,7 +403,16 @@ CHECK = Check(
     description=__doc__ or "",
     faults=("nccl.hca-filter", "nccl.socket-fallback"),
     step="halves",
-    probes=(NCCL_ENV, NCCL_CONF, IBDEV, SHOW_GIDS, IP_ADDR, CONTAINERS),
+    probes=(
+        NCCL_ENV,
+        NCCL_CONF,
+        IBDEV,
+        SHOW_GIDS,
+        IP_ADDR,
+        CONTAINERS,
+        jobproc.COMM,
+        jobproc.ENVIRON,
+    ),
     parse=parse,
     judge=judge,
     fix=fix,

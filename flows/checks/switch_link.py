@@ -9,9 +9,10 @@ forced-mode") until they are forced to `auto-negotiation=no speed=200G-baseCR4`
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from flows import plans
+from flows import loghistory, plans
 from flows.base import Check, Context, Observations
 from flows.checks._common import (
     SW_ETHERNET,
@@ -42,6 +43,7 @@ class PortLink:
     fec: str
     autoneg_config: bool  # /interface/ethernet auto-negotiation
     log_autoinit_failed: bool
+    history: str = ""  # the port's log lines set aside as older than the last change
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,11 +75,9 @@ def parse(obs: Observations, ctx: Context) -> SwitchLinks:
         names = default_names(eth)
         config = {r.get("name", ""): r for r in eth}
         cabled_ports = {p for (s, p) in ctx.cabling.values() if s == sw}
-        failed_log = " ".join(
-            r.get("message", "")
-            for r in (log or ())
-            if "auto-initialization failed" in r.get("message", "")
-        )
+        lines = loghistory.split(log or (), sw, ctx.changed_at)
+        failed_log = _autoinit_text(lines.current)
+        old_log = _autoinit_text(lines.history)
         for r in mon:
             name = r.get("name", "")
             dname = names.get(name, name)
@@ -94,10 +94,32 @@ def parse(obs: Observations, ctx: Context) -> SwitchLinks:
                     rate=r.get("rate", ""),
                     fec=r.get("fec", ""),
                     autoneg_config=is_true(config.get(name, {}).get("auto-negotiation")),
-                    log_autoinit_failed=name in failed_log.split() or f"{name} " in failed_log,
+                    log_autoinit_failed=_names(name, failed_log),
+                    history=_history(name, lines.history, lines.since) if old_log else "",
                 )
             )
     return SwitchLinks(tuple(ports), tuple(bad))
+
+
+def _autoinit_text(log: Iterable[Mapping[str, str]]) -> str:
+    return " ".join(
+        r.get("message", "") for r in log if "auto-initialization failed" in r.get("message", "")
+    )
+
+
+def _names(name: str, text: str) -> bool:
+    return name in text.split() or f"{name} " in text
+
+
+def _history(name: str, old: Iterable[Mapping[str, str]], since: float | None) -> str:
+    mine = [r for r in old if _names(name, _autoinit_text([r]))]
+    if not mine or since is None:
+        return ""
+    stamps = ", ".join(r.get("time", "?") for r in mine[-3:])
+    return (
+        f"; set aside as history: {len(mine)} log line(s) 'module auto-initialization failed' "
+        f"from before the change at {loghistory.since_text(since)} ({stamps})"
+    )
 
 
 def autoneg_failed(p: PortLink) -> bool:
@@ -124,9 +146,8 @@ def judge(links: SwitchLinks, ctx: Context) -> list[Verdict]:
                     target,
                     MONITOR_CMD,
                     f"status={p.status} auto-negotiation={p.autoneg}"
-                    + (
-                        " (log: module auto-initialization failed)" if p.log_autoinit_failed else ""
-                    ),
+                    + (" (log: module auto-initialization failed)" if p.log_autoinit_failed else "")
+                    + p.history,
                     "status=link-ok with auto-negotiation=no speed=200G-baseCR4 on lane masters",
                 )
             )
@@ -142,7 +163,7 @@ def judge(links: SwitchLinks, ctx: Context) -> list[Verdict]:
         ev = Evidence(
             target,
             MONITOR_CMD,
-            f"status=link-ok rate={p.rate} fec={p.fec}",
+            f"status=link-ok rate={p.rate} fec={p.fec}" + p.history,
             f"rate={want or 'any'} fec={ctx.expectations.link_fec}",
         )
         if problems:

@@ -203,6 +203,12 @@ async def run_check(
         discovered=sweeper.rails,
         nccl_devices=inv.nccl_devices,
     )
+    # where the real job runs (its container or process), as the wizard's walk reads it
+    ctx = dataclasses.replace(
+        ctx,
+        jobs={n.name: n.job_container for n in inv.nodes if n.job_container},
+        job_processes={n.name: n.job_process for n in inv.nodes if n.job_process},
+    )
     verdicts: list[Verdict] = []
     for c in checks:
         verdicts.extend(c.run(obs, ctx))

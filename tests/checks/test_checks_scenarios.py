@@ -28,8 +28,14 @@ READINESS: dict[str, set[str]] = {
     "node-without-perftest": {"preflight.tool-missing"},
     "node-without-nccl-tests": {"preflight.tool-missing"},
     "node-broken-mpirun-ssh": {"preflight.mpirun-ssh"},
-    "node-without-passwordless-sudo": {"preflight.sudo", "host.pfc-enabled", "host.pcie-width"},
+    "node-without-passwordless-sudo": {
+        "preflight.sudo",
+        "host.pfc-enabled",
+        "host.pcie-width",
+        "persist.netplan-addresses",  # its netplan files are root's: unread, so unknown
+    },
     "routeros-7-21-regression": {"switch.routeros-rdma-regression"},
+    "nm-profile-fights": {"persist.nm-profile"},  # a profile of its own that wins at boot
 }
 
 # faults only the job's own NCCL run shows (no config sweep reads where they are): with --perf

@@ -165,6 +165,12 @@ NOT_FIXED_BY_FABWIZ = {
 }
 
 
+# Scenarios whose facts (not faults) leave something to fix: the fault the walk must fix.
+FROM_FACTS = {
+    "nm-profile-fights": "persist.nm-profile",  # a profile of its own that wins at boot
+}
+
+
 def _scenarios() -> list[str]:
     from wizard.lab import scenarios
 
@@ -180,6 +186,7 @@ async def test_every_builtin_scenario_ends_healthy_with_the_right_fix(
 
     scenario = scenarios.load(name)
     injected = [f.id for f in scenario.faults if not f.id.startswith("benign.")]
+    injected += [FROM_FACTS[name]] if name in FROM_FACTS else []
     result, events = await walk(name, tmp_path, time_scale=200.0)
     if name in NOT_FIXED_BY_FABWIZ:
         left = {

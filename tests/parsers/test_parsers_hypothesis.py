@@ -13,7 +13,7 @@ from parsers_support import REAL, real_files
 
 from flows.analyze import analyze_text
 from wizard.errors import ParseError
-from wizard.parsers import ethtool, iproute2, nccl, perftest, routeros
+from wizard.parsers import ethtool, iproute2, nccl, nmcli, perftest, routeros
 from wizard.parsers.detect import PARSERS, detect
 
 # Every public parse function, not only the ones detect dispatches to.
@@ -32,6 +32,8 @@ ALL_PARSERS: dict[str, Callable[[str], Any]] = {
     "ros_sentences": routeros.parse_api_sentences,
     "ros_json": routeros.parse_api_json,
     "ros_repr": routeros.parse_api_python_repr,
+    "nmcli_list": nmcli.parse_list,
+    "nmcli_details": nmcli.parse_details,
 }
 
 FOLDERS = {

@@ -29,6 +29,7 @@ class NodeFacts(BaseModel):
     platform: Literal["dgx-spark", "asus-gx10", "msi-edgexpert", "dell-gb10", "gigabyte-atom"] = (
         "dgx-spark"  # the GB10 vendor's DMI sys_vendor / product_name (lab.nodetools.PLATFORMS)
     )
+    nm_profile: str | None = None  # a NetworkManager profile of its own (DHCP) on this netdev
 
 
 class SwitchFacts(BaseModel):
@@ -59,3 +60,4 @@ class Facts(BaseModel):
     switches: dict[str, SwitchFacts] = Field(default_factory=dict)
     ports: dict[str, PortFacts] = Field(default_factory=dict)  # "switch/port"
     containers: dict[str, ContainerFacts] = Field(default_factory=dict)  # by node
+    processes: dict[str, ContainerFacts] = Field(default_factory=dict)  # by node: name = comm

@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from wizard.lab import gids, hostnet, nodetools, perftest
+from wizard.lab import gids, hostnet, nodetools, perftest, procs
 from wizard.lab import nccl as nccl_mod
 from wizard.lab.boots import list_boots
 from wizard.lab.docker import run as docker_cli
@@ -405,6 +405,8 @@ def _node_sysfs(world: World, node: NodeState) -> dict[str, Callable[[], str]]:
     out: dict[str, Callable[[], str]] = {}
     out["/proc/sys/kernel/random/boot_id"] = lambda: node.boot_id + "\n"
     out["/proc/uptime"] = lambda: _uptime(world, node)
+    for path, text in procs.files(world, node).items():
+        out[path] = _const(text)
     for key, value in node.sysctls.items():
         out["/proc/sys/" + key.replace(".", "/")] = _const(value + "\n")
     out["/proc/version"] = _const(f"Linux version {KERNEL} (buildd@ubuntu) #16-Ubuntu SMP\n")
@@ -590,16 +592,18 @@ async def _grep(ctx: Ctx, args: list[str]) -> int:
             continue
         sources.append((f, content))
     prefix = ("H" in flags or len(files) > 1) and "h" not in flags
+    end = "\0" if "z" in flags else "\n"  # -z: NUL-terminated records in and out
     found = 0
     for name, content in sources:
         count = 0
-        for line in content.splitlines():
+        records = [r for r in content.split("\0") if r] if "z" in flags else content.splitlines()
+        for line in records:
             hit = bool(rx.search(line))
             if hit != ("v" in flags):
                 count += 1
                 if "q" in flags or "c" in flags or "l" in flags:
                     continue
-                ctx.out(f"{name}:{line}\n" if prefix else line + "\n")
+                ctx.out(f"{name}:{line}{end}" if prefix else line + end)
         if "c" in flags:
             ctx.out(f"{name}:{count}\n" if prefix else f"{count}\n")
         if "l" in flags and count:
@@ -1873,6 +1877,13 @@ async def _mlxfwmanager(ctx: Ctx, args: list[str]) -> int:
 @command("docker")
 async def _docker(ctx: Ctx, args: list[str]) -> int:
     return docker_cli(ctx.world, ctx.node, args, ctx.out, ctx.err)
+
+
+@command("nmcli")
+async def _nmcli(ctx: Ctx, args: list[str]) -> int:
+    from wizard.lab import nmprofiles
+
+    return nmprofiles.run(ctx.world, ctx.node, args, ctx.out, ctx.err, root=ctx.root)
 
 
 @command("xargs")

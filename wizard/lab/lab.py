@@ -358,6 +358,11 @@ class Lab:
                     if name in self.world.facts.containers
                     else {}
                 ),
+                **(
+                    {"job_process": self.world.facts.processes[name].name}
+                    if name in self.world.facts.processes
+                    else {}
+                ),
             }
             for name, srv in self.ssh.items()
         ]

@@ -28,7 +28,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from wizard.errors import ScenarioError
-from wizard.lab import boots, nodetools, renderer, scenario_facts
+from wizard.lab import boots, nmprofiles, nodetools, renderer, scenario_facts
 from wizard.lab import faults as fault_mod
 from wizard.lab.facts import Facts
 from wizard.lab.switchport import CRS804, CRS812, new_switch
@@ -160,7 +160,11 @@ def _check_topology(s: Scenario, path: str) -> None:
 def _check_facts(s: Scenario, names: set[str], path: str) -> None:
     """Facts name nodes, switches and ports that exist in the topology."""
     switches = set(switch_names(s.topology))
-    for section, keys in (("nodes", s.facts.nodes), ("containers", s.facts.containers)):
+    for section, keys in (
+        ("nodes", s.facts.nodes),
+        ("containers", s.facts.containers),
+        ("processes", s.facts.processes),
+    ):
         for n in keys:
             if n not in names:
                 raise ScenarioError(
@@ -323,6 +327,7 @@ def build_world(
         node.boot_time -= 3600 + 600 * node.index  # the nodes have been up a while
     boots.seed_history(world)
     renderer.apply_facts(world)
+    nmprofiles.apply_facts(world)
     world.compute_rstp()
     for f in scenario.faults:
         fault_mod.inject(

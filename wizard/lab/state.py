@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import FabwizError
+from wizard.lab.facts import Facts
 from wizard.lab.switchport import switch_from_state
 from wizard.lab.traffic import Traffic
 from wizard.lab.world import Cable, End, World
@@ -72,6 +73,8 @@ def restore(data: dict[str, Any], *, time_scale: float | None = None) -> World:
         name=str(data.get("name", "lab")),
     )
     world.set_clock(float(data["now"]))
+    # the facts (containers, processes, renderers, firmware...) as they were, changes included
+    world.facts = Facts.model_validate(data.get("facts") or {})
     Traffic(world)
     for nd in data["nodes"]:
         node = world.add_node(nd["name"], int(nd["index"]))
@@ -90,6 +93,10 @@ def restore(data: dict[str, Any], *, time_scale: float | None = None) -> World:
         node.dirs = {str(d) for d in nd.get("dirs", [])}
         node.enabled_units = set(nd["enabled_units"])
         node.dmesg = [(float(t), str(m)) for t, m in nd.get("dmesg", [])]
+        node.boots = [(str(b), float(first), float(last)) for b, first, last in nd.get("boots", [])]
+        node.off_s = None if nd.get("off_s") is None else float(nd["off_s"])
+        node.down_at = float(nd.get("down_at", 0.0))
+        node.renderer = str(nd.get("renderer", node.renderer))
         for rd, rail in zip(nd["rails"], node.rails, strict=True):
             rail.addresses = list(rd["addresses"])
             rail.ipv6 = list(rd["ipv6"])

@@ -740,6 +740,9 @@ class World:
         node.sysctls = dict(DEFAULT_SYSCTLS)
         self.apply_sysctl_files(node)
         self.apply_netplan(node)
+        from wizard.lab import nmprofiles  # NetworkManager's own profiles win at boot
+
+        nmprofiles.apply_at_boot(self, node)
         for unit in sorted(node.enabled_units):
             self.run_unit(node, unit)
         for c in self.cables:
@@ -856,6 +859,12 @@ class World:
                     "dirs": sorted(n.dirs),
                     "enabled_units": sorted(n.enabled_units),
                     "dmesg": [[t, m] for t, m in n.dmesg[-400:]],
+                    # the journal's earlier boots and the renderer: what a drain/reboot and
+                    # `netplan apply` are judged against after a resume
+                    "boots": [list(b) for b in n.boots],
+                    "off_s": n.off_s,
+                    "down_at": n.down_at,
+                    "renderer": n.renderer,
                     "rails": [
                         {
                             "netdev": r.netdev,
@@ -881,6 +890,7 @@ class World:
             ],
             "planned_cabling": dict(self.planned_cabling),
             "cables": [{"a": c.a.label, "b": c.b.label, "seated": c.seated} for c in self.cables],
+            "facts": self.facts.model_dump(mode="json", by_alias=True, exclude_defaults=True),
         }
 
 
