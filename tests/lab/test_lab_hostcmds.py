@@ -58,6 +58,22 @@ async def test_shell_subset() -> None:
     )
 
 
+async def test_another_users_process_environment_needs_root() -> None:
+    # /proc/<pid>/environ is mode 0400, owned by the process's user: EACCES for the login user
+    _w, n = lab("healthy-2node-direct")
+    s = n["spark1"]
+    assert await s.run("cat /proc/1/environ") == (
+        "",
+        "cat: /proc/1/environ: Permission denied\n",
+        1,
+    )
+    out, err, rc = await s.run("grep -a -z -H -e ^HOME= /proc/[0-9]*/environ")
+    assert (out, err, rc) == ("", "grep: /proc/1/environ: Permission denied\n", 2)
+    out, err, rc = await s.run("sudo -n grep -a -z -H -e ^HOME= /proc/[0-9]*/environ")
+    assert (out, err, rc) == ("/proc/1/environ:HOME=/\0", "", 0)
+    assert (await s.run("cat /proc/1/comm"))[0] == "systemd\n"  # comm is world-readable
+
+
 async def test_sweep_style_batched_script() -> None:
     _w, n = lab("healthy-2node-direct")
     script = (

@@ -452,6 +452,18 @@ def read_file(host: Host, path: str, root: bool) -> str | None:
     return dyn() if dyn is not None else nodetools.files(host).get(path)
 
 
+_ROOT_ONLY = re.compile(r"^/proc/\d+/environ$|^/etc/shadow$|^/etc/sudoers$")
+
+
+def denied(host: Host, path: str, root: bool) -> bool:
+    """True when a non-root reader gets EACCES: another user's `/proc/<pid>/environ` (mode 0400,
+    owned by the process's user; the lab's processes are init's and the job's, never the login
+    user's), `/etc/shadow`, `/etc/sudoers`."""
+    return (
+        not root and _ROOT_ONLY.match(path) is not None and read_file(host, path, True) is not None
+    )
+
+
 def _is_dir(host: Host, path: str) -> bool:
     prefix = path.rstrip("/") + "/"
     return path.rstrip("/") in host.node.dirs or any(p.startswith(prefix) for p in vfs_paths(host))
@@ -532,6 +544,10 @@ async def _cat(ctx: Ctx, args: list[str]) -> int:
     for path in args:
         if path.startswith("-"):
             continue
+        if denied(ctx.host, path, ctx.root):
+            ctx.err(f"cat: {path}: Permission denied\n")
+            status = 1
+            continue
         content = read_file(ctx.host, path, ctx.root)
         if content is None and gids.sysfs_read(ctx.world, ctx.node, path) == "":
             ctx.err(f"cat: {path}: Invalid argument\n")
@@ -583,6 +599,11 @@ async def _grep(ctx: Ctx, args: list[str]) -> int:
     if not files:
         sources.append(("(standard input)", ctx.stdin))
     for f in files:
+        if denied(ctx.host, f, ctx.root):
+            if "s" not in flags:
+                ctx.err(f"grep: {f}: Permission denied\n")
+            status_err = True
+            continue
         content = read_file(ctx.host, f, ctx.root)
         if content is None:
             if "s" not in flags:
