@@ -79,8 +79,11 @@ class StepItem(ListItem):
             label.append_text(
                 Text(f"  {view.phase.replace('_', ' ')}", style="italic", overflow="ellipsis")
             )
-        elif view.status == "unknown":
-            # never a pass: the step says it could not look, and at what
+        elif view.status == "unknown" or (view.status != "skipped" and view.not_checked_reason):
+            # never a pass: the step says it could not look, and at what, also when something
+            # it did see is worse (a warn found by traffic does not hide what stayed unseen)
+            if view.status != "unknown" and len(label) + len(view.status) + 2 <= room:
+                label.append(f"  {view.status}", style="dim")
             reason = view.not_checked_reason or "an input could not be read"
             label.append("\n")
             label.append_text(
