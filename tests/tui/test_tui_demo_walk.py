@@ -24,11 +24,6 @@ pytestmark = [pytest.mark.lab, pytest.mark.slow]
 THREE_BUGS = {"switch.offload-split-cage", "switch.qos-pfc-stall", "host.duplicate-ip"}
 
 
-@pytest.mark.xfail(
-    reason="known, open: the Pilot walk applies and verifies the three fixes but the TUI's "
-    "session end reports not healthy (the headless `fabwiz fix` of the same lab ends healthy)",
-    strict=False,
-)
 async def test_three_bug_demo_walks_to_healthy(tmp_path: Path) -> None:
     pytest.importorskip("wizard.lab")
     from screens.commands.run import wizard_factory
