@@ -34,6 +34,7 @@ from wizard.session import LoadedSession, SessionState
 ReportFormat = Literal["md", "html", "json"]
 REPORT_VERSION = 1
 
+
 def _iso(ts: float | None) -> str:
     if ts is None:
         return ""
@@ -44,11 +45,17 @@ def _iso(ts: float | None) -> str:
 
 
 def build_report(
-    loaded: LoadedSession, *, redact: bool = False, ceilings: Mapping[str, float] | None = None
+    loaded: LoadedSession,
+    *,
+    redact: bool = False,
+    ceilings: Mapping[str, float] | None = None,
+    redactor: Redactor | None = None,
 ) -> dict[str, Any]:
     """The report as plain JSON data (what `render_json` prints and the others draw).
     `ceilings` are the expected numbers the charts draw against (keys `rail`, `rail_bidir`,
-    `nccl`, `pass_ratio`, `warn_ratio`), from the expectations table of the caller."""
+    `nccl`, `pass_ratio`, `warn_ratio`), from the expectations table of the caller. With
+    `redact`, `redactor` (default: a fresh one for this session) replaces what identifies the
+    site; pass the same one to redact other files consistently with this report."""
     state = loaded.state()
     started = loaded.started
     outcome: str
@@ -231,7 +238,7 @@ def build_report(
         "charts": report_data.charts(state, final, measurements, ceilings),
     }
     if redact:
-        data = _redactor_for(loaded).redact_json(data)
+        data = (redactor or redactor_for(loaded)).redact_json(data)
         data["session"]["redacted"] = True
     else:
         data["session"]["redacted"] = False
@@ -322,7 +329,8 @@ def _verdict_line(
     return "; ".join(parts) + "."
 
 
-def _redactor_for(loaded: LoadedSession) -> Redactor:
+def redactor_for(loaded: LoadedSession) -> Redactor:
+    """The redactor of one session: its nodes, switches and every host a probe ran on."""
     started = loaded.started
     r = Redactor(nodes=started.nodes, switches=started.switches)
     # Every target a probe ran on, and every node the hands or the drain guard touched, is a
@@ -454,6 +462,7 @@ __all__ = [
     "build_report",
     "html_from_data",
     "markdown_from_data",
+    "redactor_for",
     "render",
     "render_html",
     "render_json",
