@@ -217,6 +217,9 @@ async def open_wizard(
                 "no cluster given", hint="give -i INVENTORY, or --lab SCENARIO for the lab"
             )
         inv = load_inventory(inventory)
+        from wizard.inventory_files import require_identity_files
+
+        require_identity_files(inv)  # about to connect: a missing key is an inventory error
         ssh, switches, secrets = _transports(inv, accept_new_host_keys, prompt)
         if resume is not None:
             log, _loaded = SessionLog.reopen(resume.path, secrets=secrets, fsync=fsync)

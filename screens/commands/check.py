@@ -346,6 +346,9 @@ def check(
             from wizard.inventory import load_inventory
 
             inv = load_inventory(inventory, expectation_keys=_expectation_keys())
+            from wizard.inventory_files import require_identity_files
+
+            require_identity_files(inv)  # about to connect: a missing key is named here
             report = asyncio.run(
                 run_check(
                     inv,
