@@ -510,12 +510,17 @@ def run_fix_command(
         console.print("[red]fabwiz fix: give exactly one of -i INVENTORY or --lab SCENARIO[/]")
         return 2
     operator = TerminalOperator(console, yes=yes)
+    from screens.progress import HeadlessProgress
+
+    # live progress under the printed steps: on a terminal, without --json, and only with
+    # --yes (a question typed under a live display would be redrawn over)
+    progress = HeadlessProgress(console) if yes and console.is_terminal and not as_json else None
 
     async def main() -> int:
         try:
             wiring = await open_wizard(
                 operator=operator,
-                sinks=[EventPrinter(console)],
+                sinks=[EventPrinter(console), *([progress] if progress is not None else [])],
                 inventory=inventory,
                 lab=lab,
                 session_dir=session_dir,
@@ -534,7 +539,10 @@ def run_fix_command(
             return 2
         return _finish(result, console, as_json, folder)
 
-    return asyncio.run(main())
+    if progress is None:
+        return asyncio.run(main())
+    with progress:
+        return asyncio.run(main())
 
 
 def resume_fix(

@@ -329,18 +329,25 @@ def check(
             raise InventoryError("no terminal to ask the password on", path="switch")
         return str(click.prompt(question, hide_input=True, err=True))
 
+    from contextlib import nullcontext
+
+    from screens.progress import progress_for
+
+    progress = progress_for(as_json=json_out)  # on a terminal only, never with --json
     try:
         if lab is not None:
-            report = asyncio.run(
-                _check_lab(
-                    lab,
-                    perf=perf,
-                    quick=quick,
-                    accept_new_host_keys=accept_new_host_keys,
-                    prompt=prompt,
-                    time_scale=time_scale,
+            with progress or nullcontext():
+                report = asyncio.run(
+                    _check_lab(
+                        lab,
+                        perf=perf,
+                        quick=quick,
+                        accept_new_host_keys=accept_new_host_keys,
+                        prompt=prompt,
+                        time_scale=time_scale,
+                        sink=progress,
+                    )
                 )
-            )
         else:
             assert inventory is not None
             from wizard.inventory import load_inventory
@@ -349,15 +356,17 @@ def check(
             from wizard.inventory_files import require_identity_files
 
             require_identity_files(inv)  # about to connect: a missing key is named here
-            report = asyncio.run(
-                run_check(
-                    inv,
-                    perf=perf,
-                    quick=quick,
-                    accept_new_host_keys=accept_new_host_keys,
-                    prompt=prompt,
+            with progress or nullcontext():
+                report = asyncio.run(
+                    run_check(
+                        inv,
+                        perf=perf,
+                        quick=quick,
+                        accept_new_host_keys=accept_new_host_keys,
+                        prompt=prompt,
+                        sink=progress,
+                    )
                 )
-            )
     except FabwizError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
