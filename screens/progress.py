@@ -101,12 +101,16 @@ class HeadlessProgress:
                 self.rails += 1
                 if self._rails is None:
                     self._rails = p.add_task("rail tests", total=None)
+                last = (
+                    f"{m.value / 2:.1f} {m.unit} each way"
+                    if m.extra.get("bidir")
+                    else f"{m.value:.1f} {m.unit}"
+                )
                 p.update(
                     self._rails,
                     completed=self.rails,
                     description=safetext.markup(
-                        f"rail tests: {self.rails} measured, last {m.value:.1f} {m.unit} "
-                        f"on {m.target}"
+                        f"rail tests: {self.rails} measured, last {last} on {m.target}"
                     ),
                 )
             elif m.kind == "nccl" and self._nccl is not None:
