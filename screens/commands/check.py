@@ -331,9 +331,11 @@ def check(
 
     from contextlib import nullcontext
 
-    from screens.progress import progress_for
+    progress = None
+    if not json_out:  # never with --json (which loads no rich at all), on a terminal only
+        from screens.progress import progress_for
 
-    progress = progress_for(as_json=json_out)  # on a terminal only, never with --json
+        progress = progress_for(as_json=False)
     try:
         if lab is not None:
             with progress or nullcontext():
