@@ -87,7 +87,9 @@ class VerdictBlock:
     fault: str
     targets: str
     summary: str
-    evidence: tuple[EvidenceRow, ...]
+    evidence: tuple[EvidenceRow, ...]  # the rows shown in the body
+    evidence_count: int = 0  # every row the verdict has
+    evidence_ref: str = ""  # the appendix entry with all of them, when not all are shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +173,14 @@ def _inventory(s: dict[str, Any]) -> str:
     digest = s["inventory_digest"]
     short = f" (digest {digest[:19]}…)" if len(digest) > 19 else f" ({digest})" if digest else ""
     return f"{s['inventory'] or '—'}{short}"
+
+
+EVIDENCE_ROWS = 8
+PREVIEW_LINES = 15
+
+
+def _short(command: str, limit: int = 90) -> str:
+    return command if len(command) <= limit else command[: limit - 1] + "…"
 
 
 def _plural(n: int, word: str) -> str:
@@ -277,7 +287,7 @@ def doc_from_data(data: dict[str, Any]) -> ReportDoc:
             rows = []
             for e in v["evidence"]:
                 ref = (
-                    raw(f"{st['step']}: {e['target']} $ {e['command']}", e["raw"])
+                    raw(f"{st['step']}: {e['target']} $ {_short(e['command'])}", e["raw"])
                     if e.get("raw")
                     else ""
                 )
@@ -286,9 +296,30 @@ def doc_from_data(data: dict[str, Any]) -> ReportDoc:
                         e["target"], e["command"], e["observed"], e["expected"], e["status"], ref
                     )
                 )
+            # In the body: a finding's evidence (its worst rows first, up to EVIDENCE_ROWS); a
+            # pass stands on one line. Every row is in the appendix.
+            shown: list[EvidenceRow] = []
+            if v["status"] not in ("pass", "benign"):
+                shown = sorted(rows, key=lambda r: -_SEVERITY.get(r.status, 0))[:EVIDENCE_ROWS]
+            more = ""
+            if len(shown) < len(rows):
+                more = raw(
+                    f"{st['step']}: {v['fault']}: {_plural(len(rows), 'evidence row')}",
+                    "\n".join(
+                        f"{r.status.upper():8} {r.target}  $ {r.command}\n"
+                        f"         observed: {r.observed}\n         expected: {r.expected}"
+                        for r in rows
+                    ),
+                )
             blocks.append(
                 VerdictBlock(
-                    v["status"], v["fault"], ", ".join(v["targets"]), v["summary"], tuple(rows)
+                    v["status"],
+                    v["fault"],
+                    ", ".join(v["targets"]),
+                    v["summary"],
+                    tuple(shown),
+                    len(rows),
+                    more,
                 )
             )
         measured = tuple(
@@ -339,13 +370,23 @@ def doc_from_data(data: dict[str, Any]) -> ReportDoc:
                 f"(sha256 {e['sha256'][:16]})"
             )
             ref = raw(title, e["contents"], "routeros")
+        preview = f["preview"]
+        if preview.count("\n") >= PREVIEW_LINES:
+            # a long preview (a whole netplan file) reads better in the appendix
+            n = preview.rstrip("\n").count("\n") + 1
+            lines.append(
+                f"Preview ({n} lines): "
+                + raw(f"Preview of {f['fault']} on {f['target']}", preview)
+                + " in the appendix"
+            )
+            preview = ""
         doc.fixes.append(
             FixBlock(
                 f["fault"],
                 f["target"],
                 f["status"].replace("_", " "),
                 tuple(lines),
-                f["preview"],
+                preview,
                 ref,
                 title,
             )
