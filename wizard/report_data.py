@@ -37,7 +37,8 @@ def before_after(state: SessionState) -> list[dict[str, Any]]:
     for rec in state.measurements:
         if not rec.measurement.valid:
             continue
-        key = rec.measurement.target
+        # a -b run and a one-way run of the same rail measure different things: two rows
+        key = rec.measurement.target + ("\0-b" if rec.measurement.extra.get("bidir") else "")
         order.setdefault(key, rec)
         seen[key] = seen.get(key, 0) + 1
         if cut is None:
@@ -57,7 +58,7 @@ def before_after(state: SessionState) -> list[dict[str, Any]]:
         last = a or b or first
         out.append(
             {
-                "target": key,
+                "target": first.measurement.target,
                 "kind": first.measurement.kind,
                 "unit": first.measurement.unit,
                 "before": bv,

@@ -218,7 +218,7 @@ def doc_from_data(data: dict[str, Any]) -> ReportDoc:
     doc.before_after = [
         ChangeRow(
             m["target"],
-            kind_label(m["kind"]),
+            kind_label(m["kind"]) + (" -b (both directions)" if m.get("bidir") else ""),
             fmt_value(m["before"], m["unit"]),
             fmt_value(m["after"], m["unit"]),
             _change(m),

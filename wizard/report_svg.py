@@ -17,7 +17,8 @@ from markupsafe import Markup
 
 from wizard import safetext
 
-_W = 760
+_W = 880
+_VALUE_W = 130  # the column of numbers at the right of the rail chart
 _LABEL = 290
 _BAND = {"pass": "#3a9d4a", "warn": "#d9a300", "fail": "#c8372d", "none": "#8a8a8a"}
 
@@ -44,7 +45,7 @@ def rail_chart(rails: list[dict[str, Any]], ratios: tuple[float, float]) -> str:
         + [r["after"] or 0.0 for r in rails]
         + [1.0]
     )
-    scale = (_W - _LABEL - 80) / top
+    scale = (_W - _LABEL - _VALUE_W - 10) / top
     row = 22
     height = 24 + row * len(rails)
     out = [
@@ -75,7 +76,7 @@ def rail_chart(rails: list[dict[str, Any]], ratios: tuple[float, float]) -> str:
                 f'stroke-width="1.5"><title>expected {r["ceiling"]:.2f} Gb/s</title></line>'
             )
         shown = " → ".join(label) + (f" / {r['ceiling']:.0f}" if r["ceiling"] else "")
-        out.append(f'<text x="{_W - 76}" y="{y + 12}">{_t(shown)}</text>')
+        out.append(f'<text x="{_W - _VALUE_W}" y="{y + 12}">{_t(shown)}</text>')
     out.append("</svg>")
     return "\n".join(out)
 

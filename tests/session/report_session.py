@@ -57,6 +57,11 @@ def extra_events(nccl_raw: str | None) -> list[Event]:
             switched_gbps=0.0,
             direct_gbps=111.97,
         ),
+        MeasurementTaken(  # the same rail one way, before the first fix
+            at=T0 + 4.2,
+            step="offload",
+            measurement=Measurement("rail", BIDIR, 9.5, "Gb/s"),
+        ),
         MeasurementTaken(
             at=T0 + 18.7,
             step="halves",

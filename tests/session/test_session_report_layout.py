@@ -48,9 +48,13 @@ def test_each_number_sits_under_the_column_of_when_it_was_taken(tmp_path: Path) 
     assert f"| {RAIL} | rail | 9.42 Gb/s | 109.20 Gb/s | +99.78 Gb/s (+1059 %) |" in md
     # measured only after the first fix: under After, nothing under Before
     assert f"| {RAIL_B} | rail | — | 98.04 Gb/s | — |" in md
-    rows = {m["target"]: m for m in build_report(loaded)["measurements"]}
-    assert rows[RAIL_B]["before"] is None and rows[RAIL_B]["after"] == 98.04
-    assert rows[BIDIR]["bidir"] is True
+    rows = {(m["target"], m["bidir"]): m for m in build_report(loaded)["measurements"]}
+    assert rows[RAIL_B, False]["before"] is None and rows[RAIL_B, False]["after"] == 98.04
+    # a -b run is never compared with a one-way run of the same rail: two rows
+    assert (rows[BIDIR, False]["before"], rows[BIDIR, False]["after"]) == (9.5, None)
+    assert (rows[BIDIR, True]["before"], rows[BIDIR, True]["after"]) == (None, 206.1)
+    assert f"| {BIDIR} | rail | 9.50 Gb/s | — | — |" in md
+    assert f"| {BIDIR} | rail -b (both directions) | — | 206.10 Gb/s | — |" in md
 
 
 def test_versions_and_the_bisection_conclusion_are_shown_by_field(tmp_path: Path) -> None:
