@@ -72,7 +72,9 @@ class StepItem(ListItem):
         room = self.size.width or 28  # the content width, padding excluded
         prefix = f"{glyph} {self.number} "
         title = fitting_title(view.id, view.info.title, room - len(prefix))
-        label = Text(prefix + title, no_wrap=True, overflow="ellipsis")
+        # the title is fitted to the room above; a "not checked" reason wraps rather than
+        # losing the names of what could not be seen
+        label = Text(prefix + title, overflow="fold")
         if view.status == "running":
             # the phase on its own line: the title stays whole
             label.append("\n")
@@ -87,7 +89,7 @@ class StepItem(ListItem):
             reason = view.not_checked_reason or "an input could not be read"
             label.append("\n")
             label.append_text(
-                Text(f"  not checked: {reason}", style="italic", no_wrap=True, overflow="ellipsis")
+                Text(f"  not checked: {reason}", style="italic")
             )
         elif view.status not in ("pending", "pass") and len(label) + len(view.status) + 2 <= room:
             label.append(f"  {view.status}", style="dim")
