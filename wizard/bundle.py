@@ -79,6 +79,7 @@ def build_bundle(
     *,
     redact: bool = False,
     ceilings: Mapping[str, float] | None = None,
+    fabric_map: Mapping[str, Any] | None = None,
 ) -> bytes:
     """The bundle as bytes (a .tar.gz)."""
     redactor = redactor_for(loaded) if redact else None
@@ -86,7 +87,9 @@ def build_bundle(
     def r(text: str) -> str:
         return redactor.redact(text) if redactor is not None else text
 
-    data = build_report(loaded, redact=redact, ceilings=ceilings, redactor=redactor)
+    data = build_report(
+        loaded, redact=redact, ceilings=ceilings, redactor=redactor, fabric_map=fabric_map
+    )
     sid = slug(loaded.started.session_id, 48)
     b = _Bundle(root=f"fabwiz-{sid}", mtime=loaded.started.at)
     b.add("report.md", markdown_from_data(data).encode(), kind="report", format="md")

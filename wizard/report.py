@@ -50,6 +50,7 @@ def build_report(
     redact: bool = False,
     ceilings: Mapping[str, float] | None = None,
     redactor: Redactor | None = None,
+    fabric_map: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The report as plain JSON data (what `render_json` prints and the others draw).
     `ceilings` are the expected numbers the charts draw against (keys `rail`, `rail_bidir`,
@@ -236,6 +237,8 @@ def build_report(
         "conclusions": report_data.conclusions(loaded),
         "versions": report_data.versions(loaded, state),
         "charts": report_data.charts(state, final, measurements, ceilings),
+        # the lanes host and switch side by side, as the caller rebuilt them from the log
+        "fabric_map": dict(fabric_map) if fabric_map else None,
     }
     if redact:
         data = (redactor or redactor_for(loaded)).redact_json(data)
@@ -445,9 +448,10 @@ def render(
     *,
     redact: bool = False,
     ceilings: Mapping[str, float] | None = None,
+    fabric_map: Mapping[str, Any] | None = None,
 ) -> str:
     """The report in one format: "md", "html" or "json"."""
-    data = build_report(loaded, redact=redact, ceilings=ceilings)
+    data = build_report(loaded, redact=redact, ceilings=ceilings, fabric_map=fabric_map)
     if fmt == "md":
         return markdown_from_data(data)
     if fmt == "html":

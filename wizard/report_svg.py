@@ -147,6 +147,8 @@ def charts_for(data: dict[str, Any]) -> dict[str, Markup]:
 def fabric_map_for(data: dict[str, Any]) -> dict[str, Any] | None:
     """Per node and measured lane: half, netdev, the far end, the last Gb/s, each cell coloured
     by the worst verdict whose evidence names that node or lane (none: not judged)."""
+    if data.get("fabric_map"):
+        return dict(data["fabric_map"])  # the full lanes, rebuilt from the log by the caller
     lanes = (data.get("charts") or {}).get("lanes") or []
     if not lanes:
         return None

@@ -154,11 +154,19 @@ def report(session: Path, fmt: str, redact: bool, output: Path | None, bundle: P
 
     loaded = _load(str(session))
     ceilings = report_ceilings(len(loaded.started.nodes))
+    fabric_map = None
+    if bundle is not None or fmt == "html":
+        from screens.report_map import fabric_map_data
+
+        fabric_map = fabric_map_data(loaded)
     if bundle is not None:
         from wizard.bundle import build_bundle, write_bundle
 
         try:
-            write_bundle(bundle, build_bundle(loaded, redact=redact, ceilings=ceilings))
+            write_bundle(
+                bundle,
+                build_bundle(loaded, redact=redact, ceilings=ceilings, fabric_map=fabric_map),
+            )
         except OSError as exc:
             _fail(f"cannot write {bundle}: {exc.strerror or exc}")
         click.echo(
@@ -171,6 +179,7 @@ def report(session: Path, fmt: str, redact: bool, output: Path | None, bundle: P
         "md" if fmt == "md" else "html" if fmt == "html" else "json",
         redact=redact,
         ceilings=ceilings,
+        fabric_map=fabric_map if fmt == "html" else None,
     )
     if output is None:
         click.echo(text, nl=False)

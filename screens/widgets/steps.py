@@ -88,9 +88,7 @@ class StepItem(ListItem):
                 label.append(f"  {view.status}", style="dim")
             reason = view.not_checked_reason or "an input could not be read"
             label.append("\n")
-            label.append_text(
-                Text(f"  not checked: {reason}", style="italic")
-            )
+            label.append_text(Text(f"  not checked: {reason}", style="italic"))
         elif view.status not in ("pending", "pass") and len(label) + len(view.status) + 2 <= room:
             label.append(f"  {view.status}", style="dim")
         self._label.update(label)
