@@ -403,6 +403,8 @@ class FabwizApp(App[int]):
         return f"fabwiz: session {s.session_id}\n  {s.report_command}\n  {s.resume_command}"
 
     def _repaint(self, parts: Collection[str]) -> None:
+        if not any(isinstance(s, SessionScreen) for s in self.screen_stack):
+            return  # the app is closing: a coalesced repaint's timer fired after the screen went
         self.session.update_view(parts)
 
     def _ending(self, event: SessionEnded) -> str:
