@@ -406,6 +406,8 @@ class FabwizApp(App[int]):
         return f"fabwiz: session {s.session_id}\n  {s.report_command}\n  {s.resume_command}"
 
     def _repaint(self, parts: Collection[str]) -> None:
+        if self.session_gone:
+            return  # a coalesced repaint's timer fired after the screen went
         self.session.update_view(parts)
 
     def _ending(self, event: SessionEnded) -> str:
@@ -436,7 +438,15 @@ class FabwizApp(App[int]):
         if len(rails) > len(self.session.gauges.gauges):
             self.session.gauges.set_rails(rails)
 
+    @property
+    def session_gone(self) -> bool:
+        """The session screen is gone: the app is closing and late messages are dropped (the
+        session log has every event)."""
+        return not any(isinstance(s, SessionScreen) for s in self.screen_stack)
+
     def on_rails_sampled(self, message: RailsSampled) -> None:
+        if self.session_gone:
+            return
         self.session.gauges.update_samples(message.samples)
         self.session.samples_arrived()
 
@@ -444,6 +454,8 @@ class FabwizApp(App[int]):
 
     def offer_choice(self, choice: PendingChoice | None) -> None:
         self.pending_choice = choice
+        if self.session_gone:
+            return
         screen = self.session
         if choice is None:
             if screen.prompt is not None and screen.prompt.options:

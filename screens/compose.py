@@ -224,6 +224,9 @@ async def open_wizard(
                 "no cluster given", hint="give -i INVENTORY, or --lab SCENARIO for the lab"
             )
         inv = load_inventory(inventory)
+        from wizard.inventory_files import require_identity_files
+
+        require_identity_files(inv)  # about to connect: a missing key is an inventory error
         ssh, switches, secrets = _transports(inv, accept_new_host_keys, prompt)
         if resume is not None:
             log, _loaded = SessionLog.reopen(resume.path, secrets=secrets, fsync=fsync)
@@ -544,12 +547,17 @@ def run_fix_command(
         console.print("[red]fabwiz fix: give exactly one of -i INVENTORY or --lab SCENARIO[/]")
         return 2
     operator = TerminalOperator(console, yes=yes)
+    from screens.progress import HeadlessProgress
+
+    # live progress under the printed steps: on a terminal, without --json, and only with
+    # --yes (a question typed under a live display would be redrawn over)
+    progress = HeadlessProgress(console) if yes and console.is_terminal and not as_json else None
 
     async def main() -> int:
         try:
             wiring = await open_wizard(
                 operator=operator,
-                sinks=[EventPrinter(console)],
+                sinks=[EventPrinter(console), *([progress] if progress is not None else [])],
                 inventory=inventory,
                 lab=lab,
                 session_dir=session_dir,
@@ -568,7 +576,10 @@ def run_fix_command(
             return 2
         return _finish(result, console, as_json, folder)
 
-    return asyncio.run(main())
+    if progress is None:
+        return asyncio.run(main())
+    with progress:
+        return asyncio.run(main())
 
 
 def resume_fix(

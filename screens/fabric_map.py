@@ -94,6 +94,22 @@ def lanes(
     gauges: Mapping[tuple[str, str], RailGauge],
     cabling: Mapping[str, tuple[str, str]] | None = None,
 ) -> list[Lane]:
+    last: dict[tuple[str, str], tuple[str, str]] = {}
+    for key, gauge in gauges.items():
+        if gauge.measured is not None:
+            verdict = gauge.verdict if gauge.verdict in _STATUSES else ""
+            last[key] = (f"{gauge.measured[0]:.1f}" + (" (stale)" if gauge.stale else ""), verdict)
+    return lanes_from(view, rails, last, cabling)
+
+
+def lanes_from(
+    view: SessionView,
+    rails: Iterable[Rail],
+    last_measured: Mapping[tuple[str, str], tuple[str, str]],
+    cabling: Mapping[str, tuple[str, str]] | None = None,
+) -> list[Lane]:
+    """The lanes, with each rail's last measured Gb/s given as (text, status) by (node, netdev)
+    (the gauges in the TUI, the recorded measurements in a report)."""
     bridge = {r.get("interface", ""): r for r in _latest_rows(view, "/interface/bridge/port", "")}
     monitor = {r.get("name", ""): r for r in _latest_rows(view, "/interface/ethernet", "monitor")}
     statuses = _status_by_target(view)
@@ -107,12 +123,11 @@ def lanes(
         b = bridge.get(port, {})
         m = monitor.get(port, {})
         h = (b.get("hw-offload") or "").lower()
-        gauge = gauges.get((r.node, r.netdev))
-        if gauge is None or gauge.measured is None:
+        measured = last_measured.get((r.node, r.netdev))
+        if measured is None:
             last, last_status = ("not cabled" if not r.up else "not tested"), ""
         else:
-            last = f"{gauge.measured[0]:.1f}" + (" (stale)" if gauge.stale else "")
-            last_status = gauge.verdict if gauge.verdict in _STATUSES else ""
+            last, last_status = measured
         cells = (
             (r.node, host),
             (str(r.port), ""),

@@ -131,7 +131,10 @@ class SessionScreen(Screen[None]):
     def follow(self, step: str) -> None:
         """Look at the step the engine is on."""
         self.viewed = step
-        steps = self.query_one(StepList)
+        found = self.query(StepList)
+        if not found:
+            return  # the screen is being torn down as the app closes
+        steps = found.first()
         ids = list(self.view.steps)
         if step in ids and steps.index != ids.index(step):
             steps.index = ids.index(step)

@@ -89,7 +89,8 @@ def _check_tools(v: dict[str, str]) -> dict[str, str]:
 
 class NodeSpec(_Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
-    host: str | None = None  # address or ~/.ssh/config alias; defaults to name
+    # address or ~/.ssh/config alias: required, a bare node name is never looked up in DNS
+    host: str = Field(min_length=1)
     port: int | None = Field(default=None, ge=1, le=65535)
     user: str | None = None
     identity_file: str | None = None
@@ -107,7 +108,7 @@ class NodeSpec(_Strict):
 
     @property
     def address(self) -> str:
-        return self.host or self.name
+        return self.host
 
 
 class TlsSpec(_Strict):
@@ -551,6 +552,11 @@ def _explain(err: Mapping[str, Any]) -> str:
         tail = f"; expected one of: {', '.join(known)}" if known else ""
         return f"unknown key {loc[-1]!r}{tail}"
     if kind == "missing":
+        if loc and loc[0] == "nodes" and loc[-1] == "host":
+            return (
+                "this field is required: give the node's address or its ~/.ssh/config alias "
+                "(fabwiz never looks a bare node name up in DNS)"
+            )
         return "this field is required"
     got = err.get("input")
     msg = str(err.get("msg", "invalid"))

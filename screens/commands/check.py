@@ -335,32 +335,46 @@ def check(
             raise InventoryError("no terminal to ask the password on", path="switch")
         return str(click.prompt(question, hide_input=True, err=True))
 
+    from contextlib import nullcontext
+
+    progress = None
+    if not json_out:  # never with --json (which loads no rich at all), on a terminal only
+        from screens.progress import progress_for
+
+        progress = progress_for(as_json=False)
     try:
         if lab is not None:
-            report = asyncio.run(
-                _check_lab(
-                    lab,
-                    perf=perf,
-                    quick=quick,
-                    accept_new_host_keys=accept_new_host_keys,
-                    prompt=prompt,
-                    time_scale=time_scale,
+            with progress or nullcontext():
+                report = asyncio.run(
+                    _check_lab(
+                        lab,
+                        perf=perf,
+                        quick=quick,
+                        accept_new_host_keys=accept_new_host_keys,
+                        prompt=prompt,
+                        time_scale=time_scale,
+                        sink=progress,
+                    )
                 )
-            )
         else:
             assert inventory is not None
             from wizard.inventory import load_inventory
 
             inv = load_inventory(inventory, expectation_keys=_expectation_keys())
-            report = asyncio.run(
-                run_check(
-                    inv,
-                    perf=perf,
-                    quick=quick,
-                    accept_new_host_keys=accept_new_host_keys,
-                    prompt=prompt,
+            from wizard.inventory_files import require_identity_files
+
+            require_identity_files(inv)  # about to connect: a missing key is named here
+            with progress or nullcontext():
+                report = asyncio.run(
+                    run_check(
+                        inv,
+                        perf=perf,
+                        quick=quick,
+                        accept_new_host_keys=accept_new_host_keys,
+                        prompt=prompt,
+                        sink=progress,
+                    )
                 )
-            )
     except FabwizError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

@@ -141,14 +141,45 @@ def _print_replay(result: Any, where: str) -> None:
 @click.option(
     "-o", "--output", type=click.Path(path_type=Path), help="Write to FILE instead of stdout."
 )
-def report(session: Path, fmt: str, redact: bool, output: Path | None) -> None:
+@click.option(
+    "--bundle",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write an evidence bundle (.tar.gz): the report in every format, every raw "
+    "output and switch export, and a manifest; redacted the same way with --redact.",
+)
+def report(session: Path, fmt: str, redact: bool, output: Path | None, bundle: Path | None) -> None:
     """Write SESSION's report: what was checked, evidence, verdicts, fixes with their exports,
     and the numbers before and after."""
     from wizard.report import render
 
     loaded = _load(str(session))
+    ceilings = report_ceilings(len(loaded.started.nodes))
+    fabric_map = None
+    if bundle is not None or fmt == "html":
+        from screens.report_map import fabric_map_data
+
+        fabric_map = fabric_map_data(loaded)
+    if bundle is not None:
+        from wizard.bundle import build_bundle, write_bundle
+
+        try:
+            write_bundle(
+                bundle,
+                build_bundle(loaded, redact=redact, ceilings=ceilings, fabric_map=fabric_map),
+            )
+        except OSError as exc:
+            _fail(f"cannot write {bundle}: {exc.strerror or exc}")
+        click.echo(
+            f"evidence bundle written to {bundle}" + (" (redacted)" if redact else ""), err=True
+        )
+        if output is None:
+            return
     text = render(
-        loaded, "md" if fmt == "md" else "html" if fmt == "html" else "json", redact=redact
+        loaded,
+        "md" if fmt == "md" else "html" if fmt == "html" else "json",
+        redact=redact,
+        ceilings=ceilings,
+        fabric_map=fabric_map if fmt == "html" else None,
     )
     if output is None:
         click.echo(text, nl=False)
@@ -162,3 +193,17 @@ def report(session: Path, fmt: str, redact: bool, output: Path | None) -> None:
     except OSError as exc:
         _fail(f"cannot write {output}: {exc.strerror or exc}")
     click.echo(f"report written to {output}", err=True)
+
+
+def report_ceilings(nodes: int) -> dict[str, float]:
+    """What the report's charts draw against: the expectations table's numbers."""
+    from flows.expectations import Expectations
+
+    e = Expectations()
+    return {
+        "rail": e.rail_switched_gbps,
+        "rail_bidir": e.bidir_rail_gbps,
+        "nccl": e.nccl_expected(nodes),
+        "pass_ratio": e.pass_ratio,
+        "warn_ratio": e.warn_ratio,
+    }

@@ -83,6 +83,7 @@ class RailGauge(Widget):
         self.measured: tuple[float, float, bool] | None = None  # value, expected, valid
         self.cabled = True  # False: discovery found the rail without carrier or address
         self.stale = False  # a verified fix changed the fabric since the last measurement
+        self.bidir = False  # the last measurement ran both directions at once (`-b`)
         self._expectations = expectations
 
     @property
@@ -107,8 +108,13 @@ class RailGauge(Widget):
         self.sampled_at = time.monotonic()
         self._restyle()
 
-    def measure(self, value: float, expected: float, *, valid: bool = True) -> None:
+    def measure(
+        self, value: float, expected: float, *, valid: bool = True, bidir: bool = False
+    ) -> None:
+        """Record a result; a `-b` result comes per direction, against the per-direction
+        share of the bidirectional expectation."""
         self.measured = (value, expected, valid)
+        self.bidir = bidir
         self.stale = False
         self._restyle()
 
@@ -150,6 +156,7 @@ class RailGauge(Widget):
         row.measured = self.measured
         row.cabled = self.cabled
         row.stale = self.stale
+        row.bidir = self.bidir
         row._restyle()
         return row
 
@@ -172,6 +179,8 @@ class RailGauge(Widget):
             value = f"{state:>11}"
         else:
             value = f"{shown:6.1f}/{ceiling:<4.0f}"
+            if self.bidir and self.measured is not None and self.value < IDLE_GBPS:
+                value += " each way"
         if state == "not re-measured yet":
             value += " not re-measured yet"
         spark_w = min(HISTORY, 12) if width >= 64 else 0
@@ -261,10 +270,15 @@ class RailGauges(Vertical):
         if m.kind == "rail":
             e = self.expectations
             expected = e.rail_direct_gbps if direct else e.rail_switched_gbps
+            value = m.value
+            bidir = bool(m.extra.get("bidir"))
+            if bidir:
+                # both directions at once: the aggregate is judged and shown per direction
+                value, expected = m.value / 2, e.bidir_rail_gbps / 2
             for end in m.target.split("->"):
                 node, _, netdev = end.strip().partition("/")
                 if netdev:
-                    self._gauge(node, netdev).measure(m.value, expected, valid=m.valid)
+                    self._gauge(node, netdev).measure(value, expected, valid=m.valid, bidir=bidir)
         elif m.kind == "pair":
             halves = m.extra.get("halves")
             if isinstance(halves, dict):

@@ -72,20 +72,23 @@ class StepItem(ListItem):
         room = self.size.width or 28  # the content width, padding excluded
         prefix = f"{glyph} {self.number} "
         title = fitting_title(view.id, view.info.title, room - len(prefix))
-        label = Text(prefix + title, no_wrap=True, overflow="ellipsis")
+        # the title is fitted to the room above; a "not checked" reason wraps rather than
+        # losing the names of what could not be seen
+        label = Text(prefix + title, overflow="fold")
         if view.status == "running":
             # the phase on its own line: the title stays whole
             label.append("\n")
             label.append_text(
                 Text(f"  {view.phase.replace('_', ' ')}", style="italic", overflow="ellipsis")
             )
-        elif view.status == "unknown":
-            # never a pass: the step says it could not look, and at what
+        elif view.status == "unknown" or (view.status != "skipped" and view.not_checked_reason):
+            # never a pass: the step says it could not look, and at what, also when something
+            # it did see is worse (a warn found by traffic does not hide what stayed unseen)
+            if view.status != "unknown" and len(label) + len(view.status) + 2 <= room:
+                label.append(f"  {view.status}", style="dim")
             reason = view.not_checked_reason or "an input could not be read"
             label.append("\n")
-            label.append_text(
-                Text(f"  not checked: {reason}", style="italic", no_wrap=True, overflow="ellipsis")
-            )
+            label.append_text(Text(f"  not checked: {reason}", style="italic"))
         elif view.status not in ("pending", "pass") and len(label) + len(view.status) + 2 <= room:
             label.append(f"  {view.status}", style="dim")
         self._label.update(label)

@@ -38,30 +38,43 @@ BROKEN = [
     ("empty nodes", "nodes: []\n", 1, "nodes", ["at least 1"]),
     ("missing node name", "nodes:\n  - host: x\n", 2, "nodes.0.name", ["required"]),
     (
+        "node without host",
+        "nodes:\n  - name: spark1\n",
+        2,
+        "nodes.0.host",
+        ["required", "address", "~/.ssh/config alias", "never looks a bare node name up in DNS"],
+    ),
+    (
         "port not a number",
-        "nodes:\n  - name: a\n    port: twenty-two\n",
+        "nodes:\n  - name: a\n    port: twenty-two\n    host: a.lab\n",
         3,
         "nodes.0.port",
         ["integer", "twenty-two"],
     ),
-    ("port out of range", "nodes:\n  - name: a\n    port: 70000\n", 3, "nodes.0.port", ["65535"]),
+    (
+        "port out of range",
+        "nodes:\n  - name: a\n    port: 70000\n    host: a.lab\n",
+        3,
+        "nodes.0.port",
+        ["65535"],
+    ),
     (
         "unknown node key",
-        "nodes:\n  - name: a\n    hostname: x\n",
+        "nodes:\n  - name: a\n    hostname: x\n    host: a.lab\n",
         3,
         "nodes.0.hostname",
         ["unknown key 'hostname'", "host"],
     ),
     (
         "unknown top key",
-        "nodes:\n  - name: a\nswitchs: []\n",
-        3,
+        "nodes:\n  - name: a\n    host: a.lab\nswitchs: []\n",
+        4,
         "switchs",
         ["unknown key", "switches"],
     ),
     (
         "duplicate node names",
-        "nodes:\n  - name: a\n  - name: b\n  - name: a\n",
+        "nodes:\n  - {name: a, host: a.lab}\n  - {name: b, host: b.lab}\n  - {name: a, host: c.lab}\n",
         4,
         "nodes.2.name",
         ["used twice"],
@@ -69,49 +82,49 @@ BROKEN = [
     ("duplicate yaml key", "nodes:\n  - name: a\n    name: b\n", 3, "name", ["appears twice"]),
     (
         "bad password source",
-        "nodes: [{name: a}]\nswitches:\n  - name: s\n    host: h\n    password: {vault: x}\n",
+        "nodes: [{name: a, host: a.lab}]\nswitches:\n  - name: s\n    host: h\n    password: {vault: x}\n",
         5,
         "switches.0.password",
         ["env"],
     ),
     (
         "two password sources",
-        "nodes: [{name: a}]\nswitches:\n  - name: s\n    host: h\n    password: {env: A, file: b}\n",
+        "nodes: [{name: a, host: a.lab}]\nswitches:\n  - name: s\n    host: h\n    password: {env: A, file: b}\n",
         5,
         "switches.0.password",
         ["exactly one"],
     ),
     (
         "tls not a bool",
-        "nodes: [{name: a}]\nswitches:\n  - {name: s, host: h, tls: maybe}\n",
+        "nodes: [{name: a, host: a.lab}]\nswitches:\n  - {name: s, host: h, tls: maybe}\n",
         3,
         "switches.0.tls",
         ["boolean"],
     ),
     (
         "unknown model",
-        "nodes: [{name: a}]\nswitches:\n  - {name: s, host: h, model: CRS326}\n",
+        "nodes: [{name: a, host: a.lab}]\nswitches:\n  - {name: s, host: h, model: CRS326}\n",
         3,
         "switches.0.model",
         ["CRS804-4DDQ"],
     ),
     (
         "cabling unknown node",
-        "nodes: [{name: a}]\nswitches: [{name: s, host: h}]\ncabling:\n  b/enp1s0f0np0: s/qsfp56-dd-1-1\n",
+        "nodes: [{name: a, host: a.lab}]\nswitches: [{name: s, host: h}]\ncabling:\n  b/enp1s0f0np0: s/qsfp56-dd-1-1\n",
         4,
         "cabling.b/enp1s0f0np0",
         ["unknown node 'b'"],
     ),
     (
         "cabling bad shape",
-        "nodes: [{name: a}]\nswitches: [{name: s, host: h}]\ncabling:\n  a: s\n",
+        "nodes: [{name: a, host: a.lab}]\nswitches: [{name: s, host: h}]\ncabling:\n  a: s\n",
         4,
         "cabling.a",
         ["node/netdev"],
     ),
     (
         "addressing without rail",
-        "nodes: [{name: a}]\naddressing: {pattern: '10.9.0.{host}/24'}\n",
+        "nodes: [{name: a, host: a.lab}]\naddressing: {pattern: '10.9.0.{host}/24'}\n",
         2,
         "addressing.pattern",
         ["{rail}"],
@@ -142,7 +155,7 @@ def test_broken_inventory_gives_one_clear_message(
 def test_unknown_expectation_is_named() -> None:
     with pytest.raises(InventoryError) as info:
         parse_inventory(
-            "nodes: [{name: a}]\nexpectations:\n  rail_gbps: 90\n",
+            "nodes: [{name: a, host: a.lab}]\nexpectations:\n  rail_gbps: 90\n",
             path="f.yaml",
             expectation_keys={"rail_pass_gate_gbps"},
         )
@@ -174,7 +187,7 @@ def test_good_inventory_resolves_paths_and_defaults(tmp_path: Path) -> None:
 
 def test_clear_password_is_accepted_with_a_warning() -> None:
     inv = parse_inventory(
-        "nodes: [{name: a}]\nswitches: [{name: s, host: h, tls: true, password: hunter2}]\n",
+        "nodes: [{name: a, host: a.lab}]\nswitches: [{name: s, host: h, tls: true, password: hunter2}]\n",
         path="f.yaml",
     )
     assert resolve_password(inv.switches[0]) == "hunter2"
@@ -186,7 +199,7 @@ def test_clear_password_is_accepted_with_a_warning() -> None:
 
 def test_password_sources() -> None:
     inv = parse_inventory(
-        "nodes: [{name: a}]\nswitches:\n"
+        "nodes: [{name: a, host: a.lab}]\nswitches:\n"
         "  - {name: e, host: h, password: {env: SWPW}}\n"
         "  - {name: k, host: h, user: ops, password: {keyring: fabwiz}}\n"
         "  - {name: p, host: h, password: {prompt: true}}\n",

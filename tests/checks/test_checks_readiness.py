@@ -336,7 +336,7 @@ def test_inventory_tools_merge_defaults_and_refuse_unknown_names(tmp_path: Path)
 
     inv = parse_inventory(
         "defaults: {tools: {all_reduce_perf: /opt/nt/all_reduce_perf}}\n"
-        "nodes: [{name: a, tools: {mpirun: /opt/mpi/bin/mpirun}}, {name: b}]\n",
+        "nodes: [{name: a, host: a.lab, tools: {mpirun: /opt/mpi/bin/mpirun}}, {name: b, host: b.lab}]\n",
         path=tmp_path / "f.yaml",
     )
     assert inv.nodes[0].tools == {
@@ -345,11 +345,14 @@ def test_inventory_tools_merge_defaults_and_refuse_unknown_names(tmp_path: Path)
     }
     assert inv.nodes[1].tools == {"all_reduce_perf": "/opt/nt/all_reduce_perf"}
     with pytest.raises(InventoryError) as err:
-        parse_inventory("nodes: [{name: a, tools: {mpirn: /x}}]\n", path=tmp_path / "f.yaml")
+        parse_inventory(
+            "nodes: [{name: a, host: a.lab, tools: {mpirn: /x}}]\n", path=tmp_path / "f.yaml"
+        )
     assert "unknown tool 'mpirn'" in str(err.value) and err.value.field == "nodes.0.tools"
     with pytest.raises(InventoryError) as err:
         parse_inventory(
-            "nodes: [{name: a, tools: {mpirun: bin/mpirun}}]\n", path=tmp_path / "f.yaml"
+            "nodes: [{name: a, host: a.lab, tools: {mpirun: bin/mpirun}}]\n",
+            path=tmp_path / "f.yaml",
         )
     assert "not an absolute path" in str(err.value)
 

@@ -127,7 +127,7 @@ def test_bad_inventory_exits_2(tmp_path: object) -> None:
     from pathlib import Path
 
     p = Path(str(tmp_path)) / "fab.yaml"
-    p.write_text("nodes:\n  - name: a\n    prot: 22\n")
+    p.write_text("nodes:\n  - name: a\n    prot: 22\n    host: a.lab\n")
     result = CliRunner().invoke(check, ["-i", str(p)])
     assert result.exit_code == 2
     assert "fab.yaml:3: nodes.0.prot: unknown key 'prot'" in result.output

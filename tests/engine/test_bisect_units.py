@@ -88,3 +88,20 @@ def test_direct_numbers_decide_the_branch_with_both_numbers_in_the_sentence() ->
     invalid = Measurement("rail", "t", 111.9, "Gb/s", valid=False, reason="not evidence: x")
     ok, sentence = bisect.direct_sentence("spark3", "spark1", 0, invalid, switched, 100.0)
     assert not ok and "not evidence" in sentence
+
+
+def test_the_skip_sentence_counts_rails_not_measurements() -> None:
+    # spark3's port 0 measured three times (a rail re-measured per round), port 1 once
+    bad = bisect.low(
+        [
+            rail("spark3", "spark4", 9.6),
+            rail("spark3", "spark4", 9.4),
+            rail("spark3", "spark4", 9.8),
+            rail("spark3", "spark4", 9.5, port=1),
+        ],
+        100.0,
+    )
+    found = [Verdict("switch.offload-split-cage", Status.FAIL, "split", targets=("crs804",))]
+    sentence = bisect.skipped_sentence(found, bad)
+    assert "(9.40 Gb/s on spark3/enp1s0f0np0->spark4/enp1s0f0np0, 2 rail(s) low)" in sentence
+    assert "switch.offload-split-cage" in sentence

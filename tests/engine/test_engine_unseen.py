@@ -120,7 +120,7 @@ async def test_wrong_switch_password_leaves_every_switch_fault_not_checked(
     md = render_markdown(loaded)
     section = md.split("## Not checked", 1)[1].split("\n## ", 1)[0]
     assert "`switch.offload-split-cage` | crs804 | not checked on crs804 (login refused" in section
-    assert "<h2>Not checked</h2>" in render_html(loaded)
+    assert '<h2 id="not-checked">Not checked</h2>' in render_html(loaded)
 
 
 async def test_one_node_unreachable_never_passes_the_duplicate_ip(tmp_path: Path) -> None:

@@ -98,4 +98,4 @@ def test_the_report_opens_like_a_ticket(tmp_path: Path) -> None:
     assert cells[3].startswith("yes (export ")
     assert md.index("## Faults found") < md.index("## Summary")
     html = render(loaded, "html")
-    assert '<p class="verdict"><strong>' in html and "<h2>Faults found</h2>" in html
+    assert '<p class="verdict bad"><strong>' in html and '<h2 id="faults">Faults found</h2>' in html

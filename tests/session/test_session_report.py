@@ -68,13 +68,20 @@ def test_markdown_report_for_a_ticket(loaded: LoadedSession) -> None:
     assert "| FAIL | `switch.qos-pfc-stall` | crs804/qsfp56-dd-1-1 |" in md
     assert "**FAIL** `switch.offload-split-cage` on crs804:" in md
     assert "| 12.50 Gb/s | process.undrained-measurement |" in md
-    # The export sits in a collapsible block, verbatim, inside a fence.
+    # The fix names its export; the export itself sits verbatim, inside a fence, in the
+    # appendix after everything else.
+    assert (
+        "- Export taken before the change: crs804 fabwiz-pre-offload.rsc (sha256 "
+        "5555555555555555): raw-3 in the appendix" in md
+    )
+    appendix = md.split("## Appendix: raw outputs and exports", 1)[1]
     block = re.search(
-        r"<details><summary>Export taken before the change: (.*?)</details>", md, re.S
+        r"### raw-3: Export taken before the change: (.*?)\n(?=### |\Z)", appendix, re.S
     )
     assert block is not None
     assert "crs804 fabwiz-pre-offload.rsc (sha256 5555555555555555)" in block.group(1)
     assert "```routeros\n" + EXPORT_TEXT.rstrip("\n") + "\n```" in block.group(1)
+    assert md.index("## Appendix") > md.index("## Operator") > md.index("## Steps")
     assert "- Rolled back (confirmed restored): API session lost during the change" in md
     assert "| drain | ac_drain on spark1 by operator | spark1 back with a new boot_id |" in md
     assert "- error: spark2 unreachable for 12 s" in md
@@ -92,10 +99,11 @@ def test_html_report_stands_alone_and_escapes_everything(tmp_path: Path) -> None
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</body></html>")
     assert "<style>" in page and "<link" not in page and "<script" not in page
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; more" in page
-    assert "<td>9.42 Gb/s</td>" in page or "9.42 Gb/s</span>" in page
+    assert '<td class="num">9.42 Gb/s</td>' in page
     assert "23.31 GB/s" in page and "switch.offload-split-cage" in page
     # The export text, escaped, in a <details> block.
-    assert "<details><summary>Export taken before the change: crs804" in page
+    assert '<details id="raw-3"><summary>raw-3: Export taken before the change: crs804' in page
+    assert '<a href="#raw-3">Export taken before the change: crs804' in page
     assert html.escape(EXPORT_TEXT, quote=True) in page
     assert "interface~&quot;qsfp56-dd&quot;" in page
 

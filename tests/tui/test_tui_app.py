@@ -323,10 +323,6 @@ async def test_rail_samples_are_coalesced_bounded_and_coloured() -> None:
         assert rows.max_scroll_y > 0
 
 
-@pytest.mark.xfail(
-    reason="known, open: failed after the seven-way merge (gauge ceilings per situation and the -b rail); not yet looked at",
-    strict=False,
-)
 async def test_measurement_colours_both_ends_and_an_unknown_rail_appears() -> None:
     app = FabwizApp(None)
     async with app.run_test(size=SIZE) as pilot:

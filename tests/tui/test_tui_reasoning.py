@@ -168,3 +168,36 @@ async def test_gauges_say_why_they_show_what_they_show() -> None:
         )
         await pilot.pause()
         assert not zero.stale and zero.verdict == "pass"
+
+
+async def test_a_bidirectional_rail_is_judged_and_shown_per_direction() -> None:
+    app = FabwizApp(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        gauges = app.session.gauges
+        both = Measurement(
+            "rail",
+            "spark1/enp1s0f0np0->spark2/enp1s0f0np0",
+            206.0,
+            "Gb/s",
+            extra={"bidir": True},
+        )
+        app.ports.emit(MeasurementTaken(step="offload", measurement=both))
+        await pilot.pause()
+        g = gauges.gauge("spark1", "enp1s0f0np0")
+        assert g is not None
+        # 206 Gb/s aggregate is 103 each way against the -b expectation's 103 each way
+        assert g.measured == (103.0, Expectations().bidir_rail_gbps / 2, True)
+        assert g.verdict == "pass" and g.bidir
+        text = str(g.render())
+        assert "103.0/103  each way" in text and "206.0" not in text
+        # a -b rail at the one-way switched rate is half of what -b should carry: a fail
+        half = Measurement(
+            "rail",
+            "spark1/enp1s0f0np0->spark2/enp1s0f0np0",
+            109.0,
+            "Gb/s",
+            extra={"bidir": True},
+        )
+        app.ports.emit(MeasurementTaken(step="offload", measurement=half))
+        await pilot.pause()
+        assert g.measured is not None and g.measured[0] == 54.5 and g.verdict == "fail"

@@ -1,0 +1,119 @@
+"""The report reads like a ticket: a fixed order, each number under the column of when it was
+taken, the versions and the bisection's conclusion shown, raw outputs only in the appendix, and
+the HTML's pictures drawn inline from the recorded numbers."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import pytest
+from report_session import BIDIR, NCCL_REAL, SENTENCE, write_session
+from session_helpers import EXPORT_TEXT, RAIL, RAIL_B
+
+from flows.expectations import Expectations
+from screens.commands.session import report_ceilings
+from wizard.report import build_report, render
+from wizard.session import load_session
+
+CEILINGS = report_ceilings(2)
+
+
+def test_sections_come_in_ticket_order_and_raw_outputs_come_last(tmp_path: Path) -> None:
+    md = render(load_session(write_session(tmp_path / "s")), "md", ceilings=CEILINGS)
+    heads = [line for line in md.splitlines() if line.startswith("## ")]
+    assert heads[:5] == [
+        "## Faults found",
+        "## Before and after",
+        "## Not checked",
+        "## What the bisection concluded",
+        "## Session",
+    ]
+    assert heads[-1] == "## Appendix: raw outputs and exports"
+    assert heads.index("## Steps") < heads.index("## Fixes") < heads.index("## Operator")
+    assert md.splitlines()[2].startswith("**Not healthy; 3 fault(s) found, 1 fixed")
+    body, appendix = md.split("## Appendix: raw outputs and exports", 1)
+    # the export is verbatim in the appendix only; the body points at it
+    assert EXPORT_TEXT.splitlines()[-1] in appendix and EXPORT_TEXT.splitlines()[-1] not in body
+    assert "raw-3 in the appendix" in body
+    # without the appendix the Markdown is a few screens, not thousands of lines
+    assert len(body.splitlines()) < 200
+
+
+def test_each_number_sits_under_the_column_of_when_it_was_taken(tmp_path: Path) -> None:
+    loaded = load_session(write_session(tmp_path / "s"))
+    md = render(loaded, "md", ceilings=CEILINGS)
+    # measured before the first fix and after it
+    assert f"| {RAIL} | rail | 9.42 Gb/s | 109.20 Gb/s | +99.78 Gb/s (+1059 %) |" in md
+    # measured only after the first fix: under After, nothing under Before
+    assert f"| {RAIL_B} | rail | — | 98.04 Gb/s | — |" in md
+    rows = {(m["target"], m["bidir"]): m for m in build_report(loaded)["measurements"]}
+    assert rows[RAIL_B, False]["before"] is None and rows[RAIL_B, False]["after"] == 98.04
+    # a -b run is never compared with a one-way run of the same rail: two rows
+    assert (rows[BIDIR, False]["before"], rows[BIDIR, False]["after"]) == (9.5, None)
+    assert (rows[BIDIR, True]["before"], rows[BIDIR, True]["after"]) == (None, 206.1)
+    assert f"| {BIDIR} | rail | 9.50 Gb/s | — | — |" in md
+    assert f"| {BIDIR} | rail -b (both directions) | — | 206.10 Gb/s | — |" in md
+
+
+def test_versions_and_the_bisection_conclusion_are_shown_by_field(tmp_path: Path) -> None:
+    loaded = load_session(write_session(tmp_path / "s"))
+    data = build_report(loaded)
+    got = {(v["target"], v["component"]): v["version"] for v in data["versions"]}
+    assert got[("spark1", "kernel")] == "6.11.0-1016-nvidia"
+    assert got[("spark1", "cx7_firmware")] == "28.45.1020"
+    assert got[("spark1", "platform")] == "ASUSTeK COMPUTER INC. GX10"
+    assert got[("fabwiz", "fabwiz")] == "0.1.0"
+    md = render(loaded, "md")
+    assert "| spark1 | kernel | 6.11.0-1016-nvidia | preflight |" in md
+    assert f"- direct\\_connect (switch-path): {SENTENCE}" in md or (
+        f"- direct_connect (switch-path): {SENTENCE}" in md
+    )
+    [c] = data["conclusions"]
+    assert (c["switched_gbps"], c["direct_gbps"]) == (0.0, 111.97)
+    page = render(loaded, "html")
+    assert "<td>spark1</td><td>kernel</td><td>6.11.0-1016-nvidia</td>" in page
+    assert "direct_connect (switch-path): spark1 111.97 Gb/s on a direct cable" in page
+
+
+def test_the_html_draws_the_rails_and_the_nccl_sweep_inline(tmp_path: Path) -> None:
+    if not NCCL_REAL.is_file():
+        pytest.skip(f"{NCCL_REAL} is absent: the NCCL sweep is a real all_reduce_perf output")
+    loaded = load_session(write_session(tmp_path / "s"))
+    page = render(loaded, "html", ceilings=CEILINGS)
+    svgs = re.findall(r"<svg .*?</svg>", page, re.S)
+    assert len(svgs) == 2
+    rails, nccl = svgs
+    e = Expectations()
+    # one row per rail, before grey and after coloured by its band, the ceiling of its kind
+    assert f"{html.escape(RAIL)}</text>" in rails and f"{html.escape(BIDIR)}</text>" in rails
+    assert "9.4 → 109.2 / 109" in rails and "206.1 / 206" in rails
+    assert f"expected {e.rail_switched_gbps:.2f} Gb/s" in rails
+    assert f"expected {e.bidir_rail_gbps:.2f} Gb/s" in rails
+    assert 'fill="#3a9d4a"><title>after: 109.20 Gb/s' in rails  # pass band
+    # the sweep: 11 sizes of the real run, against the expected busbw for two nodes
+    [points] = re.findall(r'<polyline points="([^"]+)"', nccl)
+    assert len(points.split()) == 11
+    assert f"expected {e.nccl_expected(2):.2f} GB/s" in nccl
+    # the fabric map: one row per measured lane end, coloured by its verdict
+    assert '<table class="map">' in page
+    # spark1 is coloured by the duplicate-address warn that names it; the lane by its band
+    assert (
+        '<tr><td class="st-warn">spark1</td><td class="st-none">A</td><td class="st-none">'
+        'enp1s0f0np0</td><td class="st-none">spark2/enp1s0f0np0</td><td class="st-pass">109.2'
+        in page
+    )
+    assert '<td class="st-pass">103.0 each way</td>' in page  # the -b rail, per direction
+    # nothing external: no script, no link, no remote URL
+    assert "<script" not in page and "<link" not in page
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+    assert "url(" not in page
+
+
+def test_redacted_html_charts_carry_no_original_value(tmp_path: Path) -> None:
+    loaded = load_session(write_session(tmp_path / "s"))
+    page = render(loaded, "html", redact=True, ceilings=CEILINGS)
+    assert "<svg " in page
+    for value in ("spark1", "spark2", "crs804", "10.9.1.1"):
+        assert value not in page, value

@@ -1,0 +1,413 @@
+"""The report as a typed document, in reading order, for the Markdown and HTML templates.
+
+`doc_from_data` turns the report data (`wizard.report.build_report`, already redacted when asked)
+into sections a ticket reader wants in this order: the verdict line, the faults found and
+whether they were fixed, the numbers before and after, what was never checked, the step-by-step
+evidence, and last an appendix of raw outputs and exports. Evidence rows point at their raw
+output in the appendix by reference (`raw_ref`) instead of carrying it inline, so the body of
+the report stays a few screens long. The templates only lay this out; they compute nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from wizard.model import Status
+
+_SEVERITY = {s.value: s.severity for s in Status}
+
+
+def fmt_value(value: float | None, unit: str) -> str:
+    return "—" if value is None else f"{value:.2f} {unit}"
+
+
+def kind_label(kind: str) -> str:
+    return "NCCL busbw" if kind == "nccl" else kind
+
+
+@dataclass(frozen=True, slots=True)
+class FaultRow:
+    fault: str
+    status: str
+    targets: str
+    step: str
+    proof: str
+    fixed: bool
+    export: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeRow:
+    """One measured target: its number before the first fix and after it, each under the
+    column of when it was taken ("—" where there is none)."""
+
+    target: str
+    kind: str
+    before: str
+    after: str
+    change: str
+
+
+@dataclass(frozen=True, slots=True)
+class UnseenRow:
+    fault: str
+    targets: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Conclusion:
+    step: str
+    conclusion: str
+    sentence: str
+
+
+@dataclass(frozen=True, slots=True)
+class VersionRow:
+    target: str
+    component: str
+    version: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceRow:
+    target: str
+    command: str
+    observed: str
+    expected: str
+    status: str
+    raw_ref: str  # "" or the id of its raw output in the appendix
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictBlock:
+    status: str
+    fault: str
+    targets: str
+    summary: str
+    evidence: tuple[EvidenceRow, ...]  # the rows shown in the body
+    evidence_count: int = 0  # every row the verdict has
+    evidence_ref: str = ""  # the appendix entry with all of them, when not all are shown
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredRow:
+    target: str
+    kind: str
+    value: str
+    evidence: str
+
+
+@dataclass(frozen=True, slots=True)
+class StepSection:
+    step: str
+    phase: str
+    verdicts: tuple[VerdictBlock, ...]
+    measurements: tuple[MeasuredRow, ...]
+    probes: int
+    probes_ref: str  # the appendix entry listing this step's probes
+
+
+@dataclass(frozen=True, slots=True)
+class FixBlock:
+    fault: str
+    target: str
+    status: str
+    lines: tuple[str, ...]  # what happened, one fact a line
+    preview: str
+    export_ref: str
+    export_title: str
+
+
+@dataclass(frozen=True, slots=True)
+class RawBlock:
+    ref: str
+    title: str
+    text: str
+    lang: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Rerun:
+    title: str
+    command: str
+
+
+@dataclass(slots=True)
+class ReportDoc:
+    id: str
+    verdict_line: str
+    healthy: bool | None
+    faults: list[FaultRow] = field(default_factory=list)
+    before_after: list[ChangeRow] = field(default_factory=list)
+    not_checked: list[UnseenRow] = field(default_factory=list)
+    conclusions: list[Conclusion] = field(default_factory=list)
+    session: list[tuple[str, str]] = field(default_factory=list)
+    torn_tail: bool = False
+    versions: list[VersionRow] = field(default_factory=list)
+    summary: list[str] = field(default_factory=list)
+    findings: list[VerdictBlock] = field(default_factory=list)
+    invalid: list[MeasuredRow] = field(default_factory=list)
+    reruns: list[Rerun] = field(default_factory=list)
+    steps: list[StepSection] = field(default_factory=list)
+    fixes: list[FixBlock] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    operator: list[tuple[str, str, str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    log_warnings: list[str] = field(default_factory=list)
+    raw: list[RawBlock] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)  # the report data, for the charts
+
+
+def _change(m: dict[str, Any]) -> str:
+    if m["change"] is None:
+        return "—"
+    before = m["before"] or 0.0
+    pct = f" ({m['change'] / before * 100:+.0f} %)" if before else ""
+    return f"{m['change']:+.2f} {m['unit']}{pct}"
+
+
+def _inventory(s: dict[str, Any]) -> str:
+    digest = s["inventory_digest"]
+    short = f" (digest {digest[:19]}…)" if len(digest) > 19 else f" ({digest})" if digest else ""
+    return f"{s['inventory'] or '—'}{short}"
+
+
+EVIDENCE_ROWS = 8
+PREVIEW_LINES = 15
+
+
+def _short(command: str, limit: int = 90) -> str:
+    return command if len(command) <= limit else command[: limit - 1] + "…"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def doc_from_data(data: dict[str, Any]) -> ReportDoc:
+    s = data["session"]
+    doc = ReportDoc(
+        id=s["id"],
+        verdict_line=data["verdict_line"],
+        healthy=data["summary"]["healthy"],
+        torn_tail=bool(s["torn_tail"]),
+        data=data,
+    )
+    raws: list[RawBlock] = []
+
+    def raw(title: str, text: str, lang: str = "") -> str:
+        ref = f"raw-{len(raws) + 1}"
+        raws.append(RawBlock(ref, title, text, lang))
+        return ref
+
+    doc.faults = [
+        FaultRow(
+            f["fault"],
+            f["status"],
+            ", ".join(f["targets"]),
+            f["step"],
+            f["proof"],
+            bool(f["fixed"]),
+            f["export"] or "",
+        )
+        for f in data["faults"]
+    ]
+    doc.before_after = [
+        ChangeRow(
+            m["target"],
+            kind_label(m["kind"]) + (" -b (both directions)" if m.get("bidir") else ""),
+            fmt_value(m["before"], m["unit"]),
+            fmt_value(m["after"], m["unit"]),
+            _change(m),
+        )
+        for m in data["measurements"]
+    ]
+    doc.not_checked = [
+        UnseenRow(n["fault"], ", ".join(n["targets"]), n["why"])
+        for n in data["summary"]["not_checked"]
+    ]
+    doc.conclusions = [
+        Conclusion(c["step"], c["conclusion"], c["sentence"]) for c in data.get("conclusions", [])
+    ]
+    doc.session = [
+        ("Outcome", s["outcome"] + (f" ({s['end_reason']})" if s["end_reason"] else "")),
+        ("Started", s["started_at"]),
+        ("Ended", s["ended_at"] or "—"),
+        ("Command", f"fabwiz {s['command']}"),
+        ("fabwiz", f"{s['fabwiz_version']} (session log v{s['log_version']})"),
+        ("Inventory", _inventory(s)),
+        ("Scenario", s["scenario"] or "—"),
+        ("Nodes", ", ".join(s["nodes"]) or "—"),
+        ("Switches", ", ".join(s["switches"]) or "—"),
+        ("Resumed", str(s["resumed"])),
+        ("Redacted", "yes" if s["redacted"] else "no"),
+    ]
+    doc.versions = [
+        VersionRow(v["target"], v["component"], v["version"], v["source"])
+        for v in data.get("versions", [])
+    ]
+    summ = data["summary"]
+    counts = ", ".join(
+        f"{n} {st}"
+        for st, n in sorted(summ["verdicts"].items(), key=lambda kv: -_SEVERITY.get(kv[0], 0))
+    )
+    fx = summ["fixes"]
+    doc.summary = [
+        f"Verdicts (final, per fault): {counts or 'none'}",
+        f"Fixes: {fx['verified']} verified, {fx['rolled_back']} rolled back, "
+        f"{fx['verify_failed']} failed verification, {fx['applied']} applied and unverified, "
+        f"{fx['previewed']} previewed only",
+    ]
+    if summ["undrained_nodes"]:
+        doc.summary.append(
+            "Nodes with a link transition and no AC drain since: "
+            + ", ".join(summ["undrained_nodes"])
+        )
+    doc.findings = [
+        VerdictBlock(f["status"], f["fault"], ", ".join(f["targets"]), f["summary"], ())
+        for f in summ["findings"]
+    ]
+    doc.invalid = [
+        MeasuredRow(m["target"], m["step"], fmt_value(m["value"], m["unit"]), m["reason"])
+        for m in data["invalid_measurements"]
+    ]
+    for r in data.get("rerun", []):
+        got = fmt_value(r["value"], "GB/s") if r["value"] is not None else "no result"
+        built = f", {r['versions']}" if r.get("versions") else ""
+        doc.reruns.append(
+            Rerun(f"{r['target']} ({got}{built}), on {r['node'] or 'the first node'}", r["command"])
+        )
+
+    for st in data["steps"]:
+        blocks = []
+        for v in st["verdicts"]:
+            rows = []
+            for e in v["evidence"]:
+                ref = (
+                    raw(f"{st['step']}: {e['target']} $ {_short(e['command'])}", e["raw"])
+                    if e.get("raw")
+                    else ""
+                )
+                rows.append(
+                    EvidenceRow(
+                        e["target"], e["command"], e["observed"], e["expected"], e["status"], ref
+                    )
+                )
+            # In the body: a finding's evidence (its worst rows first, up to EVIDENCE_ROWS); a
+            # pass stands on one line. Every row is in the appendix.
+            shown: list[EvidenceRow] = []
+            if v["status"] not in ("pass", "benign"):
+                shown = sorted(rows, key=lambda r: -_SEVERITY.get(r.status, 0))[:EVIDENCE_ROWS]
+            more = ""
+            if len(shown) < len(rows):
+                more = raw(
+                    f"{st['step']}: {v['fault']}: {_plural(len(rows), 'evidence row')}",
+                    "\n".join(
+                        f"{r.status.upper():8} {r.target}  $ {r.command}\n"
+                        f"         observed: {r.observed}\n         expected: {r.expected}"
+                        for r in rows
+                    ),
+                )
+            blocks.append(
+                VerdictBlock(
+                    v["status"],
+                    v["fault"],
+                    ", ".join(v["targets"]),
+                    v["summary"],
+                    tuple(shown),
+                    len(rows),
+                    more,
+                )
+            )
+        measured = tuple(
+            MeasuredRow(
+                m["target"],
+                kind_label(m["kind"]),
+                fmt_value(m["value"], m["unit"]),
+                "yes" if m["valid"] else f"no: {m['reason']}",
+            )
+            for m in st["measurements"]
+        )
+        probes_ref = ""
+        if st["probes"]:
+            listing = "\n".join(
+                f"{p['target']}  {p['probe']}  $ {p['command']}  (exit {p['exit_status']}"
+                + (f", error {p['error']}" if p["error"] else "")
+                + f", {p['duration_s']} s)"
+                for p in st["probes"]
+            )
+            probes_ref = raw(f"{st['step']}: {_plural(len(st['probes']), 'probe')}", listing)
+        doc.steps.append(
+            StepSection(
+                st["step"], st["phase"], tuple(blocks), measured, len(st["probes"]), probes_ref
+            )
+        )
+
+    for f in data["fixes"]:
+        lines = [f"Fix: {f['summary']} ({f['fix_id']}, step {f['step']})"]
+        if f["applied_at"]:
+            lines.append(f"Applied: {f['applied_at']}")
+        if f["rollback_armed"]:
+            lines.append(f"Dead-man rollback armed: {f['rollback_armed']}")
+        if f["bounces_links"]:
+            lines.append("Bounces links: a drain is needed before measuring")
+        if f["verified_ok"] is not None:
+            lines.append(
+                f"Verification: {'passed' if f['verified_ok'] else 'FAILED'}"
+                + (f": {f['verify_detail']}" if f["verify_detail"] else "")
+            )
+        if f["status"] == "rolled_back":
+            restored = "confirmed restored" if f["restored"] else "not confirmed restored"
+            lines.append(f"Rolled back ({restored}): {f['rollback_reason']}")
+        e = f["export"]
+        title = ref = ""
+        if e:
+            title = (
+                f"Export taken before the change: {e['switch']} {e['file']} "
+                f"(sha256 {e['sha256'][:16]})"
+            )
+            ref = raw(title, e["contents"], "routeros")
+        preview = f["preview"]
+        if preview.count("\n") >= PREVIEW_LINES:
+            # a long preview (a whole netplan file) reads better in the appendix
+            n = preview.rstrip("\n").count("\n") + 1
+            lines.append(
+                f"Preview ({n} lines): "
+                + raw(f"Preview of {f['fault']} on {f['target']}", preview)
+                + " in the appendix"
+            )
+            preview = ""
+        doc.fixes.append(
+            FixBlock(
+                f["fault"],
+                f["target"],
+                f["status"].replace("_", " "),
+                tuple(lines),
+                preview,
+                ref,
+                title,
+            )
+        )
+    doc.refused = [
+        f"Refused {r['fault']} on {r['target']} ({r['step']}): {r['reason']}"
+        for r in data["refused"]
+    ]
+    for e in data["exports"]:
+        if e["fix_id"] is None:
+            raw(
+                f"{e['purpose']} export: {e['switch']} {e['file']} "
+                f"(sha256 {e['sha256'][:16]}, {e['at']})",
+                e["contents"],
+                "routeros",
+            )
+    doc.operator = [(o["at"], o["step"], o["what"], o["result"]) for o in data["operator"]]
+    doc.notes = [f"{n['level']}: {n['text']}" for n in data["notes"]]
+    doc.log_warnings = list(s["warnings"])
+    doc.raw = raws
+    return doc
+
+
+__all__ = ["ReportDoc", "doc_from_data", "fmt_value", "kind_label"]
