@@ -25,11 +25,19 @@ def first_fix_at(state: SessionState) -> float | None:
     return min(applied) if applied else None
 
 
+def last_fix_at(state: SessionState) -> float | None:
+    applied = [f.applied_at for f in state.fixes.values() if f.applied_at is not None]
+    return max(applied) if applied else None
+
+
 def before_after(state: SessionState) -> list[dict[str, Any]]:
     """Per measured target (in the order first measured): `before` is its first valid number
-    taken before the first fix went out, `after` its last valid one taken after it; each number
-    sits under the column of when it was taken. Without any fix: the first and the last."""
+    taken before the first fix went out, `after` its last valid one taken after it; `stale` when
+    that number was taken before the last fix (it is not what the fabric gives now, and no
+    change is worked out from it); each number sits under the column of when it was taken.
+    Without any fix: the first and the last."""
     cut = first_fix_at(state)
+    final = last_fix_at(state)
     order: dict[str, MeasurementRecord] = {}
     before: dict[str, MeasurementRecord] = {}
     after: dict[str, MeasurementRecord] = {}
@@ -65,7 +73,10 @@ def before_after(state: SessionState) -> list[dict[str, Any]]:
                 "before_step": None if b is None else b.step,
                 "after": av,
                 "after_step": None if a is None else a.step,
-                "change": None if bv is None or av is None else av - bv,
+                "stale": a is not None and final is not None and a.at < final,
+                "change": None
+                if bv is None or av is None or (final is not None and a is not None and a.at < final)
+                else av - bv,
                 "bidir": bool(last.measurement.extra.get("bidir")),
             }
         )
@@ -258,4 +269,4 @@ def charts(
     }
 
 
-__all__ = ["before_after", "charts", "conclusions", "first_fix_at", "versions"]
+__all__ = ["before_after", "charts", "conclusions", "first_fix_at", "last_fix_at", "versions"]

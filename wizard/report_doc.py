@@ -220,7 +220,8 @@ def doc_from_data(data: dict[str, Any]) -> ReportDoc:
             m["target"],
             kind_label(m["kind"]) + (" -b (both directions)" if m.get("bidir") else ""),
             fmt_value(m["before"], m["unit"]),
-            fmt_value(m["after"], m["unit"]),
+            fmt_value(m["after"], m["unit"])
+            + (f" (in {m['after_step']}, before the last fix)" if m.get("stale") else ""),
             _change(m),
         )
         for m in data["measurements"]

@@ -45,7 +45,10 @@ def test_each_number_sits_under_the_column_of_when_it_was_taken(tmp_path: Path) 
     loaded = load_session(write_session(tmp_path / "s"))
     md = render(loaded, "md", ceilings=CEILINGS)
     # measured before the first fix and after it
-    assert f"| {RAIL} | rail | 9.42 Gb/s | 109.20 Gb/s | +99.78 Gb/s (+1059 %) |" in md
+    # measured after the first fix but before the QoS fix: shown, marked, not compared
+    assert (
+        f"| {RAIL} | rail | 9.42 Gb/s | 109.20 Gb/s (in offload, before the last fix) | — |" in md
+    )
     # measured only after the first fix: under After, nothing under Before
     assert f"| {RAIL_B} | rail | — | 98.04 Gb/s | — |" in md
     rows = {(m["target"], m["bidir"]): m for m in build_report(loaded)["measurements"]}
@@ -117,3 +120,45 @@ def test_redacted_html_charts_carry_no_original_value(tmp_path: Path) -> None:
     assert "<svg " in page
     for value in ("spark1", "spark2", "crs804", "10.9.1.1"):
         assert value not in page, value
+
+
+def test_a_number_taken_before_the_last_fix_is_marked_and_not_compared() -> None:
+    """A number taken between two fixes is not what the fabric gives now: a pairing that only
+    existed while an address was duplicated must not read as a rail that fell to 0 Gb/s."""
+    from wizard.model import Measurement
+    from wizard.report_data import before_after
+    from wizard.session import FixRecord, MeasurementRecord, SessionState
+
+    def rail(target: str, at: float, value: float, step: str) -> MeasurementRecord:
+        return MeasurementRecord(step, at, Measurement("rail", target, value, "Gb/s"))
+
+    state = SessionState()
+    state.fixes["f1"] = FixRecord(
+        "f1", "offload", "switch.offload-split-cage", "crs804", applied_at=10.0
+    )
+    state.fixes["f2"] = FixRecord(
+        "f2", "addressing", "host.duplicate-ip", "spark3", applied_at=20.0
+    )
+    state.measurements += [
+        rail("a->b", 1.0, 7.75, "direct_connect"),
+        rail("a->x", 1.0, 7.75, "direct_connect"),  # the duplicate address paired a with x
+        rail("a->x", 15.0, 0.0, "qos"),  # between the fixes
+        rail("a->b", 15.0, 50.0, "qos"),
+        rail("a->b", 25.0, 109.2, "halves"),
+    ]
+    rows = {r["target"]: r for r in before_after(state)}
+    ab, ax = rows["a->b"], rows["a->x"]
+    assert (ab["before"], ab["after"], ab["after_step"], ab["stale"]) == (
+        7.75,
+        109.2,
+        "halves",
+        False,
+    )
+    assert ab["change"] == pytest.approx(101.45)
+    assert (ax["before"], ax["after"], ax["after_step"], ax["stale"], ax["change"]) == (
+        7.75,
+        0.0,
+        "qos",
+        True,
+        None,
+    )
