@@ -29,7 +29,10 @@ def test_report_markdown_to_stdout(session: Path) -> None:
     res = CliRunner().invoke(cli, ["report", str(session)])
     assert res.exit_code == 0, res.output
     assert res.stdout.startswith("# fabwiz session report: 20261130T000000Z-abcdef12")
-    assert f"| {RAIL} | rail | 9.42 Gb/s | 109.20 Gb/s (in offload, before the last fix) |" in res.stdout
+    assert (
+        f"| {RAIL} | rail | 9.42 Gb/s | 109.20 Gb/s (in offload, before the last fix) |"
+        in res.stdout
+    )
 
 
 def test_report_html_redacted_to_a_file(session: Path, tmp_path: Path) -> None:

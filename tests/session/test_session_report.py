@@ -63,7 +63,9 @@ def test_markdown_report_for_a_ticket(loaded: LoadedSession) -> None:
     md = render_markdown(loaded)
     assert md.startswith("# fabwiz session report: 20261130T000000Z-abcdef12\n")
     assert "| Outcome | findings remain (switch.qos-pfc-stall remains) |" in md
-    assert f"| {RAIL} | rail | 9.42 Gb/s | 109.20 Gb/s (in offload, before the last fix) | — |" in md
+    assert (
+        f"| {RAIL} | rail | 9.42 Gb/s | 109.20 Gb/s (in offload, before the last fix) | — |" in md
+    )
     assert "| cluster | NCCL busbw | 1.12 GB/s | 23.31 GB/s | +22.19 GB/s (+1981 %) |" in md
     assert "| FAIL | `switch.qos-pfc-stall` | crs804/qsfp56-dd-1-1 |" in md
     assert "**FAIL** `switch.offload-split-cage` on crs804:" in md
