@@ -1194,7 +1194,7 @@ class Engine:
     async def _found_after_loss(self, exports: Sequence[ExportStatus]) -> str:
         """A switch fix stopped mid-way (the API session broke): reconnect, let the rollback
         armed under this fix's name run now if it is on the switch, and say what state the switch
-        is in compared with the pre-fix export (issue 8)."""
+        is in compared with the pre-fix export."""
         name = f"fabwiz-rb-{self.session_id}-{self._fix_counter}"
         found: list[str] = []
         for before in exports:

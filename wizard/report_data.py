@@ -75,7 +75,9 @@ def before_after(state: SessionState) -> list[dict[str, Any]]:
                 "after_step": None if a is None else a.step,
                 "stale": a is not None and final is not None and a.at < final,
                 "change": None
-                if bv is None or av is None or (final is not None and a is not None and a.at < final)
+                if bv is None
+                or av is None
+                or (final is not None and a is not None and a.at < final)
                 else av - bv,
                 "bidir": bool(last.measurement.extra.get("bidir")),
             }

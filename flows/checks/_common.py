@@ -68,7 +68,7 @@ __all__ = [
 
 T = TypeVar("T")
 
-# --- host probes (read-only; the probe contract of TEAM.md) -------------------------------------
+# --- host probes (read-only) -------------------------------------
 MLNX_QOS = HostProbe("mlnx_qos", "mlnx_qos -i {netdev}", per_rail=True, sudo=True)
 SYSCTL_ARP = HostProbe(
     "sysctl_arp",

@@ -1,4 +1,4 @@
-"""The wizard engine on the lab (issue 5's proofs): the walk, the fixes, their safety."""
+"""The wizard engine on the lab: the walk, the fixes, their safety."""
 
 from __future__ import annotations
 

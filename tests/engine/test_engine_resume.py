@@ -1,6 +1,5 @@
 """`fabwiz fix` killed with SIGKILL at several points, then `fabwiz resume`: the same end state as an
-uninterrupted run, no event lost or doubled, no fix repeated once it was applied and verified
-(issues 7 and 9)."""
+uninterrupted run, no event lost or doubled, no fix repeated once it was applied and verified."""
 
 from __future__ import annotations
 
@@ -114,7 +113,7 @@ def test_killed_fix_resumes_to_the_same_end(tmp_path: Path, event_type: str, nth
 
 
 def test_killed_fix_against_a_running_lab_resumes_there(tmp_path: Path) -> None:
-    """Issue 9: the lab lives apart from fabwiz, as a real cluster does. `fabwiz fix -i` on the
+    """The lab lives apart from fabwiz, as a real cluster does. `fabwiz fix -i` on the
     inventory a running `fabwiz lab` wrote, killed mid-way, then `fabwiz resume` against the same
     lab: the fabric kept the changes already made, and the session ends healthy without repeating
     a verified fix."""

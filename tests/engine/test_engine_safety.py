@@ -1,5 +1,5 @@
 """Fix safety on the lab: a failed verification rolls back to the exported state, and the
-management-path guard refuses a change that would cut the wizard's own API session (issue 5)."""
+management-path guard refuses a change that would cut the wizard's own API session."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 9: the lab's hands over a control channel, `fabwiz lab hands`, and `--state FILE`."""
+"""The lab's hands over a control channel, `fabwiz lab hands`, and `--state FILE`."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from wizard.lab.scenarios import build_world, load_text
 from wizard.lab.world import World
 
 FOUR = "-H spark1,spark2,spark3,spark4"
-# nccl-tests as NVIDIA's playbook builds it (issue 17): not on PATH, under the login directory
+# nccl-tests as NVIDIA's playbook builds it: not on PATH, under the login directory
 NT = "~/nccl-tests/build"
 
 

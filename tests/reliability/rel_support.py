@@ -1,5 +1,5 @@
 """Shared helpers of the reliability tests: walk a few steps of the wizard on a lab with fault
-hooks armed, and check that nothing was lost on the way (issue 8)."""
+hooks armed, and check that nothing was lost on the way."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Bad input (issue 8): the lab's RouterOS API server fed malformed sentences keeps serving the
+"""Bad input: the lab's RouterOS API server fed malformed sentences keeps serving the
 other clients; broken scenario files each give one clear message naming the file and the field.
 (The broken-inventory corpus is tests/checks/test_checks_inventory.py; the parsers' property
 tests are tests/parsers/test_parsers_hypothesis.py and test_rel_parsers_cover.py.)"""

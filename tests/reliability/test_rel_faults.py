@@ -1,4 +1,4 @@
-"""Faults survived on the lab (issue 8): SSH and RouterOS API sessions cut mid-probe, mid-test and
+"""Faults survived on the lab: SSH and RouterOS API sessions cut mid-probe, mid-test and
 mid-fix, nodes going away while probed, the switch rebooting mid-session, probes that never answer
 and nodes that answer slowly. In each: no traceback, a message saying what happened and what to
 do, and no event missing from the session log (rel_support.assert_nothing_lost)."""

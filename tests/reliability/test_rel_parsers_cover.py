@@ -1,4 +1,4 @@
-"""Every parser is fuzzed, and garbage never becomes a pass (issue 8).
+"""Every parser is fuzzed, and garbage never becomes a pass.
 
 tests/parsers/test_parsers_hypothesis.py fuzzes the parsers (only ParseError may escape). Here:
 1. every public `parse_*` function of wizard/parsers is in its table (a new parser cannot be

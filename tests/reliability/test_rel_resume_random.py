@@ -1,5 +1,5 @@
 """`fabwiz fix` SIGKILLed at a seeded random point, then `fabwiz resume`: it finishes healthy, with
-nothing lost or doubled (issue 8; tests/engine/test_engine_resume.py covers four chosen points).
+nothing lost or doubled (tests/engine/test_engine_resume.py covers four chosen points).
 
 A full `fix --lab crs804-three-bugs` run writes ~1,600 events at time scale 100; the kill lands
 after a random number of them, so over the seeds it falls mid-probe, mid-export, mid-fix,

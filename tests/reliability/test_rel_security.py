@@ -1,4 +1,4 @@
-"""Security (issue 8): passwords never land in any artefact, exports kept without sensitive values
+"""Security: passwords never land in any artefact, exports kept without sensitive values
 unless asked, hostile names from probe output never reach a shell unquoted, the lab listens on
 127.0.0.1 only, and SSH host keys are verified (a changed key refused, with how to check it)."""
 

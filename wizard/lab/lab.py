@@ -1,7 +1,7 @@
 """The Lab: a scenario brought to life on 127.0.0.1.
 
 Builds the world from a scenario, starts one SSH server per node and one RouterOS API server
-per switch, and writes into a folder everything a client needs: the inventory (TEAM.md shape),
+per switch, and writes into a folder everything a client needs: the inventory,
 the client key `id_ed25519`, a `known_hosts` with every node's host key, and one password file
 per switch (mode 0600). Used in-process by tests and `fabwiz demo`, and in the foreground by
 `fabwiz lab`.

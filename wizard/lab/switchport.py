@@ -1,4 +1,4 @@
-"""How the world talks to a switch: the interface agreed in TEAM.md, and where the switch comes from.
+"""How the world talks to a switch: the interface, and where the switch comes from.
 
 The switch model itself (`wizard.lab.routeros.switch.SwitchState`) belongs to the RouterOS side of
 the lab. The world only needs the few questions below (is this port up, how does a frame get from
@@ -73,7 +73,7 @@ class ForwardingLike(Protocol):
 
 
 class SwitchLike(Protocol):
-    """The questions the world asks a switch (TEAM.md, "The lab's shape")."""
+    """The questions the world asks a switch."""
 
     listeners: list[Callable[[str, str], None]]
 

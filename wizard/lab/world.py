@@ -7,7 +7,7 @@ life cycle: the *persistent* files (`/etc/netplan/*.yaml`, `/etc/sysctl.d/*.conf
 --system`/`systemctl`, so a fix that only changes the runtime state is undone by a reboot, as on
 a real node. Faults are injected by writing those files (see `faults.py`).
 
-Names and addresses follow TEAM.md: rails per node in the order port0/A, port0/B, port1/A,
+Names and addresses follow the inventory's conventions: rails per node in the order port0/A, port0/B, port1/A,
 port1/B; healthy rail r (1..4) of spark<i> has 10.9.r.<i>/24, MTU 9000, no IPv6.
 """
 
@@ -911,7 +911,7 @@ def rail_address(rail_index: int, host: int) -> str:
 
 
 def healthy_netplan(host: int, *, overrides: dict[str, dict[str, Any]] | None = None) -> str:
-    """The netplan file of a healthy node (TEAM.md addressing), with per-netdev overrides."""
+    """The netplan file of a healthy node (the default addressing plan), with per-netdev overrides."""
     eths: dict[str, dict[str, Any]] = {}
     for r, (netdev, *_rest) in enumerate(RAIL_LAYOUT, start=1):
         eths[netdev] = {

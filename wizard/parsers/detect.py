@@ -1,6 +1,6 @@
 """Recognise what a raw text is, so `fabwiz analyze` and replays pick the right parser.
 
-`detect(text)` returns one `kind` of the public list (issue 2): `perftest`, `nccl-tests`,
+`detect(text)` returns one `kind` of the public list: `perftest`, `nccl-tests`,
 `ibdev2netdev`, `ip-json`, `ip-brief`, `ethtool`, `ethtool-stats`, `mlnx_qos`, `sysctl`, `lspci`,
 `kernel-log`, `ping`, `iperf3`, `routeros`, or `unknown`; plus two kinds this module adds for
 formats fabwiz parses that the list does not name: `ip-text` (`ip addr`, `ip -s link`) and

@@ -1,7 +1,7 @@
 """RDMA port counters from sysfs: `grep -H . .../hw_counters/* .../counters/*`, `show_counters`,
 a listing of the hw_counters folder, and `ports/1/{rate,state}` pastes.
 
-Sample lines it matches (probe contract in TEAM.md; real/sysfs-infiniband/):
+Sample lines it matches (the host probes of flows/checks/_common.py; the real sysfs-infiniband fixtures):
 
     /sys/class/infiniband/rocep1s0f0/ports/1/hw_counters/local_ack_timeout_err:0
     np_cnp_sent: 1052612505

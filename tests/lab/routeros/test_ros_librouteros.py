@@ -55,7 +55,7 @@ def test_sync_probes_of_the_team_contract(threaded: ThreadedServer, crs804: Swit
         assert {h["on-interface"] for h in hosts} == {p["interface"] for p in ports}
         addrs = tuple(api.path("ip", "address"))
         # a switch outside a world has no management port, so no management network is modelled
-        # (issue 14's /ip/address: the address sits on the management port's bridge, per switch)
+        # (/ip/address: the address sits on the management port's bridge, per switch)
         assert addrs == ()
         assert tuple(api.path("ip", "arp")) == ()
         sw = next(iter(api.path("interface", "ethernet", "switch")))

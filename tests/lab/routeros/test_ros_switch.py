@@ -1,4 +1,4 @@
-"""SwitchState: the TEAM.md interface, derived hw-offload, links, logs, ids, persistence."""
+"""SwitchState: the switch-port interface, derived hw-offload, links, logs, ids, persistence."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def test_crs812_ports(clock: FakeClock) -> None:
         "qsfp56-dd-2-5",
     ]
     assert "qsfp56-1-1" in sw.fabric_ports() and "sfp56-8" in sw.fabric_ports()
-    sw.set_cable("qsfp56-1", "crs812-b:qsfp56-1")  # TEAM.md short name
+    sw.set_cable("qsfp56-1", "crs812-b:qsfp56-1")  # the short name
     assert sw.link("qsfp56-1-1").rate_gbps == 200.0
     sw.set_cable("sfp56-3", "spark5:port0")
     assert sw.link("sfp56-3").rate_gbps == 50.0

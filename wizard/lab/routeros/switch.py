@@ -1,7 +1,7 @@
 """SwitchState: the stateful model of one MikroTik CRS804/CRS812 in the lab.
 
 The world (wizard/lab/world.py) asks a switch about links, forwarding paths, RSTP and traffic
-through the interface agreed in /work/notes/TEAM.md; the RouterOS API server and the scheduler
+through the interface of wizard/lab/switchport.py; the RouterOS API server and the scheduler
 scripts read and change the same configuration through `menus.py`. Configuration is kept as
 RouterOS-shaped items (string values, booleans `true`/`false`, `*HEX` ids); what RouterOS
 derives (`hw-offload`, link status, cpu-load, RSTP role) is computed from it on demand.
@@ -363,7 +363,7 @@ class SwitchState:
         return None
 
     def resolve_port(self, port: str) -> str:
-        """Accept TEAM.md's short CRS812 names (`qsfp56-1`) for the lane master `qsfp56-1-1`."""
+        """Accept the short CRS812 names (`qsfp56-1`) for the lane master `qsfp56-1-1`."""
         if re.fullmatch(r"qsfp56-\d+", port):
             return f"{port}-1"
         return port
@@ -383,7 +383,7 @@ class SwitchState:
     def bridges(self) -> list[Item]:
         return [i for i in self.tables["interface"] if i.get("type") == "bridge"]
 
-    # ----------------------------------------------------------------- the TEAM.md interface
+    # ----------------------------------------------------------------- the switch-port interface
 
     def fabric_ports(self) -> list[str]:
         return [p for p in port_names(self.model) if not is_cpu_port(p) and is_lane_master(p)]
