@@ -42,6 +42,9 @@ class Expectations:
     iperf_single_stream_gbps: float = 12.0  # benign: measures the ARM CPU
     iperf_parallel_half_gbps: float = 93.1  # iperf3 TCP, both halves in parallel (003)
     switch_cpu_idle_max_pct: float = 10.0  # ~0 % during line-rate RDMA (000)
+    # a rail that carried less than this share of the busiest rail's bytes during an NCCL run
+    # took no part in it (NCCL spreads a collective over every device it uses)
+    nccl_rail_idle_share: float = 0.05
     # Verdict bands, as fraction of expected
     pass_ratio: float = 0.90
     warn_ratio: float = 0.75

@@ -898,9 +898,20 @@ class Sweeper:
         info["hostfile"] = launch.hostfile
         info["rerun"] = launch.readable
         timeout_s += 30.0  # the run's own `timeout` fires first
+        rails = [r for n in nodes for r in self.rails.get(n, ()) if r.up and r.addresses]
+        before = await asyncio.gather(*(self._rail_counters(r) for r in rails))
         self._emit(ProbeSent(step=self.step, target=nodes[0], command=cmd))
         t0 = time.monotonic()
-        res = await self.ssh.run(nodes[0], cmd, timeout=timeout_s)
+        got: list[ProbeResult] = []
+
+        async def launch_run() -> Measurement:
+            got.append(await self.ssh.run(nodes[0], cmd, timeout=timeout_s))
+            return Measurement(kind="nccl", target=target, value=0.0, unit="GB/s")
+
+        # the switch CPU sampled and the switch ports read around the run, like ib_write_bw
+        [around] = await self.with_switch_cpu([launch_run()], delay=0.0)
+        res = got[0]
+        after = await asyncio.gather(*(self._rail_counters(r) for r in rails))
         self._emit(ProbeAnswered(step=self.step, probe="nccl", result=res))
         from wizard.parsers.nccl import parse_nccl
 
@@ -912,6 +923,12 @@ class Sweeper:
             **ncclrun.versions_in(res.stdout),
             "raw": res.stdout,
             "seconds": time.monotonic() - t0,
+            # per rail, the RDMA/PHY counter deltas around the run (None: not read)
+            "rail_counters": {
+                r.key: deltas(b, a) if a is not None and b is not None else None
+                for r, b, a in zip(rails, before, after, strict=True)
+            },
+            **{k: around.extra[k] for k in ("switch_cpu", "switch_ports") if k in around.extra},
         }
         try:
             parsed = parse_nccl(res.stdout)
