@@ -115,7 +115,11 @@ def context_factory(inv: Inventory) -> Callable[[Observations, DrainGuard], Any]
             for at, cause in items
         )
         return dataclasses.replace(
-            ctx, transitions=transitions, drained_at=dict(guard.drains), jobs=jobs
+            ctx,
+            transitions=transitions,
+            drained_at=dict(guard.drains),
+            jobs=jobs,
+            changed_at=dict(guard.changed_at),
         )
 
     return build

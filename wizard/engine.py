@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from wizard import bisect, boots, deadman, fixes, locks, settle
+from wizard import bisect, boots, changes, deadman, fixes, locks, settle
 from wizard.drain import FAULT_ID as UNDRAINED
 from wizard.drain import DrainGuard, link_downs
 from wizard.errors import FabwizError, SessionLogError
@@ -964,6 +964,7 @@ class Engine:
             )
             return False
         record.applied = True
+        await changes.stamp(self.guard.changed_at, plan, self.fabric.api, self.fabric.run)
         self.emit(
             FixApplied(
                 step=self._step,
@@ -992,6 +993,7 @@ class Engine:
             self._fire("verified")
         else:
             restored = await self._roll_back(plan, armed, exports)
+            await changes.stamp(self.guard.changed_at, plan, self.fabric.api, self.fabric.run)
             record.rolled_back = True
             self.emit(
                 FixRolledBack(
