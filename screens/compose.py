@@ -262,6 +262,7 @@ async def open_wizard(
         server_start_delay_s=0.3 if the_lab is None else 0.05,
     )
     exp = _expectations(inv)
+    fabric.sweeper.limits = exp  # the re-run and bidirectional limits of the rail tests
     state_resume: Resume | None = None
     if resume is not None:
         state_resume = resume_from(resume)

@@ -25,7 +25,7 @@ import shlex
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from wizard import ncclrun, readiness
 from wizard.counters import deltas, parse_rail, rail_command, switch_deltas, switch_ports
@@ -187,6 +187,9 @@ class Sweeper:
     tool_paths: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     _opening: dict[str, asyncio.Future[str | None]] = field(default_factory=dict, repr=False)
     pings: list[dict[str, object]] = field(default_factory=list)  # the last jumbo ping matrix
+    # the expectations table (flows.expectations.Expectations, any object with its fields):
+    # rail_tests reads its re-run and bidirectional limits from it
+    limits: Any = None
 
     def _emit(self, event: Event) -> None:
         if self.sink is not None:
@@ -422,17 +425,27 @@ class Sweeper:
         server_start_delay_s: float = 0.3,
         base_port: int = 18515,
         timeout_s: float = 60.0,
-        low_gbps: float | None = 80.0,
-        rerun_qps: int = 8,
-        max_reruns: int = 4,
+        low_gbps: float | None = None,
+        rerun_qps: int | None = None,
+        max_reruns: int | None = None,
         bidirectional: bool = True,
         quick: bool = False,
     ) -> list[Measurement]:
         """Single-QP ib_write_bw on every rail index between node pairs (every pair over a
         round-robin schedule, or the disjoint pairs only with `quick`); the pairs of a round
-        run at the same time, rounds and rail indexes one after the other. Then: a rail below
-        `low_gbps` is re-run alone with `rerun_qps` QPs (a number that does not move is a
-        fixed structure in the path, seed 000), and one rail runs bidirectional (`-b`)."""
+        run at the same time, rounds and rail indexes one after the other. Then: up to
+        `max_reruns` rails below `low_gbps` are re-run alone with one QP and `rerun_qps` QPs (a
+        number that does not move is a fixed structure in the path, seed 000), and
+        `bidir_rails` rails run bidirectional (`-b`). Unset limits come from `self.limits`
+        (the expectations table: rail_pass_gate_gbps, qp_rerun_qps, qp_rerun_max_rails,
+        bidir_rails)."""
+        lim = self.limits
+        if low_gbps is None:
+            low_gbps = float(getattr(lim, "rail_pass_gate_gbps", 80.0))
+        rerun_qps = int(getattr(lim, "qp_rerun_qps", 8)) if rerun_qps is None else rerun_qps
+        if max_reruns is None:
+            max_reruns = int(getattr(lim, "qp_rerun_max_rails", 4))
+        bidir_rails = int(getattr(lim, "bidir_rails", 1)) if bidirectional else 0
         if any(n not in self.tools for n in self.nodes if self.rails.get(n)):
             await self.sweep([readiness.TOOLS_PROBE])  # a resumed session has not looked yet
         out = await self._rail_rounds(
@@ -442,7 +455,7 @@ class Sweeper:
             timeout_s=timeout_s,
             quick=quick,
         )
-        if low_gbps is not None:
+        if max_reruns > 0:
             low = [m for m in out if m.valid and 0.0 < m.value < low_gbps][:max_reruns]
             for m in low:
                 pair = self._pair_rails(m)
@@ -476,9 +489,9 @@ class Sweeper:
                         "rerun_command": many.extra.get("command", ""),
                     },
                 )
-        if bidirectional:
-            first = next((m for m in out if m.valid and m.value > 0), None)
-            pair = self._pair_rails(first) if first is not None else None
+        measured = [m for m in out if m.valid and m.value > 0 and not m.extra.get("bidir")]
+        for first in measured[:bidir_rails]:
+            pair = self._pair_rails(first)
             if pair is not None:
                 [bi] = await self.with_switch_cpu(
                     [

@@ -16,7 +16,6 @@ from wizard.lab.scenarios import load_text
 from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
 from wizard.transports.ssh import SshTarget, SshTransport
 
-
 # seed 003's six nodes on two CRS812 (4 + 2), no campus uplinks (no loop for RSTP to break)
 SIX = """
 name: six-healthy
