@@ -9,6 +9,9 @@ single-host run whose network plugin is Socket but whose channels are P2P is no 
 fallback. The ground truth can fail: busbw is judged in bands against `nccl_expected` /
 `nccl_gate` (~0.5 GB/s: a software-forwarded path; ~2-3 GB/s: sockets; ~half: one PCIe half
 idle) and reported under the fault that explains it, or as `nccl.busbw-low` when none does.
+The run is bracketed like every ib_write_bw (`nccl_traffic`): rails whose counters did not move
+took no part (`nccl.hca-filter`), and a switch CPU busy during a slow or cut-short run is
+software forwarding (`switch.offload-lost`); every busbw verdict cites those rows.
 Good: IB over every active device, busbw near 23-26 GB/s.
 """
 
@@ -203,7 +206,7 @@ def judge(n: NcclRun, ctx: Context) -> list[Verdict]:
         else:
             hca.fail(dev_ev, target="cluster")
     t = n.traffic
-    if transport == "IB" and t is not None and t.idle:
+    if transport == "IB" and t is not None and t.idle and ctx.nccl_devices != "one":
         # the counters say which rails NCCL left idle, whatever its log claims
         idle_rows = [r for r in nccl_traffic.evidence(t, ctx, cmd) if r.target in t.idle]
         into = half if n.half_config_bad and not n.hca_config_bad else hca
@@ -287,7 +290,13 @@ def _judge_busbw(
     if busy is not None and not any(f.startswith("switch.offload-") for f in explained):
         # the switch CPU forwarded while NCCL crawled: software forwarding, cause unknown
         explained = (*explained, "switch.offload-lost")
-    if t is not None and t.idle and transport == "IB" and not hca_or_half:
+    if (
+        t is not None
+        and t.idle
+        and transport == "IB"
+        and not hca_or_half
+        and ctx.nccl_devices != "one"
+    ):
         explained = (*explained, "nccl.hca-filter")
     if explained:
         # reported under the faults that explain it (one verdict each; merged with theirs)

@@ -87,6 +87,14 @@ def test_rails_that_moved_nothing_are_nccl_leaving_devices_idle() -> None:
     assert "nccl.busbw-low" not in got
 
 
+def test_idle_rails_are_no_finding_when_one_device_is_the_policy() -> None:
+    moved: dict[str, int | None] = {"a/p0": 400 * 10**9, "a/p1": 0, "b/p0": 400 * 10**9, "b/p1": 0}
+    run = _run(23.4, moved, 1.0)
+    got = {v.fault: v for v in perf_nccl.judge(run, replace(CTX, nccl_devices="one"))}
+    assert "nccl.hca-filter" not in got
+    assert got["nccl.busbw-low"].status == Status.PASS
+
+
 def test_low_busbw_with_an_idle_cpu_and_every_rail_moving_stays_busbw_low() -> None:
     got = _by_fault(_run(18.0, dict.fromkeys(RAILS, 300 * 10**9), 1.0))
     low = got["nccl.busbw-low"]
