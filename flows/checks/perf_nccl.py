@@ -349,6 +349,18 @@ def _no_busbw(n: NcclRun, ev: Evidence, ctx: Context) -> list[Verdict]:
     row = Evidence(
         "cluster", ev.command, f"no busbw: {why}", "an average busbw", Status.UNKNOWN, ev.raw
     )
+    if n.explained:
+        # the findings that explain a slow fabric explain a run that could not finish
+        return [
+            Verdict(
+                fault,
+                Status.FAIL,
+                f"NCCL ended without a busbw ({why}): agrees",
+                targets=("cluster",),
+                evidence=(replace(row, status=Status.FAIL), *proof),
+            )
+            for fault in n.explained
+        ]
     busy = nccl_traffic.cpu_busy(t, ctx)
     if busy is not None:
         return [

@@ -179,3 +179,13 @@ async def test_lab_nccl_over_a_cpu_forwarded_bridge_is_offload_lost() -> None:
     got = {v.fault: v for v in verdicts}  # type: ignore[attr-defined]
     assert got["switch.offload-lost"].status == Status.FAIL  # type: ignore[attr-defined]
     assert "crs804 cpu-load" in got["switch.offload-lost"].summary  # type: ignore[attr-defined]
+
+
+def test_a_run_cut_short_is_reported_under_the_finding_that_explains_it() -> None:
+    run = replace(
+        _run(None, dict.fromkeys(RAILS, 0), 1.0, "run cut short"),
+        explained=("switch.qos-pfc-stall",),
+    )
+    got = _by_fault(run)
+    assert got["switch.qos-pfc-stall"].status == Status.FAIL  # type: ignore[attr-defined]
+    assert "nccl.busbw-low" not in got
