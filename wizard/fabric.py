@@ -245,11 +245,14 @@ class InventoryFabric:
 
     async def _measure(self, kind: str) -> list[Measurement]:
         if kind == "rails":
-            # every node pair on every plane, like `check --perf`; rounds are split so that no
-            # two concurrent flows share an ISL direction (the health gate is per rail)
+            # the disjoint pairs: the bisection drains the nodes of every low pair, and with
+            # every pair measured one degraded node would drain all its partners (the
+            # bisection must learn to intersect the low pairs first); `check --perf` covers
+            # every pair, in rounds split so that no two flows share an ISL direction
             ms = await self.sweeper.rail_tests(
                 duration_s=self.perf_duration_s,
                 server_start_delay_s=self.server_start_delay_s,
+                quick=True,
             )
             return [_with_nodes(m) for m in ms]
         if kind == "fabric":
