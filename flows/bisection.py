@@ -25,6 +25,7 @@ class StepSpec:
     traffic: bool = False  # the step confirms its verdict with a bandwidth test
     # open preflight findings that explain low numbers, so the physical test may be skipped
     explained_by: tuple[str, ...] = ()
+    fabric_tests: bool = False  # after its rail tests: the jumbo ping matrix and the ISL test
 
 
 FLOW: tuple[StepSpec, ...] = (
@@ -196,6 +197,7 @@ FLOW: tuple[StepSpec, ...] = (
             "switch.mtu",
         ),
         traffic=True,
+        fabric_tests=True,
     ),
     StepSpec(
         id="halves",

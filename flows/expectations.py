@@ -21,6 +21,9 @@ class Expectations:
     rail_cross_switch_gbps: float = 109.08  # over a 200G ISL (003)
     halves_concurrent_gbps: float = 98.04  # each half when both run (003): 196.08 per port
     bidir_rail_gbps: float = 206.0  # -b aggregate, one rail (000)
+    bidir_rails: int = 1  # rails measured with -b per rail sweep (0: none)
+    qp_rerun_qps: int = 8  # QPs of the re-run of a low rail (the QP-invariance test, 000)
+    qp_rerun_max_rails: int = 4  # low rails re-run per sweep (each re-run is two more tests)
     rail_pass_gate_gbps: float = 80.0  # NVIDIA's per-rail preflight gate (anchors)
     rail_fix_target_gbps: float = 100.0  # "single-QP rail >= 100 Gb/s" verifications (FAULTS.md)
     node_both_halves_min_gbps: float = 180.0  # "both halves concurrently >= 180 Gb/s per node"
@@ -42,6 +45,9 @@ class Expectations:
     iperf_single_stream_gbps: float = 12.0  # benign: measures the ARM CPU
     iperf_parallel_half_gbps: float = 93.1  # iperf3 TCP, both halves in parallel (003)
     switch_cpu_idle_max_pct: float = 10.0  # ~0 % during line-rate RDMA (000)
+    # a rail that carried less than this share of the busiest rail's bytes during an NCCL run
+    # took no part in it (NCCL spreads a collective over every device it uses)
+    nccl_rail_idle_share: float = 0.05
     # Verdict bands, as fraction of expected
     pass_ratio: float = 0.90
     warn_ratio: float = 0.75

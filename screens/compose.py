@@ -122,6 +122,7 @@ def context_factory(inv: Inventory) -> Callable[[Observations, DrainGuard], Any]
             drained_at=dict(guard.drains),
             jobs=jobs,
             job_processes=procs,
+            changed_at=dict(guard.changed_at),
         )
 
     return build
@@ -271,6 +272,7 @@ async def open_wizard(
         server_start_delay_s=0.3 if the_lab is None else 0.05,
     )
     exp = _expectations(inv)
+    fabric.sweeper.limits = exp  # the re-run and bidirectional limits of the rail tests
     state_resume: Resume | None = None
     if resume is not None:
         state_resume = resume_from(resume)

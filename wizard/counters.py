@@ -25,6 +25,8 @@ from wizard.parsers.sysfs import parse_sysfs_counters
 HOST_COUNTERS = (
     "tx_packets_phy",
     "rx_packets_phy",
+    "tx_bytes_phy",
+    "rx_bytes_phy",
     "local_ack_timeout_err",
     "packet_seq_err",
     "out_of_sequence",

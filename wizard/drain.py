@@ -40,6 +40,8 @@ class DrainGuard:
     drains: dict[str, float] = field(default_factory=dict)
     boot_ids: dict[str, str] = field(default_factory=dict)
     link_down_counts: dict[str, int] = field(default_factory=dict)
+    # target -> when this session last changed it, on its own clock (flows.base.Context)
+    changed_at: dict[str, float] = field(default_factory=dict)
 
     def record_transition(self, node: str, at: float, cause: str) -> None:
         self.transitions.setdefault(node, []).append((at, cause))

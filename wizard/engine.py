@@ -19,11 +19,11 @@ import datetime as dt
 import re
 import shlex
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from wizard import bisect, boots, deadman, fixes, golden, locks, settle
+from wizard import bisect, boots, changes, deadman, fixes, golden, locks, settle
 from wizard.drain import FAULT_ID as UNDRAINED
 from wizard.drain import DrainGuard, link_downs
 from wizard.errors import FabwizError, SessionLogError
@@ -114,7 +114,7 @@ class Hands(Protocol):
     async def perform(self, action: PhysicalAction) -> str: ...
 
 
-MeasureKind = Literal["rails", "halves", "direct", "nccl"]
+MeasureKind = Literal["rails", "halves", "direct", "nccl", "fabric"]
 
 
 class Fabric(Protocol):
@@ -595,16 +595,23 @@ class Engine:
         return out
 
     async def _measure_and_judge(
-        self, kind: MeasureKind, faults: Sequence[str]
+        self, kind: MeasureKind, faults: Sequence[str], *, explained: bool = False
     ) -> tuple[list[Measurement], list[Verdict]]:
+        """Measure and judge with the step's traffic checks. With `explained`, a verdict the
+        checks give under another fault id (the finding that explains a low number) is kept."""
         ms = await self._measure(kind)
         valid = tuple(m for m in ms if m.valid)
-        if not valid:
+        seen = getattr(self.fabric, "traffic", None) if kind == "fabric" else None
+        if not valid and not seen:
             return ms, []
         base = self._last_obs or Observations()
         obs = replace(base, measurements=valid)
+        if isinstance(seen, Mapping) and seen:
+            obs = replace(obs, traffic={**base.traffic, **seen})  # the ping matrix
         checks = self._checks_for(faults, traffic=True)
-        verdicts = self._judge(checks, obs, faults)
+        if kind == "fabric":
+            checks = self._checks_for(faults)  # the MTU checks judge the pings
+        verdicts = self._judge(checks, obs, None if explained else faults)
         self._record_verdicts(verdicts)
         return ms, verdicts
 
@@ -983,6 +990,7 @@ class Engine:
             )
             return False
         record.applied = True
+        await changes.stamp(self.guard.changed_at, plan, self.fabric.api, self.fabric.run)
         self.emit(
             FixApplied(
                 step=self._step,
@@ -1011,6 +1019,7 @@ class Engine:
             self._fire("verified")
         else:
             restored = await self._roll_back(plan, armed, exports)
+            await changes.stamp(self.guard.changed_at, plan, self.fabric.api, self.fabric.run)
             record.rolled_back = True
             self.emit(
                 FixRolledBack(
@@ -1909,6 +1918,9 @@ class Engine:
                 await self._drain(pending)
             ms, _ = await self._measure_and_judge("rails", spec.faults)
             self._maybe_revisit(ms)
+            if getattr(spec, "fabric_tests", False):
+                # the jumbo ping matrix and, across switches, the shared-ISL test
+                await self._measure_and_judge("fabric", spec.faults)
         return False
 
     async def _step_halves(self, spec: StepLike) -> bool:
@@ -1922,7 +1934,10 @@ class Engine:
             await self._drain(pending)
         await self._measure_and_judge("rails", spec.faults)
         await self._measure_and_judge("halves", spec.faults)
-        await self._measure_and_judge("nccl", spec.faults)
+        # the switch side is read with the NCCL run, so what explains a low busbw is current
+        # (offload, QoS, RSTP) and a low busbw is reported under it
+        await self._sweep(self._checks_for(spec.faults, traffic=True))
+        await self._measure_and_judge("nccl", spec.faults, explained=True)
         return False
 
     def _with_session(self, ctx: Any) -> Any:

@@ -97,6 +97,7 @@ class InventoryFabric:
         # own measurement events are dropped here so that nothing is recorded twice.
         self._sink = sink
         self._management: dict[str, tuple[str, ...]] = {}  # switch -> ports read from it
+        self.traffic: dict[str, object] = {}  # what the last fabric tests saw (the ping matrix)
         self.sweeper = Sweeper(
             ssh=ssh,
             nodes=[n.name for n in inventory.nodes],
@@ -244,13 +245,22 @@ class InventoryFabric:
 
     async def _measure(self, kind: str) -> list[Measurement]:
         if kind == "rails":
-            # the walk keeps the disjoint pairs (its health gate is per rail, and concurrent
-            # cross-switch pairs share an ISL); `check --perf` covers every pair
+            # the disjoint pairs: the bisection drains the nodes of every low pair, and with
+            # every pair measured one degraded node would drain all its partners (the
+            # bisection must learn to intersect the low pairs first); `check --perf` covers
+            # every pair, in rounds split so that no two flows share an ISL direction
             ms = await self.sweeper.rail_tests(
                 duration_s=self.perf_duration_s,
                 server_start_delay_s=self.server_start_delay_s,
                 quick=True,
             )
+            return [_with_nodes(m) for m in ms]
+        if kind == "fabric":
+            # the jumbo ping matrix and the two-flows-one-ISL test, as `check --perf` runs them
+            ms = await self.sweeper.fabric_tests(
+                duration_s=self.perf_duration_s, server_start_delay_s=self.server_start_delay_s
+            )
+            self.traffic = {"ping": list(self.sweeper.pings)}
             return [_with_nodes(m) for m in ms]
         if kind == "direct":
             return await self._direct()
@@ -300,7 +310,10 @@ class InventoryFabric:
                     extra={"nodes": (a, b)},
                 )
             ]
-        return [await self._pair(ra, rb, 18515)]
+        # the switch CPU sampled during the test, like every `check --perf` transfer
+        return await self.sweeper.with_switch_cpu(
+            [self._pair(ra, rb, 18515)], delay=self.server_start_delay_s
+        )
 
     async def _halves(self) -> list[Measurement]:
         """Both PCIe halves of port 0 at once, per sending node: the node's total."""
@@ -327,7 +340,7 @@ class InventoryFabric:
                     )
                     continue
                 jobs.append(self._both(a, b, legs, 18600 + 2 * i))
-            out.extend(await asyncio.gather(*jobs))
+            out.extend(await self.sweeper.with_switch_cpu(jobs, delay=self.server_start_delay_s))
         seen: dict[str, Measurement] = {}
         for m in out:
             seen.setdefault(m.target, m)

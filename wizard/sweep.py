@@ -25,7 +25,7 @@ import shlex
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from wizard import ncclrun, readiness
 from wizard.counters import deltas, parse_rail, rail_command, switch_deltas, switch_ports
@@ -191,6 +191,9 @@ class Sweeper:
     _opening: dict[str, asyncio.Future[str | None]] = field(default_factory=dict, repr=False)
     pings: list[dict[str, object]] = field(default_factory=list)  # the last jumbo ping matrix
     versions: Versions = field(default_factory=Versions)  # emitted as VersionsRecorded on change
+    # the expectations table (flows.expectations.Expectations, any object with its fields):
+    # rail_tests reads its re-run and bidirectional limits from it
+    limits: Any = None
 
     def _emit(self, event: Event) -> None:
         if self.sink is not None:
@@ -428,17 +431,27 @@ class Sweeper:
         server_start_delay_s: float = 0.3,
         base_port: int = 18515,
         timeout_s: float = 60.0,
-        low_gbps: float | None = 80.0,
-        rerun_qps: int = 8,
-        max_reruns: int = 4,
+        low_gbps: float | None = None,
+        rerun_qps: int | None = None,
+        max_reruns: int | None = None,
         bidirectional: bool = True,
         quick: bool = False,
     ) -> list[Measurement]:
         """Single-QP ib_write_bw on every rail index between node pairs (every pair over a
         round-robin schedule, or the disjoint pairs only with `quick`); the pairs of a round
-        run at the same time, rounds and rail indexes one after the other. Then: a rail below
-        `low_gbps` is re-run alone with `rerun_qps` QPs (a number that does not move is a
-        fixed structure in the path, seed 000), and one rail runs bidirectional (`-b`)."""
+        run at the same time, rounds and rail indexes one after the other. Then: up to
+        `max_reruns` rails below `low_gbps` are re-run alone with one QP and `rerun_qps` QPs (a
+        number that does not move is a fixed structure in the path, seed 000), and
+        `bidir_rails` rails run bidirectional (`-b`). Unset limits come from `self.limits`
+        (the expectations table: rail_pass_gate_gbps, qp_rerun_qps, qp_rerun_max_rails,
+        bidir_rails)."""
+        lim = self.limits
+        if low_gbps is None:
+            low_gbps = float(getattr(lim, "rail_pass_gate_gbps", 80.0))
+        rerun_qps = int(getattr(lim, "qp_rerun_qps", 8)) if rerun_qps is None else rerun_qps
+        if max_reruns is None:
+            max_reruns = int(getattr(lim, "qp_rerun_max_rails", 4))
+        bidir_rails = int(getattr(lim, "bidir_rails", 1)) if bidirectional else 0
         if any(n not in self.tools for n in self.nodes if self.rails.get(n)):
             await self.sweep([readiness.TOOLS_PROBE])  # a resumed session has not looked yet
         out = await self._rail_rounds(
@@ -448,7 +461,7 @@ class Sweeper:
             timeout_s=timeout_s,
             quick=quick,
         )
-        if low_gbps is not None:
+        if max_reruns > 0:
             low = [m for m in out if m.valid and 0.0 < m.value < low_gbps][:max_reruns]
             for m in low:
                 pair = self._pair_rails(m)
@@ -482,9 +495,9 @@ class Sweeper:
                         "rerun_command": many.extra.get("command", ""),
                     },
                 )
-        if bidirectional:
-            first = next((m for m in out if m.valid and m.value > 0), None)
-            pair = self._pair_rails(first) if first is not None else None
+        measured = [m for m in out if m.valid and m.value > 0 and not m.extra.get("bidir")]
+        for first in measured[:bidir_rails]:
+            pair = self._pair_rails(first)
             if pair is not None:
                 [bi] = await self.with_switch_cpu(
                     [
@@ -904,9 +917,20 @@ class Sweeper:
         info["hostfile"] = launch.hostfile
         info["rerun"] = launch.readable
         timeout_s += 30.0  # the run's own `timeout` fires first
+        rails = [r for n in nodes for r in self.rails.get(n, ()) if r.up and r.addresses]
+        before = await asyncio.gather(*(self._rail_counters(r) for r in rails))
         self._emit(ProbeSent(step=self.step, target=nodes[0], command=cmd))
         t0 = time.monotonic()
-        res = await self.ssh.run(nodes[0], cmd, timeout=timeout_s)
+        got: list[ProbeResult] = []
+
+        async def launch_run() -> Measurement:
+            got.append(await self.ssh.run(nodes[0], cmd, timeout=timeout_s))
+            return Measurement(kind="nccl", target=target, value=0.0, unit="GB/s")
+
+        # the switch CPU sampled and the switch ports read around the run, like ib_write_bw
+        [around] = await self.with_switch_cpu([launch_run()], delay=0.0)
+        res = got[0]
+        after = await asyncio.gather(*(self._rail_counters(r) for r in rails))
         self._emit(ProbeAnswered(step=self.step, probe="nccl", result=res))
         from wizard.parsers.nccl import parse_nccl
 
@@ -918,6 +942,12 @@ class Sweeper:
             **ncclrun.versions_in(res.stdout),
             "raw": res.stdout,
             "seconds": time.monotonic() - t0,
+            # per rail, the RDMA/PHY counter deltas around the run (None: not read)
+            "rail_counters": {
+                r.key: deltas(b, a) if a is not None and b is not None else None
+                for r, b, a in zip(rails, before, after, strict=True)
+            },
+            **{k: around.extra[k] for k in ("switch_cpu", "switch_ports") if k in around.extra},
         }
         try:
             parsed = parse_nccl(res.stdout)

@@ -10,6 +10,7 @@ forwards). CPU-attached ports come from the switch model, not from a name patter
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -137,10 +138,16 @@ def cpu_at_rest(obs: Observations, switch: str) -> float | None:
 
 
 def log_evidence(
-    obs: Observations, switch: str, bridge: str, ports: Iterable[str] = ()
+    obs: Observations,
+    switch: str,
+    bridge: str,
+    ports: Iterable[str] = (),
+    since: float | None = None,
 ) -> Evidence:
     """The latest offload line of `bridge`: a pass when it is an activation that names every
-    one of `ports` (when the line lists ports at all)."""
+    one of `ports` (when the line lists ports at all). With `since` (this session's last
+    change of the switch, on its clock), only a line newer than the change counts: older
+    lines are history."""
     got, why, _res = rows(obs, switch, SW_LOG)
     expected = f'latest line: hardware offloading activated on bridge "{bridge}"'
     if got is None:
@@ -152,6 +159,20 @@ def log_evidence(
             Status.UNKNOWN,
         )
     line = offload_lines(got).get(bridge)
+    if line is not None and since is not None:
+        from wizard.changes import log_time
+
+        at = log_time(line.time, since)
+        if at is None or at < since:
+            changed = _dt.datetime.fromtimestamp(since, _dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+            return Evidence(
+                f"{switch}/{bridge}",
+                "/log print",
+                f"latest line {line.time or '(no time)'} predates this session's change at "
+                f"{changed} (switch clock): history, not current evidence",
+                expected + " newer than the change",
+                Status.UNKNOWN,
+            )
     if line is None:
         observed = f"no hardware offloading line for bridge {bridge} in the log"
         status = Status.FAIL

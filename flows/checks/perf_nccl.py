@@ -9,15 +9,25 @@ single-host run whose network plugin is Socket but whose channels are P2P is no 
 fallback. The ground truth can fail: busbw is judged in bands against `nccl_expected` /
 `nccl_gate` (~0.5 GB/s: a software-forwarded path; ~2-3 GB/s: sockets; ~half: one PCIe half
 idle) and reported under the fault that explains it, or as `nccl.busbw-low` when none does.
+The run is bracketed like every ib_write_bw (`nccl_traffic`): rails whose counters did not move
+took no part (`nccl.hca-filter`), and a switch CPU busy during a slow or cut-short run is
+software forwarding (`switch.offload-lost`); every busbw verdict cites those rows.
 Good: IB over every active device, busbw near 23-26 GB/s.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from flows.base import Check, Context, Observations
-from flows.checks import host_links, nccl_config, switch_offload, switch_qos, switch_rstp
+from flows.checks import (
+    host_links,
+    nccl_config,
+    nccl_traffic,
+    switch_offload,
+    switch_qos,
+    switch_rstp,
+)
 from flows.checks._common import Finding
 from wizard.errors import ParseError
 from wizard.model import Evidence, Measurement, Status, Verdict
@@ -58,6 +68,7 @@ class NcclRun:
     socket_config_bad: bool
     explained: tuple[str, ...] = ()  # failing faults elsewhere that explain a low busbw
     switch_read: bool = True  # the switch side was read with this run (else: not ruled out)
+    traffic: nccl_traffic.RunTraffic | None = None  # counters and switch CPU around the run
 
 
 def _failing(verdicts: list[Verdict], fault: str) -> bool:
@@ -85,7 +96,10 @@ def parse(obs: Observations, ctx: Context) -> NcclRun:
     switch_read = all(
         obs.switch(sw, "bridge_port") is not None or sw in obs.unreachable for sw in ctx.switches
     )
-    return NcclRun(run, parsed, error, active, hca, half, sock_config, explained, switch_read)
+    traffic = nccl_traffic.read(run, ctx) if run is not None else None
+    return NcclRun(
+        run, parsed, error, active, hca, half, sock_config, explained, switch_read, traffic
+    )
 
 
 def _explainers(obs: Observations, ctx: Context) -> tuple[str, ...]:
@@ -195,6 +209,15 @@ def judge(n: NcclRun, ctx: Context) -> list[Verdict]:
             half.fail(dev_ev, target="cluster")
         else:
             hca.fail(dev_ev, target="cluster")
+    t = n.traffic
+    if transport == "IB" and t is not None and t.idle and ctx.nccl_devices != "one":
+        # the counters say which rails NCCL left idle, whatever its log claims
+        idle_rows = [r for r in nccl_traffic.evidence(t, ctx, cmd) if r.target in t.idle]
+        into = half if n.half_config_bad and not n.hca_config_bad else hca
+        if not (hca.bad or half.bad):
+            into.fail(idle_rows[0], target="cluster")
+            idle_rows = idle_rows[1:]
+        (hca if hca.bad else half).bad.extend(idle_rows)
     out = [
         sock.verdict(
             ok=f"NCCL runs over {transport or 'IB'} verbs"
@@ -246,7 +269,7 @@ def _judge_busbw(
     """The ground truth judged: busbw against the gate, a low one under what explains it."""
     e = ctx.expectations
     if p.avg_busbw is None:
-        return []
+        return _no_busbw(n, ev, ctx)
     gate = e.nccl_gate(len(ctx.nodes), len(ctx.switches))
     expected = e.nccl_expected(len(ctx.nodes))
     band = busbw_band(p.avg_busbw, ctx)
@@ -258,24 +281,52 @@ def _judge_busbw(
         raw=ev.raw,
     )
     low = Finding("nccl.busbw-low")
+    t = n.traffic
+    proof = nccl_traffic.evidence(t, ctx, ev.command) if t is not None else []
     if band == "healthy":
         low.ok(row)
+        low.good.extend(proof)  # the ground truth passed; the rows say what carried it
         return [low.verdict(ok=f"NCCL busbw {p.avg_busbw:g} GB/s, at or above the gate", bad="")]
     if transport == "Socket" or (band == "half" and hca_or_half):
         return []  # the socket / HCA verdicts above carry it
-    if n.explained:
+    explained = n.explained
+    busy = nccl_traffic.cpu_busy(t, ctx) if t is not None else None
+    if busy is not None and not any(f.startswith("switch.offload-") for f in explained):
+        # the switch CPU forwarded while NCCL crawled: software forwarding, cause unknown
+        explained = (*explained, "switch.offload-lost")
+    if (
+        t is not None
+        and t.idle
+        and transport == "IB"
+        and not hca_or_half
+        and ctx.nccl_devices != "one"
+    ):
+        explained = (*explained, "nccl.hca-filter")
+    if explained:
         # reported under the faults that explain it (one verdict each; merged with theirs)
         return [
             Verdict(
                 fault,
                 Status.FAIL,
-                f"NCCL busbw {p.avg_busbw:g} GB/s ({BAND_TEXT[band]}) agrees",
+                f"NCCL busbw {p.avg_busbw:g} GB/s ({BAND_TEXT[band]}) agrees"
+                + (
+                    f"; {busy} cpu-load {t.cpu[busy]:g} % during the run"
+                    if busy is not None and t is not None and fault == "switch.offload-lost"
+                    else ""
+                )
+                + (
+                    f"; rails idle during the run: {', '.join(t.idle)}"
+                    if t is not None and t.idle and fault == "nccl.hca-filter"
+                    else ""
+                ),
                 targets=("cluster",),
-                evidence=(row,),
+                evidence=(row, *proof),
             )
-            for fault in n.explained
+            for fault in explained
         ]
     low.fail(row, target="cluster")
+    low.bad.extend(r for r in proof if r.status != Status.UNKNOWN)
+    low.unknown.extend(r for r in proof if r.status == Status.UNKNOWN)
     nothing = (
         "and no other finding explains it"
         if n.switch_read
@@ -288,6 +339,47 @@ def _judge_busbw(
             "tests and counters of the same run say where to look",
         )
     ]
+
+
+def _no_busbw(n: NcclRun, ev: Evidence, ctx: Context) -> list[Verdict]:
+    """A run that ended without its average busbw (cut short by its time limit, killed): what
+    the fabric did meanwhile still counts. A switch CPU that worked during it is software
+    forwarding; otherwise the busbw is not known."""
+    t = n.traffic
+    if t is None or n.run is None:
+        return []
+    why = n.run.reason or "no '# Avg bus bandwidth' line"
+    proof = nccl_traffic.evidence(t, ctx, ev.command)
+    row = Evidence(
+        "cluster", ev.command, f"no busbw: {why}", "an average busbw", Status.UNKNOWN, ev.raw
+    )
+    if n.explained:
+        # the findings that explain a slow fabric explain a run that could not finish
+        return [
+            Verdict(
+                fault,
+                Status.FAIL,
+                f"NCCL ended without a busbw ({why}): agrees",
+                targets=("cluster",),
+                evidence=(replace(row, status=Status.FAIL), *proof),
+            )
+            for fault in n.explained
+        ]
+    busy = nccl_traffic.cpu_busy(t, ctx)
+    if busy is not None:
+        return [
+            Verdict(
+                "switch.offload-lost",
+                Status.FAIL,
+                f"NCCL ended without a busbw ({why}) while {busy} cpu-load was "
+                f"{t.cpu[busy]:g} % during the run: the switch CPU forwards the fabric",
+                targets=("cluster",),
+                evidence=(replace(row, status=Status.FAIL), *proof),
+            )
+        ]
+    low = Finding("nccl.busbw-low")
+    low.unknown.extend([row, *proof])
+    return [low.verdict(ok="", bad="", unknown=f"NCCL ended without a busbw: {why}")]
 
 
 CHECK = Check(

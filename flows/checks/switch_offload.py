@@ -221,7 +221,9 @@ def runtime_evidence(
     if obs is None:
         return []
     return [
-        forwarding.log_evidence(obs, sw.switch, bridge, ports or ()),
+        forwarding.log_evidence(
+            obs, sw.switch, bridge, ports or (), since=ctx.changed_at.get(sw.switch)
+        ),
         *forwarding.host_evidence(obs, sw.switch, ctx, ports)[:8],
         forwarding.management_evidence(obs, sw.switch, ctx.management.get(sw.switch, ())),
         forwarding.cpu_evidence(obs, sw.switch, ctx.expectations.switch_cpu_idle_max_pct),

@@ -159,6 +159,7 @@ async def run_check(
         switches=switches,
         sink=sink,
         tool_paths={n.name: n.tools for n in inv.nodes if n.tools},
+        limits=expectations,
     )
     try:
         # handshakes and logins first: the checks load while their round trips are in flight

@@ -89,6 +89,7 @@ class SwitchLike(Protocol):
     def add_port_traffic(
         self, port: str, tx_bytes: int, rx_bytes: int, tx_packets: int, rx_packets: int
     ) -> None: ...
+    def add_port_pause(self, port: str, rx: float = 0.0, tx: float = 0.0) -> None: ...
     def log(self, topics: str, message: str) -> None: ...
     def reboot(self) -> None: ...
     def to_state(self) -> dict[str, Any]: ...
@@ -219,6 +220,9 @@ class StandInSwitch:
         row = self.traffic.setdefault(port, [0, 0, 0, 0])
         for i, v in enumerate((tx_bytes, rx_bytes, tx_packets, rx_packets)):
             row[i] += v
+
+    def add_port_pause(self, port: str, rx: float = 0.0, tx: float = 0.0) -> None:
+        pass  # a stand-in keeps no pause counters
 
     def log(self, topics: str, message: str) -> None:
         self.logs.append((self.clock(), topics, message))

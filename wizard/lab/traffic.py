@@ -14,6 +14,7 @@ import itertools
 from collections import defaultdict
 from dataclasses import dataclass
 
+from wizard.lab import pause
 from wizard.lab.physics import FlowResult, FlowSpec, solve
 from wizard.lab.world import World
 
@@ -95,6 +96,11 @@ class Traffic:
         if dt <= 0 or not self.flows:
             return
         world = self.world
+        # flows landing on each rail at once: a lossless receiver pauses what it cannot drain
+        arriving: dict[tuple[str, str], int] = defaultdict(int)
+        for a in self.flows.values():
+            if not a.result.stalled:
+                arriving[(a.spec.dst, a.spec.dst_rail)] += 1
         for a in self.flows.values():
             spec, r = a.spec, a.result
             src, dst = world.nodes.get(spec.src), world.nodes.get(spec.dst)
@@ -115,6 +121,11 @@ class Traffic:
                         # MAC that ARP flux resolved wrongly just vanish (seed 000)
                         sr.bump("local_ack_timeout_err", STALL_TIMEOUTS_PER_S * dt)
                         sr.bump("roce_adp_retrans", STALL_TIMEOUTS_PER_S * dt)
+                    first = r.path.hops[0] if r.path.hops else None
+                    if first is not None and first.lossless and first.offloaded:
+                        # the lossless queue never drains: the switch keeps the sender paused
+                        n = pause.held(sr, dt)
+                        world.switches[first.switch].add_port_pause(first.ingress, tx=n)
                 continue
             nbytes = r.gbps * 1e9 / 8 * dt
             frame = r.mtu + 58
@@ -144,6 +155,13 @@ class Traffic:
                     sr.bump("packet_seq_err", ISL_SHARED_SEQ_ERR_PER_S * dt)
                     dr.bump("np_cnp_sent", 40 * dt)
                     sr.bump("rp_cnp_handled", 40 * dt)
+            n = pause.incast(dr, sr, arriving[(spec.dst, spec.dst_rail)], dt)
+            if n and r.path is not None and r.path.hops:
+                last = r.path.hops[-1]  # a lossy switch port counts the frames and drops them
+                world.switches[last.switch].add_port_pause(last.egress, rx=n)
+            elif n:
+                sr.bump("rx_pause_ctrl_phy", n)  # a direct cable: the sender gets them
+                sr.bump("rx_prio3_pause", n)
             if r.path is not None:
                 for hop in r.path.hops:
                     sw = world.switches[hop.switch]

@@ -95,6 +95,8 @@ PHY_COUNTERS = (
     "link_down_events_phy",
     "rx_prio3_packets",
     "tx_prio3_packets",
+    "rx_prio3_pause",
+    "tx_prio3_pause",
 )
 
 

@@ -158,6 +158,8 @@ class _Counters:
     tx_packets: int = 0
     rx_packets: int = 0
     link_downs: int = 0
+    rx_pause: int = 0  # PFC pause frames received / sent on the port (wizard.lab.pause)
+    tx_pause: int = 0
 
 
 @dataclass(slots=True)
@@ -617,6 +619,11 @@ class SwitchState:
         c.tx_packets += tx_packets
         c.rx_packets += rx_packets
 
+    def add_port_pause(self, port: str, rx: float = 0.0, tx: float = 0.0) -> None:
+        c = self.counters.setdefault(self._default_name(port), _Counters())
+        c.rx_pause += int(rx)
+        c.tx_pause += int(tx)
+
     def log(self, topics: str, message: str) -> None:
         self.add_item(
             "log", {"time": _clock_text(self.clock()), "topics": topics, "message": message}
@@ -781,7 +788,15 @@ class SwitchState:
             "cables": self.cables,
             "roles": self.roles,
             "counters": {
-                k: [c.tx_bytes, c.rx_bytes, c.tx_packets, c.rx_packets, c.link_downs]
+                k: [
+                    c.tx_bytes,
+                    c.rx_bytes,
+                    c.tx_packets,
+                    c.rx_packets,
+                    c.link_downs,
+                    c.rx_pause,
+                    c.tx_pause,
+                ]
                 for k, c in self.counters.items()
             },
             "software_gbps": self.software_gbps,
