@@ -18,40 +18,18 @@ recent); a line whose stamp cannot be read stays current: it is never dropped on
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_ISO = re.compile(r"^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})$")
-_MD = re.compile(r"^(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})$")
-_OLD = re.compile(r"^([a-z]{3})/(\d{2}) (\d{2}):(\d{2}):(\d{2})$")
-_TOD = re.compile(r"^(\d{2}):(\d{2}):(\d{2})$")
+from wizard.changes import log_time
 
 
 def stamp(text: str, reference: float) -> float | None:
-    """Epoch seconds (on the switch's clock, UTC) of a `/log` time; `reference` (epoch) gives
-    the year and, for a time of day alone, the day. None when the stamp is not one of these."""
-    t = text.strip().lower()
-    ref = dt.datetime.fromtimestamp(reference, dt.UTC)
-    try:
-        if m := _ISO.match(t):
-            y, mo, d, hh, mi, ss = (int(g) for g in m.groups())
-        elif m := _MD.match(t):
-            (mo, d, hh, mi, ss), y = (int(g) for g in m.groups()), ref.year
-        elif (m := _OLD.match(t)) and m.group(1) in _MONTHS:
-            mo = _MONTHS.index(m.group(1)) + 1
-            (d, hh, mi, ss), y = (int(g) for g in m.groups()[1:]), ref.year
-        elif m := _TOD.match(t):
-            (hh, mi, ss), (y, mo, d) = (int(g) for g in m.groups()), (ref.year, ref.month, ref.day)
-        else:
-            return None
-        when = dt.datetime(y, mo, d, hh, mi, ss)
-    except ValueError:
-        return None
-    return float(calendar.timegm(when.timetuple()))
+    """Epoch seconds (on the switch's clock) of a `/log` time; `reference` (epoch) gives the
+    year and, for a time of day alone, the day. None when the stamp is not one RouterOS prints.
+    One parser for every check that reads log times: `wizard.changes.log_time`."""
+    return log_time(text, reference)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
 _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})")
 _OLD_FULL = re.compile(r"([a-z]{3})/(\d{1,2})/(\d{4}) (\d{2}):(\d{2}):(\d{2})")
 _OLD_DAY = re.compile(r"([a-z]{3})/(\d{1,2}) (\d{2}):(\d{2}):(\d{2})")
+_MD = re.compile(r"(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})")  # 7.x before 7.10, an earlier day
 _TIME = re.compile(r"(\d{2}):(\d{2}):(\d{2})")
 
 
@@ -51,13 +52,16 @@ async def node_time(run: Callable[[str, str], Awaitable[ProbeResult]], node: str
 
 def log_time(text: str, reference: float) -> float | None:
     """A RouterOS `/log` `time` on the scale of `switch_time`: `2026-12-01 13:45:56` (7.10+),
-    `dec/01/2026 13:45:56`, `dec/01 13:45:56` (this year) or `13:45:56` (today), the missing
+    `12-01 13:45:56` (7.x before 7.10, this year), `dec/01/2026 13:45:56`, `dec/01 13:45:56`
+    (6.x, this year) or `13:45:56` (today), the missing
     parts taken from `reference` (the switch's clock). None when unreadable."""
     t = text.strip().lower()
     ref = dt.datetime.fromtimestamp(reference, dt.UTC).replace(tzinfo=None)
     try:
         if m := _ISO.fullmatch(t):
             y, mo, d, hh, mm, ss = (int(g) for g in m.groups())
+        elif m := _MD.fullmatch(t):
+            (mo, d, hh, mm, ss), y = (int(g) for g in m.groups()), ref.year
         elif (m := _OLD_FULL.fullmatch(t)) and m.group(1) in _MONTHS:
             mo, y = _MONTHS.index(m.group(1)) + 1, int(m.group(3))
             d, hh, mm, ss = (int(g) for g in (m.group(2), *m.groups()[3:]))
