@@ -546,6 +546,17 @@ class Sweeper:
                 ok, received, mtu_err = p.ok, p.received or 0, p.mtu_errors
             except ParseError:
                 ok, received, mtu_err = False, 0, 0
+            small_ok: bool | None = None
+            if not (ok and res.error is None) and res.error is None:
+                # a lost jumbo frame is MTU evidence only if a small one gets through
+                small = f"ping -c 3 -W 1 -I {shlex.quote(a.netdev)} {shlex.quote(ip)}"
+                self._emit(ProbeSent(step=self.step, target=a.node, command=small))
+                sres = await self.ssh.run(a.node, small, timeout=15.0)
+                self._emit(ProbeAnswered(step=self.step, probe=f"ping:{a.netdev}", result=sres))
+                try:
+                    small_ok = parse_ping(sres.stdout + sres.stderr).ok and sres.error is None
+                except ParseError:
+                    small_ok = None
             return {
                 "src": a.key,
                 "dst": b.key,
@@ -553,6 +564,7 @@ class Sweeper:
                 "ok": ok and res.error is None,
                 "received": received,
                 "mtu_errors": mtu_err,
+                "small_ok": small_ok,
                 "cross_switch": bool(a.switch and b.switch and a.switch != b.switch),
                 "command": cmd,
                 "raw": (res.stdout + res.stderr)[-600:],

@@ -353,19 +353,20 @@ def _no_busbw(n: NcclRun, ev: Evidence, ctx: Context) -> list[Verdict]:
     row = Evidence(
         "cluster", ev.command, f"no busbw: {why}", "an average busbw", Status.UNKNOWN, ev.raw
     )
+    busy = nccl_traffic.cpu_busy(t, ctx)
     if n.explained:
         # the findings that explain a slow fabric explain a run that could not finish
+        cpu = f"; {busy} cpu-load {t.cpu[busy]:g} % during the run" if busy is not None else ""
         return [
             Verdict(
                 fault,
                 Status.FAIL,
-                f"NCCL ended without a busbw ({why}): agrees",
+                f"NCCL ended without a busbw ({why}), as {fault} explains{cpu}",
                 targets=("cluster",),
                 evidence=(replace(row, status=Status.FAIL), *proof),
             )
             for fault in n.explained
         ]
-    busy = nccl_traffic.cpu_busy(t, ctx)
     if busy is not None:
         return [
             Verdict(

@@ -94,6 +94,21 @@ def _judge_pings(m: SwitchMtu, ctx: Context, f: Finding) -> None:
             continue  # a host netdev below MTU 9000: host.mtu says so
         if p.get("cross_switch") and m.rstp_blocked:
             continue  # the RSTP detour (MTU 1500): switch.rstp-isl-blocked says so
+        if p.get("small_ok") is not True and not p.get("mtu_errors"):
+            # no reply at any size (or the small ping not read): the pair cannot reach each
+            # other at all, which says nothing about jumbo frames on the switch path
+            f.unknown.append(
+                Evidence(
+                    f"{src}->{dst}",
+                    str(p.get("command", "ping -M do -s 8972")),
+                    f"no reply to {p.get('ip', '?')} at any size: reachability, not MTU "
+                    "(an address or a link; see the addressing checks)",
+                    "replies to ping -M do -s 8972 (9000-byte frames end to end)",
+                    Status.UNKNOWN,
+                    raw=str(p.get("raw", "")) or None,
+                )
+            )
+            continue
         f.fail(
             Evidence(
                 f"{src}->{dst}",

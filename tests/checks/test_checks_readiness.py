@@ -104,8 +104,9 @@ def test_node_without_passwordless_sudo_gives_the_sudoers_fix() -> None:
     assert isinstance(evidence, list)
     [refusal] = [e for e in evidence if e["target"] == "spark2" and e["status"] == "fail"]
     # sudo's words, once for every command fabwiz runs as root (the netplan read is one of them)
-    assert len(sudoers.SUDO_PROBES) == 12
-    assert refusal["observed"] == "sudo: a password is required (all 12 commands)"
+    n = len(sudoers.SUDO_PROBES)  # derived from the checks' declared sudo probes
+    assert n >= 12 and any("/proc/" in p.command for p in sudoers.SUDO_PROBES)
+    assert refusal["observed"] == f"sudo: a password is required (all {n} commands)"
     assert (
         refusal["expected"]
         == "the drop-in of `fabwiz setup sudoers --user fabwiz` in /etc/sudoers.d"

@@ -72,6 +72,7 @@ def test_ping_matrix_failure_is_switch_mtu_unless_a_host_or_rstp_explains_it() -
             "ip": "10.9.0.2",
             "ok": False,
             "received": 0,
+            "small_ok": True,  # a small ping gets through: the jumbo frame is what is lost
             "command": "ping -M do -s 8972 x",
         },
         {"src": "a/p0", "dst": "c/p0", "ip": "10.9.0.3", "ok": False, "received": 0},
@@ -85,6 +86,11 @@ def test_ping_matrix_failure_is_switch_mtu_unless_a_host_or_rstp_explains_it() -
     assert quiet.status == Status.PASS  # the RSTP detour explains it
     [ok] = switch_mtu.judge(SwitchMtu((), (), pings[2:]), ctx)
     assert ok.status == Status.PASS and ok.evidence[-1].observed == "1 of 1 jumbo pings passed"
+    # no reply at any size: reachability (a duplicate address, a link), never an MTU finding
+    dark = ({**pings[0], "small_ok": False},)
+    [unseen] = switch_mtu.judge(SwitchMtu((), (), dark), ctx)
+    assert unseen.status == Status.UNKNOWN and unseen.targets == ("a/p0->b/p0",)
+    assert "at any size: reachability, not MTU" in unseen.evidence[0].observed
 
 
 async def _sweeper(lab: Lab) -> tuple[Sweeper, SshTransport, dict[str, RouterOsTransport]]:
