@@ -169,6 +169,28 @@ def _change(m: dict[str, Any]) -> str:
     return f"{m['change']:+.2f} {m['unit']}{pct}"
 
 
+def _version_rows(rows: list[dict[str, Any]], nodes: list[str]) -> list[VersionRow]:
+    """One row per component and version, naming the targets that run it ("all 4 nodes" when
+    every node does): a rack of identical nodes reads in a dozen lines, and the odd one out
+    stands out on its own row."""
+    grouped: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+    for v in rows:
+        targets, sources = grouped.setdefault((v["component"], v["version"]), ([], []))
+        if v["target"] not in targets:
+            targets.append(v["target"])
+        if v["source"] not in sources:
+            sources.append(v["source"])
+    out = []
+    for (component, version), (targets, sources) in grouped.items():
+        who = (
+            f"all {len(nodes)} nodes"
+            if len(nodes) > 1 and sorted(targets) == sorted(nodes)
+            else ", ".join(targets)
+        )
+        out.append(VersionRow(who, component, version, ", ".join(sources)))
+    return out
+
+
 def _inventory(s: dict[str, Any]) -> str:
     digest = s["inventory_digest"]
     short = f" (digest {digest[:19]}…)" if len(digest) > 19 else f" ({digest})" if digest else ""
@@ -246,10 +268,7 @@ def doc_from_data(data: dict[str, Any]) -> ReportDoc:
         ("Resumed", str(s["resumed"])),
         ("Redacted", "yes" if s["redacted"] else "no"),
     ]
-    doc.versions = [
-        VersionRow(v["target"], v["component"], v["version"], v["source"])
-        for v in data.get("versions", [])
-    ]
+    doc.versions = _version_rows(data.get("versions", []), list(s["nodes"]))
     summ = data["summary"]
     counts = ", ".join(
         f"{n} {st}"

@@ -162,3 +162,34 @@ def test_a_number_taken_before_the_last_fix_is_marked_and_not_compared() -> None
         True,
         None,
     )
+
+
+def test_versions_shared_by_every_node_take_one_row() -> None:
+    from wizard.report_doc import _version_rows
+
+    rows = [
+        {"target": n, "component": "kernel", "version": "6.11.0-1016-nvidia", "source": "preflight"}
+        for n in ("spark1", "spark2", "spark3")
+    ] + [
+        {
+            "target": "spark1",
+            "component": "cx7_firmware",
+            "version": "28.45.1020",
+            "source": "preflight",
+        },
+        {
+            "target": "spark2",
+            "component": "cx7_firmware",
+            "version": "28.47.1088",
+            "source": "preflight",
+        },
+    ]
+    got = [
+        (r.target, r.component, r.version)
+        for r in _version_rows(rows, ["spark1", "spark2", "spark3"])
+    ]
+    assert got == [
+        ("all 3 nodes", "kernel", "6.11.0-1016-nvidia"),
+        ("spark1", "cx7_firmware", "28.45.1020"),  # the odd one out stands out
+        ("spark2", "cx7_firmware", "28.47.1088"),
+    ]
