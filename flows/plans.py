@@ -529,6 +529,9 @@ def nccl_plan(n: NcclConfig, verdict: Verdict, ctx: Context) -> FixPlan | None:
     if not on_host:
         return job_env_plan(verdict, ctx)
     host_verdict = Verdict(verdict.fault, verdict.status, verdict.summary, tuple(on_host))
+    user = user_conf_plan(n, verdict, host_verdict, ctx)
+    if user is not None:
+        return user
     for node in n.nodes:
         if node.node not in _nodes_of(host_verdict, ctx):
             continue
@@ -581,6 +584,43 @@ def nccl_plan(n: NcclConfig, verdict: Verdict, ctx: Context) -> FixPlan | None:
         else "remove the NCCL_NET=Socket / NCCL_IB_DISABLE=1 overrides"
     )
     return _host_plan(verdict, summary, changes)
+
+
+_NCCL_KEYS = {
+    "nccl.hca-filter": ("NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "NCCL_SOCKET_IFNAME"),
+    "nccl.socket-fallback": ("NCCL_NET", "NCCL_IB_DISABLE"),
+}
+
+
+def user_conf_plan(
+    n: NcclConfig, verdict: Verdict, host_verdict: Verdict, ctx: Context
+) -> FixPlan | None:
+    """Where the wrong setting sits in the login user's ~/.nccl.conf: NCCL reads it before
+    /etc/nccl.conf, and so does every rank mpirun starts over ssh, so rewriting the system files
+    would leave the job as it was. A change by hand (the user's own file), then a re-check."""
+    keys = _NCCL_KEYS.get(verdict.fault, ())
+    changes: list[str] = []
+    nodes: list[str] = []
+    for node in n.nodes:
+        if node.node not in _nodes_of(host_verdict, ctx):
+            continue
+        held = [k for k in keys if k in node.user_conf and k not in node.env]
+        if held:
+            nodes.append(node.node)
+            changes.append(
+                f"{node.node}: remove {', '.join(f'{k}={node.user_conf[k]}' for k in held)} "
+                "from ~/.nccl.conf"
+            )
+    if not nodes:
+        return None
+    action = PhysicalAction(
+        kind="manual",
+        nodes=tuple(nodes),
+        instructions="Edit the login user's ~/.nccl.conf (NCCL reads it before /etc/nccl.conf, "
+        "on every rank), then re-check: " + "; ".join(changes),
+    )
+    plan = _physical(verdict, action, "change ~/.nccl.conf by hand", bounces=False)
+    return dataclasses.replace(plan, verify_traffic=False)
 
 
 def job_env_plan(verdict: Verdict, ctx: Context) -> FixPlan | None:

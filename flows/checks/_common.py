@@ -80,6 +80,8 @@ DMESG = HostProbe("dmesg", "dmesg", sudo=True)
 BOOT_ID = HostProbe("boot_id", "cat /proc/sys/kernel/random/boot_id")
 UPTIME = HostProbe("uptime", "cat /proc/uptime")
 NCCL_CONF = HostProbe("nccl_conf", "cat /etc/nccl.conf")
+# the login user's own file: NCCL reads it before /etc/nccl.conf (the environment wins over both)
+NCCL_USER_CONF = HostProbe("nccl_user_conf", "cat ~/.nccl.conf")
 NCCL_ENV = HostProbe("nccl_env", "bash -lc 'env | grep ^NCCL_'")
 HW_COUNTERS = HostProbe(
     "hw_counters",

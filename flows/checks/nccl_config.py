@@ -22,6 +22,7 @@ from flows.checks._common import (
     IP_ADDR,
     NCCL_CONF,
     NCCL_ENV,
+    NCCL_USER_CONF,
     Finding,
     Unreadable,
     configured,
@@ -98,9 +99,18 @@ class NodeNccl:
     containers: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> env
     processes: dict[str, tuple[list[int], dict[str, str]]] = field(default_factory=dict)
 
+    user_conf: dict[str, str] = field(default_factory=dict)  # ~/.nccl.conf
+
     @property
     def effective(self) -> dict[str, str]:
-        return {**self.conf, **self.env}  # the environment wins over nccl.conf
+        # NCCL's order: the environment, then ~/.nccl.conf, then /etc/nccl.conf
+        return {**self.conf, **self.user_conf, **self.env}
+
+    def source(self, key: str) -> str:
+        """Where the effective value of `key` comes from."""
+        if key in self.env:
+            return "login env"
+        return "~/.nccl.conf" if key in self.user_conf else "/etc/nccl.conf"
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +125,8 @@ def parse(obs: Observations, ctx: Context) -> NcclConfig:
     for node in ctx.nodes:
         env, why, _ = read(obs, node, NCCL_ENV, parse_env, ok_exit=(0, 1))
         conf, why2, _ = read(obs, node, NCCL_CONF, parse_env, ok_exit=(0, 1))
-        for w in (why, why2):
+        user_conf, why3, _ = read(obs, node, NCCL_USER_CONF, parse_env, ok_exit=(0, 1))
+        for w in (why, why2, why3):
             if w is not None:
                 bad.append(w)
         if env is None and conf is None:
@@ -156,6 +167,7 @@ def parse(obs: Observations, ctx: Context) -> NcclConfig:
                 mgmt,
                 containers=containers,
                 processes=procs,
+                user_conf=user_conf or {},
             )
         )
     return NcclConfig(tuple(out), tuple(bad))
@@ -228,14 +240,14 @@ def judge(n: NcclConfig, ctx: Context) -> list[Verdict]:
         sock.cannot_tell(w, "NCCL settings")
     for node in n.nodes:
         eff = node.effective
-        src = "login env" if "NCCL_IB_HCA" in node.env else "/etc/nccl.conf"
+        src = node.source("NCCL_IB_HCA")
         spec = eff.get("NCCL_IB_HCA")
         if spec is not None:
             chosen = hca_selects(spec, list(node.active))
             missing = [d for d in node.active if d not in chosen]
             ev = Evidence(
                 node.node,
-                f"{NCCL_ENV.command}; {NCCL_CONF.command}; {IBDEV.command}",
+                f"{NCCL_ENV.command}; {NCCL_USER_CONF.command}; {NCCL_CONF.command}; {IBDEV.command}",
                 f"NCCL_IB_HCA={spec} ({src}) selects {', '.join(chosen) or 'nothing'}",
                 f"every active device: {', '.join(node.active)}",
             )
@@ -301,10 +313,12 @@ def judge(n: NcclConfig, ctx: Context) -> list[Verdict]:
             value = eff.get(key)
             if value is None:
                 continue
-            where = "login env" if key in node.env else "/etc/nccl.conf"
+            where = node.source(key)
             ev = Evidence(
                 node.node,
-                NCCL_CONF.command if where == "/etc/nccl.conf" else NCCL_ENV.command,
+                {"/etc/nccl.conf": NCCL_CONF, "~/.nccl.conf": NCCL_USER_CONF}.get(
+                    where, NCCL_ENV
+                ).command,
                 f"{key}={value} ({where})",
                 f"no {key} override",
             )
@@ -355,14 +369,14 @@ def _judge_gid_index(node: NodeNccl, f: Finding) -> None:
     pinned = eff.get("NCCL_IB_GID_INDEX")
     if pinned is None:
         return
-    where = "login env" if "NCCL_IB_GID_INDEX" in node.env else "/etc/nccl.conf"
+    where = node.source("NCCL_IB_GID_INDEX")
     rv = eff.get("NCCL_IB_ROCE_VERSION_NUM")
     table = node.gid_index or {}
     wrong = [d for d, i in table.items() if i is None or str(i) != pinned.strip()]
     seen = ", ".join(f"{d} {i if i is not None else 'none'}" for d, i in table.items())
     ev = Evidence(
         node.node,
-        f"{NCCL_ENV.command}; {NCCL_CONF.command}; {SHOW_GIDS.command}",
+        f"{NCCL_ENV.command}; {NCCL_USER_CONF.command}; {NCCL_CONF.command}; {SHOW_GIDS.command}",
         f"NCCL_IB_GID_INDEX={pinned} ({where})"
         + (f"; RoCE v2 GID of each device's IPv4: {seen}" if table else "; show_gids not read")
         + (f"; NCCL_IB_ROCE_VERSION_NUM={rv}" if rv else ""),
@@ -378,12 +392,12 @@ def _judge_socket_ifname(node: NodeNccl, f: Finding) -> None:
     spec = node.effective.get("NCCL_SOCKET_IFNAME")
     if spec is None or not node.interfaces:
         return
-    where = "login env" if "NCCL_SOCKET_IFNAME" in node.env else "/etc/nccl.conf"
+    where = node.source("NCCL_SOCKET_IFNAME")
     chosen = hca_selects(spec, [i for i in node.interfaces if i != "lo"])
     want = node.management
     ev = Evidence(
         node.node,
-        f"{NCCL_ENV.command}; {NCCL_CONF.command}; {IP_ADDR.command}",
+        f"{NCCL_ENV.command}; {NCCL_USER_CONF.command}; {NCCL_CONF.command}; {IP_ADDR.command}",
         f"NCCL_SOCKET_IFNAME={spec} ({where}) selects {', '.join(chosen) or 'nothing'}",
         f"NCCL_SOCKET_IFNAME={want or '<the management interface>'}",
     )
@@ -406,6 +420,7 @@ CHECK = Check(
     probes=(
         NCCL_ENV,
         NCCL_CONF,
+        NCCL_USER_CONF,
         IBDEV,
         SHOW_GIDS,
         IP_ADDR,

@@ -33,6 +33,13 @@ def _obs(inspect: str) -> Observations:
             "spark1": {
                 nccl_config.NCCL_ENV.name: r("env", "PATH=/usr/bin\n"),
                 nccl_config.NCCL_CONF.name: r("cat /etc/nccl.conf", ""),
+                nccl_config.NCCL_USER_CONF.name: ProbeResult(
+                    target="spark1",
+                    kind="ssh",
+                    command="cat ~/.nccl.conf",
+                    stderr="cat: /home/fabwiz/.nccl.conf: No such file or directory\n",
+                    exit_status=1,
+                ),
                 nccl_config.IBDEV.name: r("ibdev2netdev", IBDEV),
                 nccl_config.CONTAINERS.name: r(nccl_config.CONTAINERS.command, inspect),
             }

@@ -51,6 +51,13 @@ def _obs(comm: str) -> Observations:
             "spark1": {
                 nccl_config.NCCL_ENV.name: r("env", "PATH=/usr/bin\n"),
                 nccl_config.NCCL_CONF.name: r("cat /etc/nccl.conf", ""),
+                nccl_config.NCCL_USER_CONF.name: ProbeResult(
+                    target="spark1",
+                    kind="ssh",
+                    command="cat ~/.nccl.conf",
+                    stderr="cat: /home/fabwiz/.nccl.conf: No such file or directory\n",
+                    exit_status=1,
+                ),
                 nccl_config.IBDEV.name: r("ibdev2netdev", IBDEV),
                 jobproc.COMM.name: r(jobproc.COMM.command, comm),
                 jobproc.ENVIRON.name: r(jobproc.ENVIRON.command, ENVIRON),

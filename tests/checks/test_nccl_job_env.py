@@ -152,7 +152,14 @@ def test_check_perf_and_the_fix_walk_leave_the_job_env_open(
     report = json.loads(out.stdout)
     found = {f["fault"]: f for f in report["findings"] if f["status"] != "benign"}
     assert set(found) == {"nccl.hca-filter"} and out.exit_code == 1
-    assert found["nccl.hca-filter"]["targets"] == ["cluster/job-env"]
+    # the login user's ~/.nccl.conf is read on every node, and the job's own run confirms it
+    assert found["nccl.hca-filter"]["targets"] == ["spark1", "spark2", "cluster/job-env"]
+    [row] = [
+        e
+        for e in found["nccl.hca-filter"]["evidence"]
+        if e["target"] == "spark1" and e["status"] == "fail"
+    ]
+    assert "(~/.nccl.conf)" in row["observed"]
     walk = CliRunner().invoke(
         fix,
         ["--lab", SCENARIO, "--yes", "--json", "--time-scale", "1000", "--session-dir", "."],

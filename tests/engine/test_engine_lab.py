@@ -197,7 +197,8 @@ async def test_every_builtin_scenario_ends_healthy_with_the_right_fix(
             and e.verdict.is_finding
         }
         assert NOT_FIXED_BY_FABWIZ[name] in left
-        assert result.healthy_after is False and not result.fixes
+        # what fabwiz cannot change is at most a change by hand that nobody made: never verified
+        assert result.healthy_after is False and not [f for f in result.fixes if f.verified]
         return
     if any(p.hw_offload is False for p in scenario.facts.ports.values()):
         # offload lost with no modelled cause: no automatic fix, the walk says so and ends
