@@ -144,7 +144,8 @@ class SessionScreen(Screen[None]):
             return
         parts = set(changed)
         if "steps" in parts:
-            self.query_one(StepList).refresh_steps()
+            for step_list in self.query(StepList):  # none while it is being mounted again
+                step_list.refresh_steps()
         if parts & {"detail", "steps", "prompt", "ended"}:
             self._show_detail()
         if "log" in changed:
@@ -173,7 +174,10 @@ class SessionScreen(Screen[None]):
                 "the wizard watches for the result"
             )
         self.set_class(question is not None, "-prompting")
-        self.query_one(StepDetail).show(
+        detail = next(iter(self.query(StepDetail)), None)
+        if detail is None:  # being mounted again (a layout change): the next repaint shows it
+            return
+        detail.show(
             step,
             is_current=self.view.current == step.id,
             question=question,
