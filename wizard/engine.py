@@ -604,13 +604,18 @@ class Engine:
         seen = getattr(self.fabric, "traffic", None) if kind == "fabric" else None
         if not valid and not seen:
             return ms, []
+        checks = self._checks_for(faults, traffic=True)
         base = self._last_obs or Observations()
+        if kind == "fabric":
+            # the checks that judge the ping matrix, on a fresh sweep of their own probes (the
+            # last sweep may have been a fix's verification, which read other probes)
+            checks = [
+                c for c in self._checks_for(faults) if c.needs_traffic or c.id == "switch.mtu"
+            ]
+            base = await self._sweep([c for c in checks if not c.needs_traffic])
         obs = replace(base, measurements=valid)
         if isinstance(seen, Mapping) and seen:
             obs = replace(obs, traffic={**base.traffic, **seen})  # the ping matrix
-        checks = self._checks_for(faults, traffic=True)
-        if kind == "fabric":
-            checks = self._checks_for(faults)  # the MTU checks judge the pings
         verdicts = self._judge(checks, obs, None if explained else faults)
         self._record_verdicts(verdicts)
         return ms, verdicts
