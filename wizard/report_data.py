@@ -6,7 +6,6 @@ All of it is plain JSON data (redacted with the rest by `wizard.report.build_rep
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,6 +14,7 @@ from wizard.events import BisectionConcluded
 from wizard.model import Status, Verdict
 from wizard.report_svg import band
 from wizard.session import LoadedSession, MeasurementRecord, SessionState
+from wizard.versions import latest as latest_versions
 
 # What an evidence row of the preflight tool check records: "component version; ..." per node.
 VERSIONS_EXPECTED = "versions recorded"
@@ -102,18 +102,10 @@ def conclusions(loaded: LoadedSession) -> list[dict[str, Any]]:
     ]
 
 
-def _fields(obj: Any) -> dict[str, Any]:
-    if isinstance(obj, Mapping):
-        return dict(obj)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-    return {}
-
-
 def versions(loaded: LoadedSession, state: SessionState) -> list[dict[str, Any]]:
     """Every version the session holds, by field, with where it was read: fabwiz and the log
-    format; a versions record (on the session start or an event of its own); what preflight
-    recorded per node; the NCCL builds the runs printed."""
+    format; the session's versions record; what preflight recorded per node (sessions from
+    before the record); the NCCL builds the runs printed."""
     started = loaded.started
     out: list[dict[str, Any]] = [
         {
@@ -141,30 +133,11 @@ def versions(loaded: LoadedSession, state: SessionState) -> list[dict[str, Any]]
         if row not in out:
             out.append(row)
 
-    # a versions record, wherever this build keeps it: a field of the session start, in its
-    # options, or an event whose type names versions
-    for name in ("versions",):
-        for holder in (_fields(started), dict(started.options)):
-            record = holder.get(name)
-            if isinstance(record, Mapping):
-                for target, comps in record.items():
-                    if isinstance(comps, Mapping):
-                        for k, v in comps.items():
-                            add(str(target), str(k), v, "versions record")
-                    else:
-                        add("session", str(target), comps, "versions record")
-    for ev in loaded.events:
-        if "version" in ev.type and ev.type != "session_started":
-            fields = _fields(ev)
-            target = str(fields.pop("node", "") or fields.pop("target", "") or "session")
-            for k, v in fields.items():
-                if k in ("at", "step"):
-                    continue
-                if isinstance(v, Mapping) and all(isinstance(x, Mapping) for x in v.values()):
-                    for node, comps in v.items():  # target -> {component: version}
-                        add(str(node), "", comps, ev.type)
-                else:
-                    add(target, k, v, ev.type)
+    record = latest_versions(loaded.events)  # the session's VersionsRecorded, if any
+    if record is not None:
+        for target, comps in (*record.nodes.items(), *record.switches.items()):
+            for component, version in comps.items():
+                add(target, component, version, "versions record")
     for verdicts in state.verdicts.values():
         for v in verdicts:
             for e in v.evidence:
