@@ -24,9 +24,11 @@ types: install
 imports: install
 	$(BIN)/lint-imports --no-cache
 
-# The lab-backed tests mostly wait on simulated time: four workers keep two cores busy.
+# The lab-backed tests mostly wait on simulated time: four workers keep two cores busy. The
+# long walks are collected first (tests/conftest.py) and handed out one at a time, so no worker
+# is left with a queue of them at the end.
 test: install
-	$(BIN)/pytest -n 4
+	$(BIN)/pytest -n 4 --maxschedchunk 1
 
 check: lint types imports test
 

@@ -54,6 +54,7 @@ from screens.widgets.view_model import SessionView, StepInfo, load_steps, raw_fo
 from wizard.errors import FabwizError
 from wizard.events import (
     Event,
+    FixRolledBack,
     FixVerified,
     MeasurementTaken,
     Note,
@@ -61,6 +62,8 @@ from wizard.events import (
     ProbeAnswered,
     ProbeSent,
     RailSampled,
+    RollbackArmed,
+    RollbackDisarmed,
     SessionEnded,
     StepChanged,
     VerdictReached,
@@ -71,6 +74,9 @@ from wizard.model import FixPlan, PhysicalAction, Rail
 GAUGE_FLUSH_S = 0.25  # at most four gauge repaints a second, whatever the sample rate
 # Events that come by the thousand during a sweep; their repaints are coalesced.
 COALESCED_EVENTS = (ProbeSent, ProbeAnswered, VerdictReached, MeasurementTaken, Note)
+# What the dead-man countdown follows (looking it up for every probe of a sweep costs more than
+# the repaint)
+DEADMAN_EVENTS = (RollbackArmed, RollbackDisarmed, FixRolledBack, SessionEnded)
 
 # Which answers of `Operator.choose` an action-bar intent stands for.
 INTENT_ANSWERS: dict[str, tuple[str, ...]] = {
@@ -371,8 +377,9 @@ class FabwizApp(App[int]):
             screen.gauges.add_measurement(event.measurement, direct=self.view.direct_cabled)
         if isinstance(event, FixVerified) and event.ok:
             screen.gauges.mark_stale()  # the numbers so far are from before the fix
-        for countdown in screen.query(DeadmanCountdown):  # the armed rollbacks' windows
-            countdown.feed(event)
+        if isinstance(event, DEADMAN_EVENTS):  # the armed rollbacks' windows
+            for countdown in screen.query(DeadmanCountdown):
+                countdown.feed(event)
         if isinstance(event, SessionEnded):
             self.sub_title = "healthy" if event.healthy else "findings left"
             screen.prompt = Prompt(step=self.view.current or "", question=self._ending(event))

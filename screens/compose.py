@@ -313,6 +313,7 @@ async def open_wizard(
         resume=state_resume,
     )
     engine.target_clock_rate = float(getattr(the_lab, "time_scale", 1.0) or 1.0)
+    fabric.sweeper.clock_rate = engine.target_clock_rate
     fabric.sweeper.open()  # the handshakes run while the engine and the screen get going
     return Wiring(engine, fabric, log, inv, the_lab, owns_lab, list(sinks))
 

@@ -172,6 +172,10 @@ def split_script_output(
 # --- the sweep -------------------------------------------------------------------------------
 
 
+CPU_SAMPLE_S = 0.25  # the switch CPU is sampled this often during a transfer (targets' time)
+MIN_WALL_SAMPLE_S = 0.002  # and never more often than this (wall time: one API round trip)
+
+
 @dataclass
 class Sweeper:
     """Runs probes against nodes (over `ssh`) and switches (over their API sessions)."""
@@ -194,6 +198,10 @@ class Sweeper:
     # the expectations table (flows.expectations.Expectations, any object with its fields):
     # rail_tests reads its re-run and bidirectional limits from it
     limits: Any = None
+    # how many times faster than life the targets' clock runs (a lab's time scale; 1 on a
+    # rack): the switch CPU is sampled every `CPU_SAMPLE_S` of the targets' time, so that a
+    # transfer is sampled as often whatever the clock
+    clock_rate: float = 1.0
 
     def _emit(self, event: Event) -> None:
         if self.sink is not None:
@@ -686,7 +694,11 @@ class Sweeper:
         return None, why
 
     async def with_switch_cpu(
-        self, jobs: Sequence[Awaitable[Measurement]], *, delay: float, interval_s: float = 0.25
+        self,
+        jobs: Sequence[Awaitable[Measurement]],
+        *,
+        delay: float,
+        interval_s: float | None = None,
     ) -> list[Measurement]:
         """Run bandwidth jobs while sampling every switch's `/system/resource` cpu-load; each
         measurement carries the highest load seen during it (`extra["switch_cpu"]`). Only
@@ -695,6 +707,8 @@ class Sweeper:
         transfer is no evidence of an idle CPU."""
         if not jobs:
             return []
+        if interval_s is None:
+            interval_s = max(MIN_WALL_SAMPLE_S, CPU_SAMPLE_S / (self.clock_rate or 1.0))
         done = asyncio.Event()
         samples: list[tuple[float, float, str, float]] = []  # sent, answered, switch, load
 

@@ -12,6 +12,7 @@ listed first, or a node whose scenario says its IPv6 addresses were added first
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from dataclasses import dataclass
@@ -120,9 +121,15 @@ def sysfs_read(world: World, node: NodeState, path: str) -> str | None:
 
 
 def sysfs_paths(node: NodeState) -> list[str]:
-    out = []
-    for rail in node.rails:
-        base = f"/sys/class/infiniband/{rail.rdma}/ports/1"
-        for what in ("gids", "gid_attrs/types", "gid_attrs/ndevs"):
-            out += [f"{base}/{what}/{i}" for i in range(TABLE_LEN)]
-    return out
+    return [p for rail in node.rails for p in rail_paths(rail.rdma)]
+
+
+@functools.cache
+def rail_paths(rdma: str) -> tuple[str, ...]:
+    """One RDMA device's GID table attributes (every slot, as sysfs lists them)."""
+    base = f"/sys/class/infiniband/{rdma}/ports/1"
+    return tuple(
+        f"{base}/{what}/{i}"
+        for what in ("gids", "gid_attrs/types", "gid_attrs/ndevs")
+        for i in range(TABLE_LEN)
+    )

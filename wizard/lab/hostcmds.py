@@ -227,15 +227,12 @@ class Host:
         self, cmd: Command, out: Write, err: Write, *, stdin: str, login: bool, root: bool
     ) -> int:
         argv: list[str] = []
-        paths: list[str] | None = None  # listed once per command, at its first glob
         for w in cmd.words:
             text = w.text.replace(STATUS, str(self.last_status))
             if w.tilde and (text == "~" or text.startswith("~/")):
                 text = f"/home/{self.user}" + text[1:]
             if w.globbable:
-                if paths is None:
-                    paths = vfs_paths(self)
-                matches = _glob(paths, text)
+                matches = _glob(vfs_paths(self, text), text)
                 argv.extend(matches or [text])
             else:
                 argv.append(text)
@@ -438,8 +435,64 @@ def _uptime(world: World, node: NodeState) -> str:
     return f"{up:.2f} {up * 19.6:.2f}\n"
 
 
-def vfs_paths(host: Host) -> list[str]:
-    return [*host.node.files, *_sysfs(host), *gids.sysfs_paths(host.node), *nodetools.files(host)]
+def vfs_paths(host: Host, pattern: str | None = None) -> list[str]:
+    """Every path of the node's file system, or, given a glob `pattern`, a superset of the
+    paths it can match: a generated sysfs directory whose own path the pattern's leading
+    segments cannot match is left out without being listed (a glob's `*` never crosses `/`)."""
+    if pattern is None:
+        return [
+            *host.node.files,
+            *_sysfs(host),
+            *gids.sysfs_paths(host.node),
+            *nodetools.files(host),
+        ]
+    segments = pattern.split("/")
+    out = [*host.node.files, *nodetools.files(host)]
+    for rail in host.node.rails:
+        ib = f"/sys/class/infiniband/{rail.rdma}/ports/1"
+        if _may_match(segments, ib):
+            out += _rail_ib_paths(rail.rdma)
+            if _may_match(segments, f"{ib}/gids") or _may_match(segments, f"{ib}/gid_attrs"):
+                out += gids.rail_paths(rail.rdma)
+        if _may_match(segments, f"/sys/class/net/{rail.netdev}"):
+            out += _rail_net_paths(rail.netdev)
+    if _may_match(segments, "/proc"):
+        out += _node_sysfs(host.world, host.node)
+    return out
+
+
+def _may_match(segments: list[str], directory: str) -> bool:
+    """Whether a glob split into `segments` can match a path under `directory`."""
+    parts = directory.split("/")
+    if len(segments) <= len(parts):
+        return False
+    return all(fnmatch.fnmatchcase(part, seg) for part, seg in zip(parts, segments, strict=False))
+
+
+@functools.cache
+def _rail_ib_paths(rdma: str) -> tuple[str, ...]:
+    """A rail's generated attributes under its RDMA device (the keys `_rail_sysfs` serves)."""
+    base = f"/sys/class/infiniband/{rdma}/ports/1"
+    return (
+        f"{base}/rate",
+        f"{base}/state",
+        f"{base}/phys_state",
+        *(f"{base}/hw_counters/{name}" for name in HW_COUNTERS),
+        *(f"{base}/counters/{name}" for name in PORT_COUNTERS),
+    )
+
+
+@functools.cache
+def _rail_net_paths(netdev: str) -> tuple[str, ...]:
+    """A rail's generated attributes under its netdev (the keys `_rail_sysfs` serves)."""
+    net = f"/sys/class/net/{netdev}"
+    names = ("mtu", "address", "operstate", "carrier", "speed", "carrier_down_count")
+    more = ("carrier_up_count", "carrier_changes")
+    stats = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")
+    return (
+        *(f"{net}/{n}" for n in (*names, *more)),
+        *(f"{net}/statistics/{n}" for n in stats),
+    )
 
 
 def read_file(host: Host, path: str, root: bool) -> str | None:

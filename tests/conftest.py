@@ -1,0 +1,23 @@
+"""Suite-wide ordering: the long tests start first.
+
+With `pytest -n 4` the workers take tests in collection order; a long lab walk collected last
+runs alone while the other workers sit idle. Starting the `slow` walks, then the other `lab`
+tests, then the unit tests keeps every worker busy to the end (the order within each group is
+the collection order, so a run is still reproducible).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def _weight(item: pytest.Item) -> int:
+    if item.get_closest_marker("slow") is not None:
+        return 0
+    if item.get_closest_marker("lab") is not None:
+        return 1
+    return 2
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=_weight)
