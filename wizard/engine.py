@@ -26,7 +26,7 @@ from typing import Any, Literal, Protocol
 from wizard import bisect, boots, changes, deadman, fixes, golden, locks, settle
 from wizard.drain import FAULT_ID as UNDRAINED
 from wizard.drain import DrainGuard, link_downs
-from wizard.errors import FabwizError, SessionLogError
+from wizard.errors import FabwizError, LifecycleError, SessionLogError
 from wizard.events import (
     BisectionConcluded,
     Event,
@@ -353,8 +353,12 @@ class Engine:
         self.emit(StepChanged(step=self._step, phase=dest.value, reason=reason))
 
     def _fire(self, trigger: str) -> None:
-        if self.lifecycle.can(trigger):
-            self.lifecycle.fire(trigger)
+        """Move the step's life cycle. A move `wizard.machine.TRANSITIONS` does not declare is
+        a bug in the engine: the session stops and says so (its log keeps everything so far),
+        never a silent no-op."""
+        if not self.lifecycle.can(trigger):
+            raise LifecycleError(self._step, self.lifecycle.state.value, trigger)
+        self.lifecycle.fire(trigger)
 
     # -- the walk ------------------------------------------------------------------------------
 
@@ -434,15 +438,18 @@ class Engine:
             skipped = True
         else:
             skipped = await handler(spec)
+        state = self.lifecycle.state
         if spec.id in self._skips:
             self._skips.discard(spec.id)
             self.emit(OperatorAnswered(step=spec.id, question="skip step", answer="skip"))
             self._phase_reason = "skipped by the operator"
-            self._fire("skip")
+            if state is not Phase.SKIPPED:
+                self._fire("skip")
         elif skipped:
-            self._fire("skip")
+            if state is not Phase.SKIPPED:  # the handler may have said why itself
+                self._fire("skip")
         else:
-            if self.lifecycle.state is not Phase.VERDICT:
+            if state not in (Phase.VERDICT, Phase.IDLE):  # IDLE: nothing to judge
                 self._fire("judged")
             self._fire("finish")
         while True:
@@ -481,7 +488,8 @@ class Engine:
         for c in checks:
             for p in c.probes:
                 probes.setdefault(p.name, p)
-        self._fire("probe")
+        if self.lifecycle.state is not Phase.VERIFYING:  # a verification's sweep stays one
+            self._fire("probe")
         # The fabric records every probe (ProbeSent/ProbeAnswered) as it goes.
         obs = await self.fabric.sweep(list(probes.values()))
         for target, error in obs.unreachable.items():

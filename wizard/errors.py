@@ -72,3 +72,15 @@ class FixRefused(FabwizError):
     def __init__(self, message: str, *, hint: str | None = None, changed: bool = False) -> None:
         super().__init__(message, hint=hint)
         self.changed = changed
+
+
+class LifecycleError(FabwizError):
+    """The engine asked its step life cycle for a move it does not declare: a bug in fabwiz."""
+
+    def __init__(self, step: str, phase: str, trigger: str) -> None:
+        super().__init__(
+            f"internal error: step {step!r} cannot go {trigger!r} from phase {phase!r}",
+            hint="this is a bug in fabwiz: attach the session folder to a bug report; "
+            "`fabwiz resume` continues from the last recorded step",
+        )
+        self.step, self.phase, self.trigger = step, phase, trigger

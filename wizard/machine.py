@@ -36,15 +36,33 @@ P = Phase
 _ANY_ACTIVE = [P.PROBING, P.MEASURING, P.WAITING_PHYSICAL, P.VERDICT, P.FIX_OFFERED]
 
 TRANSITIONS: list[dict[str, Any]] = [
-    {"trigger": "probe", "source": [P.IDLE, P.VERDICT, P.WAITING_PHYSICAL], "dest": P.PROBING},
+    # a sweep: at the start of a step, after a verdict or a physical action, or between the
+    # measurements of a step that measures first (the ping matrix's own probes, both halves)
+    {
+        "trigger": "probe",
+        "source": [P.IDLE, P.VERDICT, P.WAITING_PHYSICAL, P.MEASURING],
+        "dest": P.PROBING,
+    },
+    # bandwidth tests: at the start of a step, after its sweep or verdict, after a physical
+    # action, and again while measuring (the drain guard's re-measurement, a bisection)
     {
         "trigger": "measure",
-        "source": [P.PROBING, P.VERDICT, P.WAITING_PHYSICAL],
+        "source": [P.IDLE, P.PROBING, P.MEASURING, P.VERDICT, P.WAITING_PHYSICAL],
         "dest": P.MEASURING,
     },
+    # hands at the rack: a drain or re-cable the step asks for, a fix that is a physical action,
+    # or a further action asked for while waiting on one (a drain after a re-cable)
     {
         "trigger": "need_physical",
-        "source": [P.IDLE, P.PROBING, P.MEASURING, P.VERDICT, P.VERIFYING],
+        "source": [
+            P.IDLE,
+            P.PROBING,
+            P.MEASURING,
+            P.VERDICT,
+            P.VERIFYING,
+            P.FIX_OFFERED,
+            P.WAITING_PHYSICAL,
+        ],
         "dest": P.WAITING_PHYSICAL,
     },
     {
