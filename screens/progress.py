@@ -11,6 +11,7 @@ not a terminal, never the live display.
 
 from __future__ import annotations
 
+import functools
 import sys
 from types import TracebackType
 from typing import TextIO
@@ -59,7 +60,7 @@ class HeadlessProgress:
         )
         self._probes: TaskID | None = None
         self._rails: TaskID | None = None
-        self._nccl: TaskID | None = None
+        self._nccl: dict[int, TaskID] = {}  # id of the model's run -> its line
         self._waiting: TaskID | None = None
         self.started = False
 
@@ -80,7 +81,7 @@ class HeadlessProgress:
         if not self.started:
             self.started = True
             p.start()
-        had_nccl, had_wait = model.nccl is not None, model.waiting is not None
+        had_wait = model.waiting is not None
         model.feed(ev)
         if isinstance(ev, ProbeSent):
             if self._probes is None:
@@ -94,14 +95,14 @@ class HeadlessProgress:
             isinstance(ev, MeasurementTaken) and ev.measurement.kind == "rail"
         ):
             self._show_rails()
-        if model.nccl is not None and (not had_nccl or isinstance(ev, ProbeSent)):
-            if self._nccl is not None:
-                p.remove_task(self._nccl)
-            what = f"NCCL {model.nccl.tool} running"
-            self._nccl = p.add_task(safetext.markup(what), total=None, live=model.nccl_left)
-        elif model.nccl is None and had_nccl and self._nccl is not None:
-            p.remove_task(self._nccl)
-            self._nccl = None
+        running = {id(r): r for r in model.nccl}
+        for key in [k for k in self._nccl if k not in running]:
+            p.remove_task(self._nccl.pop(key))  # done: its line goes
+        for key, run in running.items():
+            if key not in self._nccl:
+                what = safetext.markup(f"NCCL {run.tool} running")
+                live = functools.partial(model.nccl_left, run)
+                self._nccl[key] = p.add_task(what, total=None, live=live)
         if model.waiting is not None and not had_wait:
             what = safetext.markup(model.waiting.what)
             self._waiting = p.add_task(what, total=None, live=model.wait_left)

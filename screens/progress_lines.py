@@ -129,30 +129,30 @@ class ProgressModel:
         self.rounds: tuple[tuple[str, ...], ...] = ()
         self.round = 0  # rounds of the plan done
         self._in_round = 0  # measurements of the current round seen
-        self.nccl: Nccl | None = None
+        self.nccl: list[Nccl] = []  # the runs going on (the walk runs some at once)
         self.waiting: Waiting | None = None
 
     @property
     def round_line(self) -> str:
-        """ "rail tests: round 3 of 7 (a->b, c->d)", or the count once the plan is done."""
+        """The rails line, as "rail tests: round 3 of 7 (a->b, c->d)", or the count once the
+        plan is done."""
         total = len(self.rounds)
         if total and self.round < total:
             pairs = _pairs(self.rounds[self.round])
             return f"rail tests: round {self.round + 1} of {total} ({pairs})"
         return f"rail tests: {self.rails} measured"
 
-    def nccl_left(self) -> str:
-        """ "12 s of ~40 s expected" (or of its time limit when the sizes do not say)."""
-        if self.nccl is None:
-            return ""
-        elapsed = self.clock() - self.nccl.started
-        if self.nccl.expected_s is not None:
-            return f"{elapsed:.0f} s of ~{max(self.nccl.expected_s, 1):.0f} s expected"
-        bound = f", stops by {self.nccl.limit_s} s" if self.nccl.limit_s else ""
+    def nccl_left(self, run: Nccl) -> str:
+        """Elapsed against expected, as "12 s of ~40 s expected" (or against its time limit
+        when the sizes do not say)."""
+        elapsed = self.clock() - run.started
+        if run.expected_s is not None:
+            return f"{elapsed:.0f} s of ~{max(run.expected_s, 1):.0f} s expected"
+        bound = f", stops by {run.limit_s} s" if run.limit_s else ""
         return f"{elapsed:.0f} s{bound}"
 
     def wait_left(self) -> str:
-        """ "14:32 left" before the engine stops waiting."""
+        """The time left before the engine stops waiting, as "14:32 left"."""
         if self.waiting is None:
             return ""
         left = max(0.0, self.waiting.wait_s - (self.clock() - self.waiting.started))
@@ -194,7 +194,7 @@ class ProgressModel:
     def _nccl_started(self, tool: str, command: str) -> list[str]:
         limit = _LIMIT.search(command)
         expected = nccl_expected_s(command, self.limits)
-        self.nccl = Nccl(tool, self.clock(), expected, int(limit.group(1)) if limit else None)
+        self.nccl.append(Nccl(tool, self.clock(), expected, int(limit.group(1)) if limit else None))
         if expected is not None:
             ranks = _NP.search(command)
             n = int(ranks.group(1)) if ranks else 0
@@ -205,10 +205,13 @@ class ProgressModel:
 
     def _measured(self, m: Measurement) -> list[str]:
         if m.kind == "nccl":
-            if self.nccl is None:
+            # its target names the operation unless it is the all-reduce ("cluster")
+            op = next((t for t in _BUS_FACTOR if t in m.target), "all_reduce_perf")
+            run = next((r for r in self.nccl if r.tool == op), None)
+            if run is None:
                 return []
-            took = self.clock() - self.nccl.started
-            tool, self.nccl = self.nccl.tool, None
+            self.nccl.remove(run)
+            took, tool = self.clock() - run.started, run.tool
             result = f"{m.value:.2f} {m.unit}" if m.valid else f"no result ({m.reason})"
             return [safetext.clean(f"NCCL {tool} done after {took:.0f} s: {result}")]
         if m.kind != "rail":

@@ -163,6 +163,26 @@ def test_plain_lines_give_one_line_per_round_nccl_run_and_wait() -> None:
     ]
 
 
+def test_nccl_runs_at_once_each_get_their_own_line_until_their_result() -> None:
+    clock = Clock()
+    console = Console(file=io.StringIO(), force_terminal=True, width=160)
+    with HeadlessProgress(console, ProgressModel(clock=clock)) as prog:
+        prog(ProbeSent(step="halves", target="spark1", command=NCCL))
+        prog(
+            ProbeSent(
+                step="halves", target="spark1", command=NCCL.replace("all_reduce", "sendrecv")
+            )
+        )
+        shown = prog.shown.splitlines()
+        assert "NCCL all_reduce_perf running 0 s of ~13 s expected" in shown
+        assert "NCCL sendrecv_perf running 0 s of ~13 s expected" in shown
+        sendrecv = Measurement("nccl", "spark1+spark2/sendrecv_perf", 26.4, "GB/s")
+        prog(MeasurementTaken(step="halves", measurement=sendrecv))
+        assert "sendrecv" not in prog.shown and "NCCL all_reduce_perf running" in prog.shown
+        prog(MeasurementTaken(step="halves", measurement=Measurement("nccl", "cluster", 26, "")))
+        assert "NCCL" not in prog.shown
+
+
 def test_plain_lines_clean_hostile_target_text() -> None:
     err = io.StringIO()
     sink = PlainProgress(err)
