@@ -397,6 +397,7 @@ def _steps(loaded: LoadedSession, state: SessionState) -> list[dict[str, Any]]:
                 "unit": m.measurement.unit,
                 "valid": m.measurement.valid,
                 "reason": m.measurement.reason,
+                "bidir": bool(m.measurement.extra.get("bidir")),
             }
             for m in state.measurements
             if m.step == step
