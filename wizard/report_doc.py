@@ -232,6 +232,13 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def _limits(overrides: dict[str, Any]) -> str:
+    if not overrides:
+        return "the table's defaults"
+    changed = ", ".join(f"{k}={v}" for k, v in sorted(overrides.items()))
+    return f"the table's defaults, with the inventory's {changed}"
+
+
 SUMMARY_CHARS = 200
 
 
@@ -330,6 +337,7 @@ def doc_from_data(data: dict[str, Any]) -> ReportDoc:
         ("Switches", ", ".join(s["switches"]) or "—"),
         ("Resumed", str(s["resumed"])),
         ("Redacted", "yes" if s["redacted"] else "no"),
+        ("Expectations", _limits(s.get("expectations") or {})),
     ]
     when = f"{s['started_at']} to {s['ended_at']}" if s["ended_at"] else f"from {s['started_at']}"
     doc.session_line = (
