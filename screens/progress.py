@@ -25,7 +25,6 @@ from rich.progress import (
     SpinnerColumn,
     Task,
     TaskID,
-    TextColumn,
     TimeElapsedColumn,
 )
 from rich.text import Text
@@ -35,12 +34,16 @@ from wizard import safetext
 from wizard.events import Event, MeasurementTaken, ProbeAnswered, ProbeSent, TrafficPlanned
 
 
-class _Live(ProgressColumn):
-    """Text computed at each refresh (elapsed against expected, a countdown)."""
+class _Described(ProgressColumn):
+    """The task's line, then its text computed at each refresh (elapsed against expected, a
+    countdown), in one column so a narrow terminal cuts neither."""
 
     def render(self, task: Task) -> Text:
+        text = Text.from_markup(task.description)
         live = task.fields.get("live")
-        return Text(live() if callable(live) else "", style="progress.elapsed")
+        if callable(live):
+            text.append(f" {live()}", style="progress.elapsed")
+        return text
 
 
 class HeadlessProgress:
@@ -50,11 +53,10 @@ class HeadlessProgress:
         self.model = model or ProgressModel()
         self.progress = Progress(
             SpinnerColumn(),
-            TextColumn("{task.description}"),
-            BarColumn(bar_width=24),
+            _Described(),
+            BarColumn(bar_width=16),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            _Live(),
             console=console,
             transient=True,
         )
@@ -115,7 +117,7 @@ class HeadlessProgress:
         planned = sum(len(r) for r in model.rounds) or None
         if self._rails is None:
             self._rails = p.add_task("rail tests", total=planned)
-        line = model.round_line + (f", last {model.last}" if model.last else "")
+        line = model.round_short + (f", last {model.last}" if model.last else "")
         p.update(
             self._rails,
             total=planned if planned is None else max(planned, model.rails),

@@ -142,6 +142,15 @@ class ProgressModel:
             return f"rail tests: round {self.round + 1} of {total} ({pairs})"
         return f"rail tests: {self.rails} measured"
 
+    @property
+    def round_short(self) -> str:
+        """The rails line for a live display: "rail tests: round 3 of 7 (2 pairs at once)"."""
+        total = len(self.rounds)
+        if total and self.round < total:
+            n = len(self.rounds[self.round])
+            return f"rail tests: round {self.round + 1} of {total} ({n} pair(s) at once)"
+        return f"rail tests: {self.rails} measured"
+
     def nccl_left(self, run: Nccl) -> str:
         """Elapsed against expected, as "12 s of ~40 s expected" (or against its time limit
         when the sizes do not say)."""
