@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -551,16 +552,18 @@ def run_fix_command(
         return 2
     operator = TerminalOperator(console, yes=yes)
     from screens.progress import HeadlessProgress
+    from screens.progress_lines import PlainProgress
 
     # live progress under the printed steps: on a terminal, without --json, and only with
-    # --yes (a question typed under a live display would be redrawn over)
-    progress = HeadlessProgress(console) if yes and console.is_terminal and not as_json else None
+    # --yes (a question typed under a live display would be redrawn over); else phase lines
+    live = yes and console.is_terminal and sys.stdout.isatty() and not as_json
+    progress = HeadlessProgress(console) if live else PlainProgress(sys.stderr)
 
     async def main() -> int:
         try:
             wiring = await open_wizard(
                 operator=operator,
-                sinks=[EventPrinter(console), *([progress] if progress is not None else [])],
+                sinks=[EventPrinter(console), progress],
                 inventory=inventory,
                 lab=lab,
                 session_dir=session_dir,
@@ -573,14 +576,15 @@ def run_fix_command(
             console.print(f"[red]fabwiz fix: {exc}[/]")
             return 2
         wiring.engine.break_stale_locks = break_stale_lock
+        if isinstance(wiring.engine.thresholds, Expectations):
+            progress.model.limits = wiring.engine.thresholds
+        progress.model.wait_s = wiring.engine.physical_timeout_s
         folder = wiring.log.folder
         result = await _walk(wiring)
         if result is None:
             return 2
         return _finish(result, console, as_json, folder)
 
-    if progress is None:
-        return asyncio.run(main())
     with progress:
         return asyncio.run(main())
 

@@ -393,7 +393,8 @@ class PhysicalActionModal(Dialog[str | None]):
         if a.kind in _COMES_BACK:
             text = f"Waiting for {', '.join(pending) or 'the nodes'} to come back"
         else:
-            text = f"Waiting for the links of {', '.join(pending) or 'the nodes'} to come up"
+            who = ", ".join(pending) or "the nodes"  # a moved cable: its port down, then up
+            text = f"Waiting for the moved cable(s) of {who}: port down, then carrier up"
         if self._waiting_since is not None:
             text += f" ({time.monotonic() - self._waiting_since:.0f} s)"
         if self.state == "waiting" and self.on_cancel_wait is not None:

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import re
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from wizard import bisect, boots, changes, deadman, fixes, golden, locks, settle
+from wizard import bisect, boots, changes, deadman, fixes, golden, locks, recable, settle
 from wizard.drain import FAULT_ID as UNDRAINED
 from wizard.drain import DrainGuard, link_downs
 from wizard.errors import FabwizError, LifecycleError, SessionLogError
@@ -246,7 +245,6 @@ class Resume:
 
 # --- the engine ------------------------------------------------------------------------------
 
-_CARRIER = re.compile(r"^/sys/class/net/([^/]+)/(carrier|speed):(-?\d+)\s*$", re.M)
 _CARRIER_PROBE = HostProbe(
     name="fabwiz.carrier",
     command=(
@@ -314,6 +312,8 @@ class Engine:
         self._last_obs: Observations | None = None
         self._skips: set[str] = set()  # steps the operator asked to skip
         self._confirmed: set[str] = set()  # nodes whose part of a physical action is seen done
+        self._ports_before: dict[str, dict[str, recable.Port]] = {}  # at the re-cable request
+        self._recable_seen: dict[str, str] = {}  # node -> what its ports showed last
         # the direct-connect test skipped because these open findings explained the numbers
         self._deferred: tuple[str, ...] = resume.deferred if resume else ()
         self._revisit: str | None = None  # a step to run again once the current one ends
@@ -666,6 +666,10 @@ class Engine:
             )
         )
         before = await self._boot_ids(action.nodes)
+        # the ports as they are when asked: a re-cable shows as a change from this
+        self._ports_before = (
+            await self._ports(action.nodes) if action.kind in ("recable", "reseat") else {}
+        )
         self._confirmed = set()
         while True:
             if self._step in self._skips:
@@ -738,9 +742,9 @@ class Engine:
                             self.guard.link_down_counts.pop(node, None)
                     elif not boot:
                         self.note(f"waiting for {node} to come back")
-                elif await self._carrier_up(node):  # recable / reseat: carrier up at 200G
+                elif await self._carrier_up(node):  # recable / reseat: moved, carrier up
                     waiting.discard(node)
-                    seen.append(f"{node} carrier up at 200000Mb/s")
+                    seen.append(f"{node}: {self._recable_seen.pop(node, 'carrier up')}")
                     self.guard.record_transition(node, self.clock(), f"{action.kind} (prompted)")
                     self.emit(
                         LinkTransitionSeen(
@@ -752,7 +756,12 @@ class Engine:
         if rebooted:
             return False, "; ".join(rebooted) + ". Do the AC drain: cord out for over a minute"
         if waiting:
-            return False, f"still waiting for {', '.join(sorted(waiting))}"
+            seen_now = "".join(
+                f" ({n}: {self._recable_seen[n]})"
+                for n in sorted(waiting)
+                if n in self._recable_seen
+            )
+            return False, f"still waiting for {', '.join(sorted(waiting))}{seen_now}"
         return True, "; ".join(seen)
 
     async def _drained(self, node: str, boot: str) -> tuple[bool | None, str]:
@@ -761,24 +770,29 @@ class Engine:
         min_off = float(getattr(self.thresholds, "ac_drain_min_off_s", 60.0))
         return boots.judge_drain(node, res.stdout, res.ok, boot, min_off)
 
+    async def _ports(self, nodes: Sequence[str]) -> dict[str, dict[str, recable.Port]]:
+        """Each node's fabric ports now (carrier, speed, down events); unreadable: left out."""
+
+        async def one(node: str) -> tuple[str, dict[str, recable.Port] | None]:
+            res = await self.fabric.run(node, _CARRIER_PROBE.command, timeout=5.0)
+            return node, recable.ports(res.stdout) if res.ok else None
+
+        return {n: p for n, p in await asyncio.gather(*(one(n) for n in nodes)) if p is not None}
+
     async def _carrier_up(self, node: str) -> bool:
-        res = await self.fabric.run(node, _CARRIER_PROBE.command, timeout=5.0)
-        if not res.ok:
+        """The node's part of a re-cable or reseat shows: a port moved since the request and is
+        back at 200G (wizard.recable). Without a reading from the request, carrier up it is."""
+        now = (await self._ports([node])).get(node)
+        if now is None:
             return False
-        values: dict[tuple[str, str], int] = {}
-        for m in _CARRIER.finditer(res.stdout):
-            values[(m.group(1), m.group(2))] = int(m.group(3))
-        fabric = [
-            n
-            for (n, k) in values
-            if k == "carrier" and not n.startswith(("lo", "eth", "wl", "docker"))
-        ]
-        up = [
-            n
-            for n in fabric
-            if values.get((n, "carrier")) == 1 and values.get((n, "speed"), 0) >= 200000
-        ]
-        return bool(up)
+        before = self._ports_before.get(node)
+        if before is None:
+            up = [n for n, p in now.items() if p.carrier == 1 and p.speed >= recable.RATE_MBPS]
+            self._recable_seen[node] = f"carrier up at 200000Mb/s on {', '.join(up)}"
+            return bool(up)
+        ok, why = recable.recabled(before, now)
+        self._recable_seen[node] = why
+        return ok
 
     # -- fixes ---------------------------------------------------------------------------------
 

@@ -272,6 +272,19 @@ class RailSampled(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TrafficPlanned(Event):
+    """The rail tests about to run: rounds one after the other, the pairs of a round at once
+    (each `client->server` as its measurement's target), `duration_s` each. For progress;
+    not persisted (the log keeps the measurements themselves)."""
+
+    type: ClassVar[str] = "traffic_planned"
+    persist: ClassVar[bool] = False
+    step: str
+    rounds: tuple[tuple[str, ...], ...]
+    duration_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class VersionsRecorded(Event):
     """The versions read so far (wizard.versions): node -> {platform, dgx_os, kernel, ...},
     switch -> {model, routeros, firmware, serial, ...}. The last one is the session's record."""
@@ -309,6 +322,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         FixRefusedEvent,
         Note,
         RailSampled,
+        TrafficPlanned,
         VersionsRecorded,
     )
 }

@@ -71,7 +71,7 @@ TRANSITIONS: list[dict[str, Any]] = [
         "dest": P.VERDICT,
     },
     {"trigger": "offer_fix", "source": [P.VERDICT, P.VERIFYING], "dest": P.FIX_OFFERED},
-    {"trigger": "declined", "source": P.FIX_OFFERED, "dest": P.VERDICT},
+    {"trigger": "declined", "source": [P.FIX_OFFERED, P.EXPORTING], "dest": P.VERDICT},
     {"trigger": "export", "source": P.FIX_OFFERED, "dest": P.EXPORTING},
     {"trigger": "apply", "source": [P.FIX_OFFERED, P.EXPORTING], "dest": P.APPLYING},
     {"trigger": "verify", "source": [P.APPLYING, P.WAITING_PHYSICAL], "dest": P.VERIFYING},

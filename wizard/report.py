@@ -44,6 +44,13 @@ def _iso(ts: float | None) -> str:
 # --- the data ----------------------------------------------------------------------------------
 
 
+def _recorded_overrides(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The inventory's `expectations:` overrides the session start recorded ({}: defaults)."""
+    context = options.get("context")
+    raw = context.get("expectations") if isinstance(context, Mapping) else None
+    return {str(k): v for k, v in raw.items()} if isinstance(raw, Mapping) else {}
+
+
 def build_report(
     loaded: LoadedSession,
     *,
@@ -175,6 +182,7 @@ def build_report(
             "events": len(loaded.events),
             "torn_tail": loaded.torn_tail,
             "warnings": list(loaded.warnings),
+            "expectations": _recorded_overrides(started.options),
         },
         "summary": {
             "healthy": None if state.ended is None else state.ended.healthy,
@@ -397,6 +405,7 @@ def _steps(loaded: LoadedSession, state: SessionState) -> list[dict[str, Any]]:
                 "unit": m.measurement.unit,
                 "valid": m.measurement.valid,
                 "reason": m.measurement.reason,
+                "bidir": bool(m.measurement.extra.get("bidir")),
             }
             for m in state.measurements
             if m.step == step

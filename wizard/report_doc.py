@@ -111,6 +111,26 @@ class StepSection:
 
 
 @dataclass(frozen=True, slots=True)
+class StepFinding:
+    status: str
+    fault: str
+    targets: str
+    summary: str  # cut at SUMMARY_CHARS; the whole of it is in the appendix
+
+
+@dataclass(frozen=True, slots=True)
+class StepLine:
+    """One step in a few lines for the body: its verdict counts, its findings (fault, where,
+    what), its numbers as a range; the tables are in the appendix."""
+
+    step: str
+    phase: str
+    counts: str  # "1 fail, 12 pass"
+    findings: tuple[StepFinding, ...]
+    measured: str  # "8 rail: 7.74-109.34 Gb/s; 1 NCCL busbw: 23.21 GB/s"
+
+
+@dataclass(frozen=True, slots=True)
 class FixBlock:
     fault: str
     target: str
@@ -152,10 +172,13 @@ class ReportDoc:
     invalid: list[MeasuredRow] = field(default_factory=list)
     reruns: list[Rerun] = field(default_factory=list)
     steps: list[StepSection] = field(default_factory=list)
+    step_lines: list[StepLine] = field(default_factory=list)
+    session_line: str = ""
     fixes: list[FixBlock] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     operator: list[tuple[str, str, str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # the error notes, also in the body
     log_warnings: list[str] = field(default_factory=list)
     raw: list[RawBlock] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)  # the report data, for the charts
@@ -207,6 +230,53 @@ def _short(command: str, limit: int = 90) -> str:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _limits(overrides: dict[str, Any]) -> str:
+    if not overrides:
+        return "the table's defaults"
+    changed = ", ".join(f"{k}={v}" for k, v in sorted(overrides.items()))
+    return f"the table's defaults, with the inventory's {changed}"
+
+
+SUMMARY_CHARS = 200
+
+
+def _step_line(st: dict[str, Any], blocks: list[VerdictBlock]) -> StepLine:
+    tally: dict[str, int] = {}
+    for b in blocks:
+        tally[b.status] = tally.get(b.status, 0) + 1
+    counts = ", ".join(
+        f"{n} {status}" for status, n in sorted(tally.items(), key=lambda kv: -_SEVERITY[kv[0]])
+    )
+    found: list[StepFinding] = []
+    for b in sorted(blocks, key=lambda b: -_SEVERITY.get(b.status, 0)):
+        if b.status in ("pass", "benign"):
+            continue
+        summary = b.summary
+        if len(summary) > SUMMARY_CHARS:  # the whole of it is in the appendix's step
+            summary = summary[: SUMMARY_CHARS - 1] + "…"
+        found.append(StepFinding(b.status, b.fault, b.targets, summary))
+    ranges: dict[tuple[str, str], list[float]] = {}
+    for m in st["measurements"]:
+        if m["valid"] and m["value"] is not None:
+            kind = kind_label(m["kind"]) + (" -b" if m.get("bidir") else "")
+            ranges.setdefault((kind, m["unit"]), []).append(float(m["value"]))
+    invalid = sum(1 for m in st["measurements"] if not m["valid"])
+    parts = []
+    for (kind, unit), values in ranges.items():
+        lo, hi = min(values), max(values)
+        span = f"{lo:.2f} {unit}" if lo == hi else f"{lo:.2f}-{hi:.2f} {unit}"
+        parts.append(f"{len(values)} {kind}: {span}")
+    if invalid:
+        parts.append(f"{invalid} not counted as evidence")
+    return StepLine(
+        st["step"],
+        st["phase"],
+        counts or "no verdict",
+        tuple(found),
+        "; ".join(parts),
+    )
 
 
 def doc_from_data(data: dict[str, Any]) -> ReportDoc:
@@ -267,7 +337,14 @@ def doc_from_data(data: dict[str, Any]) -> ReportDoc:
         ("Switches", ", ".join(s["switches"]) or "—"),
         ("Resumed", str(s["resumed"])),
         ("Redacted", "yes" if s["redacted"] else "no"),
+        ("Expectations", _limits(s.get("expectations") or {})),
     ]
+    when = f"{s['started_at']} to {s['ended_at']}" if s["ended_at"] else f"from {s['started_at']}"
+    doc.session_line = (
+        f"fabwiz {s['command']} ({s['outcome']}), {when}; "
+        f"nodes {', '.join(s['nodes']) or '—'}; switches {', '.join(s['switches']) or '—'}; "
+        f"fabwiz {s['fabwiz_version']}" + ("; redacted" if s["redacted"] else "")
+    )
     doc.versions = _version_rows(data.get("versions", []), list(s["nodes"]))
     summ = data["summary"]
     counts = ", ".join(
@@ -365,6 +442,7 @@ def doc_from_data(data: dict[str, Any]) -> ReportDoc:
                 st["step"], st["phase"], tuple(blocks), measured, len(st["probes"]), probes_ref
             )
         )
+        doc.step_lines.append(_step_line(st, blocks))
 
     for f in data["fixes"]:
         lines = [f"Fix: {f['summary']} ({f['fix_id']}, step {f['step']})"]
@@ -425,6 +503,7 @@ def doc_from_data(data: dict[str, Any]) -> ReportDoc:
             )
     doc.operator = [(o["at"], o["step"], o["what"], o["result"]) for o in data["operator"]]
     doc.notes = [f"{n['level']}: {n['text']}" for n in data["notes"]]
+    doc.errors = [n["text"] for n in data["notes"] if n["level"] == "error"]
     doc.log_warnings = list(s["warnings"])
     doc.raw = raws
     return doc

@@ -37,7 +37,7 @@ from wizard.discovery import (
     discover_rails,
 )
 from wizard.errors import ParseError
-from wizard.events import Event, MeasurementTaken, ProbeAnswered, ProbeSent
+from wizard.events import Event, MeasurementTaken, ProbeAnswered, ProbeSent, TrafficPlanned
 from wizard.model import Measurement, ProbeResult, Rail
 from wizard.parsers.ibdev2netdev import parse_ibdev2netdev
 from wizard.probes import HostProbe, Observations, Probe, SwitchProbe
@@ -632,9 +632,10 @@ class Sweeper:
         by_node = {n: self.rails.get(n, ()) for n in self.nodes}
         count = max((len(r) for r in by_node.values()), default=0)
         schedule = rail_pairs(list(self.nodes)) if quick else round_robin(list(self.nodes))
+        plan: list[list[tuple[int, Rail, Rail]]] = []
         for idx in range(count):
             for round_pairs in _isl_safe(schedule, by_node, idx):
-                jobs = []
+                planned = []
                 for i, (a, b) in enumerate(round_pairs):
                     ra = _rail_at(by_node.get(a, ()), idx)
                     rb = peer_rail(ra, by_node.get(b, ()), idx)
@@ -644,19 +645,26 @@ class Sweeper:
                         or not (ra.up and rb.up and ra.addresses and rb.addresses)
                     ):
                         continue
-                    jobs.append(
-                        self._one_rail_test(
-                            ra,
-                            rb,
-                            port=base_port + i,
-                            duration_s=duration_s,
-                            delay=server_start_delay_s,
-                            timeout=timeout_s,
-                        )
-                    )
-                for m in await self.with_switch_cpu(jobs, delay=server_start_delay_s):
-                    out.append(m)
-                    self._emit(MeasurementTaken(step=self.step, measurement=m))
+                    planned.append((i, ra, rb))
+                if planned:
+                    plan.append(planned)
+        rounds = tuple(tuple(f"{ra.key}->{rb.key}" for _, ra, rb in r) for r in plan)
+        self._emit(TrafficPlanned(step=self.step, rounds=rounds, duration_s=float(duration_s)))
+        for planned in plan:
+            jobs = [
+                self._one_rail_test(
+                    ra,
+                    rb,
+                    port=base_port + i,
+                    duration_s=duration_s,
+                    delay=server_start_delay_s,
+                    timeout=timeout_s,
+                )
+                for i, ra, rb in planned
+            ]
+            for m in await self.with_switch_cpu(jobs, delay=server_start_delay_s):
+                out.append(m)
+                self._emit(MeasurementTaken(step=self.step, measurement=m))
         return out
 
     async def gid_index(self, rail: Rail) -> tuple[int | None, str]:

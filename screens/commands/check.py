@@ -23,6 +23,7 @@ from wizard.errors import FabwizError, InventoryError
 from wizard.model import Evidence, Measurement, Status, Verdict
 
 if TYPE_CHECKING:
+    from screens.progress import HeadlessProgress
     from wizard.events import Event
     from wizard.inventory import Inventory
     from wizard.probes import Observations
@@ -336,16 +337,21 @@ def check(
             raise InventoryError("no terminal to ask the password on", path="switch")
         return str(click.prompt(question, hide_input=True, err=True))
 
-    from contextlib import nullcontext
+    import contextlib
 
-    progress = None
-    if not json_out:  # never with --json (which loads no rich at all), on a terminal only
+    from flows.expectations import DEFAULT
+    from screens.progress_lines import PlainProgress, ProgressModel
+
+    model = ProgressModel()
+    # plain phase lines on stderr with --json (which loads no rich at all) or off a terminal
+    progress: HeadlessProgress | PlainProgress = PlainProgress(sys.stderr, model)
+    if not json_out:
         from screens.progress import progress_for
 
-        progress = progress_for(as_json=False)
+        progress = progress_for(as_json=False, model=model)
     try:
         if lab is not None:
-            with progress or nullcontext():
+            with progress:
                 report = asyncio.run(
                     _check_lab(
                         lab,
@@ -365,7 +371,9 @@ def check(
             from wizard.inventory_files import require_identity_files
 
             require_identity_files(inv)  # about to connect: a missing key is named here
-            with progress or nullcontext():
+            with contextlib.suppress(KeyError):  # run_check names an unknown key
+                model.limits = DEFAULT.with_overrides(inv.expectations)
+            with progress:
                 report = asyncio.run(
                     run_check(
                         inv,

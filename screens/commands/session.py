@@ -12,11 +12,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from wizard.errors import FabwizError
+
+if TYPE_CHECKING:
+    from flows.expectations import Expectations
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
@@ -153,12 +156,17 @@ def report(session: Path, fmt: str, redact: bool, output: Path | None, bundle: P
     from wizard.report import render
 
     loaded = _load(str(session))
-    ceilings = report_ceilings(len(loaded.started.nodes))
+    from screens.report_limits import recorded_limits
+
+    limits = recorded_limits(loaded.started)  # what the session judged against
+    if limits.problem:
+        click.echo(f"warning: {limits.problem}; the charts use the table's defaults", err=True)
+    ceilings = report_ceilings(len(loaded.started.nodes), limits.expectations)
     fabric_map = None
     if bundle is not None or fmt == "html":
         from screens.report_map import fabric_map_data
 
-        fabric_map = fabric_map_data(loaded)
+        fabric_map = fabric_map_data(loaded, limits.expectations)
     if bundle is not None:
         from wizard.bundle import build_bundle, write_bundle
 
@@ -195,15 +203,10 @@ def report(session: Path, fmt: str, redact: bool, output: Path | None, bundle: P
     click.echo(f"report written to {output}", err=True)
 
 
-def report_ceilings(nodes: int) -> dict[str, float]:
-    """What the report's charts draw against: the expectations table's numbers."""
-    from flows.expectations import Expectations
+def report_ceilings(nodes: int, e: Expectations | None = None) -> dict[str, float]:
+    """What the report's charts draw against: the expectations table's numbers (the
+    session's own, with its recorded overrides, when given)."""
+    from flows.expectations import DEFAULT
+    from screens.report_limits import ceilings
 
-    e = Expectations()
-    return {
-        "rail": e.rail_switched_gbps,
-        "rail_bidir": e.bidir_rail_gbps,
-        "nccl": e.nccl_expected(nodes),
-        "pass_ratio": e.pass_ratio,
-        "warn_ratio": e.warn_ratio,
-    }
+    return ceilings(e or DEFAULT, nodes)

@@ -10,6 +10,7 @@ from flows.base import Context
 from flows.checks import perf_rails, switch_mtu
 from flows.checks.switch_mtu import SwitchMtu
 from flows.expectations import DEFAULT
+from wizard.events import Event, TrafficPlanned
 from wizard.inventory import load_inventory, resolve_password
 from wizard.lab.lab import Lab
 from wizard.model import Measurement, Rail, Status
@@ -109,6 +110,8 @@ async def _sweeper(lab: Lab) -> tuple[Sweeper, SshTransport, dict[str, RouterOsT
 async def test_full_plan_on_four_nodes_every_pair_every_plane_plus_bidir() -> None:
     async with Lab("healthy-4node-crs804", time_scale=1000.0) as lab:
         sweeper, ssh, sws = await _sweeper(lab)
+        seen: list[Event] = []
+        sweeper.sink = seen.append
         full = await sweeper.rail_tests(duration_s=1)
         quick = await sweeper.rail_tests(duration_s=1, quick=True, bidirectional=False)
         pings = await sweeper.ping_matrix()
@@ -126,6 +129,12 @@ async def test_full_plan_on_four_nodes_every_pair_every_plane_plus_bidir() -> No
     assert all("rerun_gbps" not in m.extra for m in uni)  # nothing low: no re-run
     assert len(pings) == 24 and all(p["ok"] for p in pings)
     assert all(str(p["command"]).startswith("ping -M do -s 8972 ") for p in pings)
+    # each sweep announced its plan before running it: the rounds, in the order measured
+    plans = [e for e in seen if isinstance(e, TrafficPlanned)]
+    assert [len(p.rounds) for p in plans] == [12, 4]  # 4 planes x 3 rounds; quick: x 1
+    assert all(len(r) == 2 and p.duration_s == 1.0 for p in plans for r in p.rounds)
+    assert [t for r in plans[0].rounds for t in r] == [m.target for m in uni]
+    assert [t for r in plans[1].rounds for t in r] == [m.target for m in quick]
 
 
 @pytest.mark.lab

@@ -222,3 +222,11 @@ async def test_rollback_is_armed_on_the_switch_clock_and_disarmed() -> None:
     assert entry["on-event"] == script and entry["interval"] == "0s"
     assert await fixes.disarm_switch_rollback(api, "fabwiz-rb-1")
     assert api.sched == []
+
+
+def test_a_fix_declined_after_its_export_goes_back_to_the_verdict_and_can_measure() -> None:
+    seen: list[str] = []
+    m = StepLifecycle(lambda a, b, t: seen.append(b.value))
+    for trigger in ("probe", "judged", "offer_fix", "export", "declined", "measure"):
+        m.fire(trigger)
+    assert seen[-3:] == ["exporting", "verdict", "measuring"]

@@ -92,3 +92,53 @@ def write_session(folder: Path, *, nccl: bool = True) -> Path:
     log.write(events[-1])  # the session's end
     log.close()
     return log.folder
+
+
+RACK_STEPS = ("preflight", "offload", "qos", "addressing", "halves", "persist")
+NODES = ("spark1", "spark2", "spark3", "spark4")
+NETDEVS = ("enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1")
+
+
+def rack_events() -> list[Event]:
+    """What a 4-node walk adds on top: every step judges ~25 faults with an evidence row per
+    node and re-measures the 8 rails of 4 planes, each number its own."""
+    out: list[Event] = []
+    for s, step in enumerate(RACK_STEPS):
+        at = T0 + 2.3 + s * 0.01
+        for f in range(25):
+            rows = tuple(
+                Evidence(n, f"probe-{f} {n}", f"{step} {n} value {f}.{i}", "healthy", Status.PASS)
+                for i, n in enumerate(NODES)
+            )
+            v = Verdict(
+                fault=f"rack.check-{f:02d}",
+                status=Status.PASS,
+                summary=f"check {f} holds on every node in {step}",
+                evidence=rows,
+                check=f"rack.check-{f:02d}",
+            )
+            out.append(VerdictReached(at=at, step=step, verdict=v))
+        for r in range(8):
+            a, b = NODES[2 * (r % 2)], NODES[2 * (r % 2) + 1]
+            target = f"{a}/{NETDEVS[r // 2]}->{b}/{NETDEVS[r // 2]}"
+            value = 108.0 + s + r / 100 + 0.003
+            out.append(
+                MeasurementTaken(
+                    at=at, step=step, measurement=Measurement("rail", target, value, "Gb/s")
+                )
+            )
+    return out
+
+
+def write_rack_session(folder: Path) -> Path:
+    """The recorded fix session of a 4-node rack with three faults, at a rack's size."""
+    raw = NCCL_REAL.read_text() if NCCL_REAL.is_file() else None
+    events = fix_session()
+    log = SessionLog.create(folder)
+    for ev in events[:-1]:
+        log.write(ev)
+    for ev in [*extra_events(raw), *rack_events()]:
+        log.write(ev)
+    log.write(events[-1])
+    log.close()
+    return log.folder

@@ -30,6 +30,7 @@ from wizard.events import (
     SessionResumed,
     SessionStarted,
     StepChanged,
+    TrafficPlanned,
     VerdictReached,
     VersionsRecorded,
 )
@@ -234,6 +235,12 @@ def one_of_each() -> list[Event]:
         ),
         Note(at=T0 + 17, level="warn", text="spark2 answered slowly (4.2 s)", step="preflight"),
         RailSampled(at=T0 + 18, node="spark1", netdev="enp1s0f0np0", gbps=97.5),
+        TrafficPlanned(
+            at=T0 + 18.2,
+            step="offload",
+            rounds=(("spark1/enp1s0f0np0->spark2/enp1s0f0np0",),),
+            duration_s=5.0,
+        ),
         VersionsRecorded(
             at=T0 + 18.5,
             step="preflight",

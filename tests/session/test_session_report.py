@@ -83,7 +83,7 @@ def test_markdown_report_for_a_ticket(loaded: LoadedSession) -> None:
     assert block is not None
     assert "crs804 fabwiz-pre-offload.rsc (sha256 5555555555555555)" in block.group(1)
     assert "```routeros\n" + EXPORT_TEXT.rstrip("\n") + "\n```" in block.group(1)
-    assert md.index("## Appendix") > md.index("## Operator") > md.index("## Steps")
+    assert md.index("## Appendix: raw") > md.index("### Operator") > md.index("### Steps")
     assert "- Rolled back (confirmed restored): API session lost during the change" in md
     assert "| drain | ac_drain on spark1 by operator | spark1 back with a new boot_id |" in md
     assert "- error: spark2 unreachable for 12 s" in md

@@ -9,11 +9,19 @@ import re
 from pathlib import Path
 
 import pytest
-from report_session import BIDIR, NCCL_REAL, SENTENCE, write_session
+from report_session import (
+    BIDIR,
+    NCCL_REAL,
+    SENTENCE,
+    rack_events,
+    write_rack_session,
+    write_session,
+)
 from session_helpers import EXPORT_TEXT, RAIL, RAIL_B
 
 from flows.expectations import Expectations
 from screens.commands.session import report_ceilings
+from wizard.events import MeasurementTaken, VerdictReached
 from wizard.report import build_report, render
 from wizard.session import load_session
 
@@ -23,22 +31,61 @@ CEILINGS = report_ceilings(2)
 def test_sections_come_in_ticket_order_and_raw_outputs_come_last(tmp_path: Path) -> None:
     md = render(load_session(write_session(tmp_path / "s")), "md", ceilings=CEILINGS)
     heads = [line for line in md.splitlines() if line.startswith("## ")]
-    assert heads[:5] == [
+    assert heads == [
         "## Faults found",
         "## Before and after",
         "## Not checked",
         "## What the bisection concluded",
-        "## Session",
+        "## Step by step",
+        "## Fixes",
+        "## Errors",
+        "## Appendix: details",
+        "## Appendix: raw outputs and exports",
     ]
-    assert heads[-1] == "## Appendix: raw outputs and exports"
-    assert heads.index("## Steps") < heads.index("## Fixes") < heads.index("## Operator")
+    details = [line for line in md.splitlines() if line.startswith("### ")]
+    assert details.index("### Session") < details.index("### Steps") < details.index("### Fixes")
     assert md.splitlines()[2].startswith("**Not healthy; 3 fault(s) found, 1 fixed")
-    body, appendix = md.split("## Appendix: raw outputs and exports", 1)
-    # the export is verbatim in the appendix only; the body points at it
+    body, appendix = md.split("## Appendix: details", 1)
+    # the export is verbatim in the appendix only; the body names it and points at it
     assert EXPORT_TEXT.splitlines()[-1] in appendix and EXPORT_TEXT.splitlines()[-1] not in body
-    assert "raw-3 in the appendix" in body
-    # without the appendix the Markdown is a few screens, not thousands of lines
-    assert len(body.splitlines()) < 200
+    assert re.search(
+        r"- `switch.offload-split-cage` on crs804: verified; Export taken before the change: "
+        r"crs804 fabwiz-pre-offload.rsc \(sha256 5555555555555555\): raw-\d+\n",
+        body,
+    )
+    # one compact line a step, its findings under it, its numbers as a range
+    assert (
+        "- **offload** (done): 1 fail, 1 pass; measured 3 rail: 9.42-109.20 Gb/s; "
+        "1 NCCL busbw: 1.12 GB/s; 1 not counted as evidence\n" in body
+    )
+    assert "  - FAIL `switch.offload-split-cage` on crs804:" in body
+    assert "- **halves**" in body and "1 rail -b: 206.10 Gb/s" in body
+    assert "- spark2 unreachable for 12 s" in body  # errors stay in the body
+    assert "| Status | Fault | Targets | Summary | Evidence |" not in body  # tables: appendix
+    assert "mpirun" not in body  # the NCCL re-run block is in the appendix
+    assert len(body.splitlines()) < 100
+
+
+def test_a_rack_sized_session_reads_on_a_few_screens_and_loses_nothing(tmp_path: Path) -> None:
+    loaded = load_session(write_rack_session(tmp_path / "s"))
+    md = render(loaded, "md", ceilings=CEILINGS)
+    body, appendix = md.split("## Appendix: details", 1)
+    assert len(body.splitlines()) < 150
+    assert len(md.splitlines()) > 1500  # the rest is all there, in the appendix
+    # every fault judged, every number taken, every evidence row is somewhere in the report
+    events = rack_events()
+    for ev in events:
+        if isinstance(ev, VerdictReached):
+            assert ev.verdict.fault in md
+            for e in ev.verdict.evidence:
+                assert e.observed in appendix
+        elif isinstance(ev, MeasurementTaken):
+            assert f"{ev.measurement.value:.2f} Gb/s" in appendix
+    # the body sums each step up: its passes counted, its numbers as one range per kind
+    assert "- **qos**" in body and "measured 8 rail: 110.00-110.07 Gb/s" in body
+    assert "25 pass" in body and "rack.check-" not in body  # passes are counted, not listed
+    for fault in ("switch.offload-split-cage", "switch.qos-pfc-stall", "host.duplicate-ip"):
+        assert fault in body
 
 
 def test_each_number_sits_under_the_column_of_when_it_was_taken(tmp_path: Path) -> None:

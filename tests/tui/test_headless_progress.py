@@ -1,24 +1,29 @@
 """Headless long work shows live progress on a terminal, fed by the sweep's and engine's own
-events, and nothing at all when the output is not a terminal or is JSON."""
+events (the traffic plan's rounds, NCCL against its expected duration, a drain counting down),
+and plain phase lines on stderr when the output is not a terminal or is JSON."""
 
 from __future__ import annotations
 
 import io
+import json
 import os
-from pathlib import Path
+import re
 
 import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
+from flows.expectations import DEFAULT
 from screens.cli import cli
 from screens.progress import HeadlessProgress, progress_for
+from screens.progress_lines import PlainProgress, ProgressModel, nccl_expected_s
 from wizard.events import (
     MeasurementTaken,
     PhysicalActionDone,
     PhysicalActionRequested,
     ProbeAnswered,
     ProbeSent,
+    TrafficPlanned,
 )
 from wizard.model import Measurement, ProbeResult
 
@@ -29,10 +34,30 @@ NCCL = (
 )
 
 
-def test_progress_follows_probes_rail_tests_nccl_and_a_drain() -> None:
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _rail(target: str, value: float) -> MeasurementTaken:
+    return MeasurementTaken(step="offload", measurement=Measurement("rail", target, value, "Gb/s"))
+
+
+PLAN = (
+    ("spark1/a->spark2/a", "spark3/a->spark4/a"),
+    ("spark1/a->spark3/a", "spark2/a->spark4/a"),
+    ("spark1/a->spark4/a",),
+)
+
+
+def test_progress_follows_probes_rail_rounds_nccl_and_a_drain_countdown() -> None:
     out = io.StringIO()
-    console = Console(file=out, force_terminal=True, width=140)
-    with HeadlessProgress(console) as prog:
+    console = Console(file=out, force_terminal=True, width=160)
+    clock = Clock()
+    with HeadlessProgress(console, ProgressModel(clock=clock, wait_s=900.0)) as prog:
         for cmd in ("ip -j addr show", "ethtool enp1s0f0np0", "cat /proc/cmdline"):
             prog(ProbeSent(step="preflight", target="spark1", command=cmd))
         for _ in range(2):
@@ -43,17 +68,22 @@ def test_progress_follows_probes_rail_tests_nccl_and_a_drain() -> None:
                     result=ProbeResult(target="spark1", kind="ssh", command="ip -j addr show"),
                 )
             )
-        for value in (109.2, 9.4):
-            prog(
-                MeasurementTaken(
-                    step="offload", measurement=Measurement("rail", RAIL, value, "Gb/s")
-                )
-            )
+        prog(TrafficPlanned(step="offload", rounds=PLAN, duration_s=5.0))
+        assert "rail tests: round 1 of 3 (2 pair(s) at once)" in prog.shown
+        prog(_rail(PLAN[0][0], 109.2))
+        assert "round 1 of 3" in prog.shown  # one of its two pairs measured
+        prog(_rail(PLAN[0][1], 9.4))
+        assert "round 2 of 3 (2 pair(s) at once)" in prog.shown
+        assert "last 9.4 Gb/s on spark3/a->spark4/a" in prog.shown
+        rails = next(t for t in prog.progress.tasks if "rail tests" in t.description)
+        assert (rails.completed, rails.total) == (2, 5)  # measured of the planned pairs
+        for target in (*PLAN[1], *PLAN[2]):
+            prog(_rail(target, 109.0))
+        assert "rail tests: 5 measured, last 109.0 Gb/s on spark1/a->spark4/a" in prog.shown
         prog(ProbeSent(step="halves", target="spark1", command=NCCL))
-        shown = prog.shown
-        assert "probes answered" in shown
-        assert f"rail tests: 2 measured, last 9.4 Gb/s on {RAIL}" in shown
-        assert "NCCL all_reduce_perf running, stops by 600 s" in shown
+        assert "NCCL all_reduce_perf running 0 s of ~13 s expected" in prog.shown
+        clock.now += 9.0
+        assert "9 s of ~13 s expected" in prog.shown  # elapsed moves on the clock alone
         probes = next(t for t in prog.progress.tasks if t.description == "probes answered")
         assert (probes.completed, probes.total) == (2, 4)  # the NCCL launch is a probe too
         prog(
@@ -67,7 +97,9 @@ def test_progress_follows_probes_rail_tests_nccl_and_a_drain() -> None:
                 step="drain", kind="ac_drain", nodes=("spark3",), instructions="unplug"
             )
         )
-        assert "waiting for spark3 (ac drain)" in prog.shown
+        assert "waiting for spark3 (ac drain) 15:00 left" in prog.shown
+        clock.now += 75.0
+        assert "waiting for spark3 (ac drain) 13:45 left" in prog.shown
         prog(
             PhysicalActionDone(
                 step="drain", kind="ac_drain", nodes=("spark3",), performed_by="operator"
@@ -75,6 +107,88 @@ def test_progress_follows_probes_rail_tests_nccl_and_a_drain() -> None:
         )
         assert "waiting" not in prog.shown
     assert "rail tests" in out.getvalue()  # it was drawn on the terminal
+
+
+def test_the_expected_nccl_duration_comes_from_the_sizes_and_the_expected_busbw() -> None:
+    # 2 ranks: busbw = algbw; sizes 256M..4G by 2 (5 sizes), 20 iterations out of place and in
+    # place each, 5 warm-up iterations at the largest and the smallest size
+    sizes = [256 << 20, 512 << 20, 1 << 30, 2 << 30, 4 << 30]
+    moved = 5 * (sizes[-1] + sizes[0]) + sum(2 * 20 * s for s in sizes)
+    assert nccl_expected_s(NCCL, DEFAULT) == pytest.approx(moved / 26.58e9)
+    slower = DEFAULT.with_overrides({"nccl_busbw_2node": 13.29})
+    assert nccl_expected_s(NCCL, slower) == pytest.approx(2 * moved / 26.58e9)
+    # 4 ranks, all_reduce: busbw = algbw * 2 * 3 / 4; as fabwiz launches it (quoted in sh -c)
+    launched = (
+        "sh -c 'printf x > h && timeout -k 10 600 /usr/bin/mpirun -np 4 -x NCCL_DEBUG=INFO "
+        "/home/u/nccl-tests/build/all_reduce_perf -b 256M -e 4G -f 2 -g 1 -n 30 -w 5'"
+    )
+    moved4 = 5 * (sizes[-1] + sizes[0]) + sum(2 * 30 * s for s in sizes)
+    assert nccl_expected_s(launched, DEFAULT) == pytest.approx(moved4 * 1.5 / 23.33e9)
+    assert nccl_expected_s("mpirun -np 4 some_tool -b 8", DEFAULT) is None  # not nccl-tests
+    assert nccl_expected_s("/x/all_reduce_perf -b 8 -e 8G", DEFAULT) is None  # no -np
+
+
+def test_plain_lines_give_one_line_per_round_nccl_run_and_wait() -> None:
+    err = io.StringIO()
+    clock = Clock()
+    sink = PlainProgress(err, ProgressModel(clock=clock, wait_s=600.0))
+    sink(TrafficPlanned(step="offload", rounds=PLAN, duration_s=5.0))
+    for target in (*PLAN[0], *PLAN[1], *PLAN[2]):
+        sink(_rail(target, 109.2))
+    sink(
+        MeasurementTaken(
+            step="offload",
+            measurement=Measurement("rail", PLAN[0][0], 206.0, "Gb/s", extra={"bidir": True}),
+        )
+    )
+    sink(ProbeSent(step="halves", target="spark1", command=NCCL))
+    clock.now += 14.0
+    sink(MeasurementTaken(step="halves", measurement=Measurement("nccl", "c", 26.1, "GB/s")))
+    sink(PhysicalActionRequested(step="d", kind="ac_drain", nodes=("spark3",), instructions=""))
+    clock.now += 95.0
+    sink(PhysicalActionDone(step="d", kind="ac_drain", nodes=("spark3",), performed_by="lab"))
+    assert err.getvalue().splitlines() == [
+        "fabwiz: rail tests: 3 round(s), 5 pair(s), 5 s each",
+        "fabwiz: rail tests: round 1 of 3 (spark1/a->spark2/a, spark3/a->spark4/a)",
+        "fabwiz: rail tests: round 1 of 3 done, last 109.2 Gb/s on spark3/a->spark4/a",
+        "fabwiz: rail tests: round 2 of 3 (spark1/a->spark3/a, spark2/a->spark4/a)",
+        "fabwiz: rail tests: round 2 of 3 done, last 109.2 Gb/s on spark2/a->spark4/a",
+        "fabwiz: rail tests: round 3 of 3 (spark1/a->spark4/a)",
+        "fabwiz: rail tests: round 3 of 3 done, last 109.2 Gb/s on spark1/a->spark4/a",
+        "fabwiz: rail test: 103.0 Gb/s each way on spark1/a->spark2/a",
+        "fabwiz: NCCL all_reduce_perf started (~13 s expected at 26.58 GB/s)",
+        "fabwiz: NCCL all_reduce_perf done after 14 s: 26.10 GB/s",
+        "fabwiz: waiting for spark3 (ac drain): up to 600 s",
+        "fabwiz: waiting for spark3 (ac drain): done after 95 s",
+    ]
+
+
+def test_nccl_runs_at_once_each_get_their_own_line_until_their_result() -> None:
+    clock = Clock()
+    console = Console(file=io.StringIO(), force_terminal=True, width=160)
+    with HeadlessProgress(console, ProgressModel(clock=clock)) as prog:
+        prog(ProbeSent(step="halves", target="spark1", command=NCCL))
+        prog(
+            ProbeSent(
+                step="halves", target="spark1", command=NCCL.replace("all_reduce", "sendrecv")
+            )
+        )
+        shown = prog.shown.splitlines()
+        assert "NCCL all_reduce_perf running 0 s of ~13 s expected" in shown
+        assert "NCCL sendrecv_perf running 0 s of ~13 s expected" in shown
+        sendrecv = Measurement("nccl", "spark1+spark2/sendrecv_perf", 26.4, "GB/s")
+        prog(MeasurementTaken(step="halves", measurement=sendrecv))
+        assert "sendrecv" not in prog.shown and "NCCL all_reduce_perf running" in prog.shown
+        prog(MeasurementTaken(step="halves", measurement=Measurement("nccl", "cluster", 26, "")))
+        assert "NCCL" not in prog.shown
+
+
+def test_plain_lines_clean_hostile_target_text() -> None:
+    err = io.StringIO()
+    sink = PlainProgress(err)
+    sink(TrafficPlanned(step="o", rounds=(("spark1/\x1b[2Jx->s2/e",),), duration_s=5.0))
+    assert "\x1b" not in err.getvalue()
+    assert "spark1/x->s2/e" in err.getvalue()
 
 
 def test_hostile_text_in_a_progress_line_is_shown_literally() -> None:
@@ -86,13 +200,16 @@ def test_hostile_text_in_a_progress_line_is_shown_literally() -> None:
     assert "\\[bold red]x\\[/]" in line
 
 
-def test_no_progress_with_json_or_without_a_terminal() -> None:
-    assert progress_for(as_json=False, stream=io.StringIO()) is None
+def test_plain_lines_with_json_or_without_a_terminal_and_live_only_on_one() -> None:
+    assert isinstance(progress_for(as_json=False, stream=io.StringIO()), PlainProgress)
     master, slave = os.openpty()
     try:
         with os.fdopen(slave, "w", closefd=False) as tty:
-            assert isinstance(progress_for(as_json=False, stream=tty), HeadlessProgress)
-            assert progress_for(as_json=True, stream=tty) is None
+            live = progress_for(as_json=False, stream=tty, stdout=tty)
+            assert isinstance(live, HeadlessProgress)
+            assert isinstance(progress_for(as_json=True, stream=tty, stdout=tty), PlainProgress)
+            piped = progress_for(as_json=False, stream=tty, stdout=io.StringIO())
+            assert isinstance(piped, PlainProgress)  # `fabwiz check | tee`: no live display
     finally:
         os.close(master)
         os.close(slave)
@@ -100,10 +217,30 @@ def test_no_progress_with_json_or_without_a_terminal() -> None:
 
 @pytest.mark.lab
 @pytest.mark.slow
-def test_check_perf_prints_no_progress_when_not_on_a_terminal(tmp_path: Path) -> None:
+def test_check_perf_json_keeps_stdout_json_and_prints_plain_rounds_on_stderr() -> None:
     args = ["check", "--lab", "healthy-4node-crs804", "--time-scale", "1000", "--perf", "--quick"]
-    res = CliRunner().invoke(cli, args)
+    res = CliRunner().invoke(cli, [*args, "--json"])
     assert res.exit_code == 0, res.output
-    for word in ("probes answered", "rail tests", "NCCL all_reduce_perf running"):
-        assert word not in res.output and word not in res.stderr
-    assert res.output.splitlines()[0].startswith("HEALTHY")
+    report = json.loads(res.stdout)  # nothing but the JSON on stdout
+    assert report["healthy"] is True and report["measured"] is True
+    lines = res.stderr.splitlines()
+    assert "\x1b[" not in res.stderr  # never the live display
+    assert "fabwiz: rail tests: 4 round(s), 8 pair(s), 5 s each" in lines
+    done = [ln for ln in lines if re.match(r"fabwiz: rail tests: round \d of 4 done", ln)]
+    assert len(done) == 4
+    planned = [
+        pair
+        for ln in lines
+        if (m := re.match(r"fabwiz: rail tests: round \d of 4 \((.*)\)$", ln))
+        for pair in m.group(1).split(", ")
+    ]
+    rails = [m["target"] for m in report["measurements"] if m["kind"] == "rail"]
+    assert rails[:8] == planned  # the plan announced what was measured, in order
+    assert any(
+        re.match(r"fabwiz: NCCL all_reduce_perf started \(~3\d s expected", ln) for ln in lines
+    )
+    plain = CliRunner().invoke(cli, args)
+    assert plain.exit_code == 0, plain.output
+    assert plain.stdout.splitlines()[0].startswith("HEALTHY")
+    assert "fabwiz: rail tests: round 1 of 4 (" in plain.stderr
+    assert "fabwiz:" not in plain.stdout
