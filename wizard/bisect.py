@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from wizard import pairs
 from wizard.model import Measurement, Status, Verdict
 
 
@@ -41,6 +42,32 @@ def good(ms: Iterable[Measurement], target_gbps: float) -> list[Measurement]:
 
 def low_nodes(bad: Iterable[Measurement]) -> list[str]:
     return sorted({n for m in bad for n in nodes_of(m)})
+
+
+def drain_nodes(
+    ms: Sequence[Measurement], bad: Sequence[Measurement], target_gbps: float
+) -> dict[str, str]:
+    """The nodes to AC-drain for the low rails, each with why, read off the whole pair matrix
+    (wizard/pairs.py): the node common to the low pairs, and only it, while its partners reach
+    the target with other nodes; both ends of a low pair nothing splits. A low pair whose two
+    ends reach the target elsewhere is the switch path: nobody is drained for it."""
+    reading = pairs.read(bad, good(ms, target_gbps))
+    out: dict[str, str] = {}
+    for c in reading.culprits:
+        worst = min(c.low, key=lambda m: m.value)
+        out[c.node] = (
+            f"{c.node} is low with every partner ({pairs.pair_names(c.low)}; {worst.value:.2f} "
+            f"Gb/s on {worst.target}) while they reach line rate without it: drain before "
+            "bisecting (a degraded CX7 clears only with an AC drain)"
+        )
+    for m in reading.unsplit:
+        for node in nodes_of(m):
+            out.setdefault(
+                node,
+                f"{m.value:.2f} Gb/s through the switch on {m.target}: drain before "
+                "bisecting (a degraded CX7 clears only with an AC drain)",
+            )
+    return out
 
 
 def _node_of_target(target: str) -> str:
