@@ -125,8 +125,10 @@ def partner(
 ) -> tuple[str, bool] | None:
     """A partner for `suspect` on a direct cable: a node that only measured well (True), else any
     other node (False), else None."""
-    bad_nodes = set(low_nodes(low(ms, target_gbps)))
-    well = {n for m in good(ms, target_gbps) for n in nodes_of(m)}
+    well_ms = good(ms, target_gbps)
+    # the suspects of the pair matrix: a partner of a degraded node measured low with it only
+    bad_nodes = set(pairs.read(low(ms, target_gbps), well_ms).nodes)
+    well = {n for m in well_ms for n in nodes_of(m)}
     for n in nodes:
         if n != suspect and n in well and n not in bad_nodes:
             return n, True

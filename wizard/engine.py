@@ -114,7 +114,7 @@ class Hands(Protocol):
     async def perform(self, action: PhysicalAction) -> str: ...
 
 
-MeasureKind = Literal["rails", "halves", "direct", "nccl", "fabric"]
+MeasureKind = Literal["rails", "halves", "direct", "nccl", "fabric", "matrix"]
 
 
 class Fabric(Protocol):
@@ -541,7 +541,7 @@ class Engine:
         self._fire("measure")
         raw = await self.fabric.measure(kind)
         out: list[Measurement] = []
-        if kind == "rails" and raw:
+        if kind in ("rails", "matrix") and raw:
             # A rails sweep measures the whole plan: it replaces the last one. The plan's pairs
             # follow the addresses (a fixed duplicate IP gives new targets), so keeping the old
             # keys would judge the fabric by pairs that no longer exist.
@@ -563,7 +563,7 @@ class Engine:
                 self.result.halves_gbps.pop(m.target, None)
             else:
                 self.result.unjudged.pop(m.target, None)
-                if kind in ("rails", "direct"):
+                if kind in ("rails", "direct", "matrix"):
                     self.result.rails_gbps[m.target] = m.value
                 elif kind == "halves":
                     self.result.halves_gbps[m.target] = m.value
@@ -995,7 +995,7 @@ class Engine:
             )
             return False
         record.applied = True
-        await changes.stamp(self.guard.changed_at, plan, self.fabric.api, self.fabric.run)
+        stamped = await changes.stamp(self.guard.changed_at, plan, self.fabric.api, self.fabric.run)
         self.emit(
             FixApplied(
                 step=self._step,
@@ -1004,6 +1004,7 @@ class Engine:
                 target=plan.target,
                 export=record.export,
                 rollback_armed=armed[0][1] if armed else None,
+                changed_at=stamped,
             )
         )
         if plan.bounces_links:
@@ -1024,7 +1025,9 @@ class Engine:
             self._fire("verified")
         else:
             restored = await self._roll_back(plan, armed, exports)
-            await changes.stamp(self.guard.changed_at, plan, self.fabric.api, self.fabric.run)
+            stamped = await changes.stamp(
+                self.guard.changed_at, plan, self.fabric.api, self.fabric.run
+            )
             record.rolled_back = True
             self.emit(
                 FixRolledBack(
@@ -1033,6 +1036,7 @@ class Engine:
                     fault=plan.fault,
                     reason=f"verification failed: {detail}",
                     restored=restored,
+                    changed_at=stamped,
                 )
             )
             self._fire("rolled_back")
@@ -1606,7 +1610,8 @@ class Engine:
             ms, verdicts = await self._measure_and_judge("direct", spec.faults)
             await self._host_branch(spec, verdicts, tuple(m for m in ms if m.valid))
             return False
-        before, _ = await self._measure_and_judge("rails", spec.faults)
+        # every pair: the node common to the low pairs is the one to drain
+        before, _ = await self._measure_and_judge("matrix", spec.faults)
         bad = bisect.low(before, target)
         pending = self.guard.undrained(self.fabric.nodes)
         if not bad and not pending and bisect.good(before, target):
@@ -1632,13 +1637,14 @@ class Engine:
         # Drain first: a degraded CX7 clears only with an AC drain, and numbers from nodes with
         # a link transition since their last drain are no evidence anyway.
         to_drain = dict(pending)
-        for m in bad:
-            for node in bisect.nodes_of(m):
-                to_drain.setdefault(
-                    node,
-                    f"{m.value:.2f} Gb/s through the switch on {m.target}: drain before "
-                    "bisecting (a degraded CX7 clears only with an AC drain)",
-                )
+        for node, why in bisect.drain_nodes(before, bad, target).items():
+            to_drain.setdefault(node, why)
+        if not to_drain and bad:
+            # the low pairs share no node, each end at line rate with other partners: the
+            # switch path, nothing to drain; the direct cable says so
+            await self._bisect(spec, before, bad, ())
+            self._fire("judged")
+            return False
         if not to_drain:
             self._fire("judged")
             return False
@@ -1646,7 +1652,7 @@ class Engine:
             self.note("the drain was not done: the bisection cannot judge these numbers", "warn")
             self._fire("judged")
             return False
-        after, _ = await self._measure_and_judge("rails", spec.faults)
+        after, _ = await self._measure_and_judge("matrix", spec.faults)
         cleared = bisect.cleared_by_drain(before, after, to_drain, target)
         if cleared:
             self._cleared_by_drain(spec, cleared)
