@@ -1610,8 +1610,7 @@ class Engine:
             ms, verdicts = await self._measure_and_judge("direct", spec.faults)
             await self._host_branch(spec, verdicts, tuple(m for m in ms if m.valid))
             return False
-        # every pair: the node common to the low pairs is the one to drain
-        before, _ = await self._measure_and_judge("matrix", spec.faults)
+        before, _ = await self._measure_and_judge("rails", spec.faults)
         bad = bisect.low(before, target)
         pending = self.guard.undrained(self.fabric.nodes)
         if not bad and not pending and bisect.good(before, target):
@@ -1634,6 +1633,7 @@ class Engine:
         )
         if explained and not pending and await self._skip_explained(spec, explained, bad):
             return True
+        before, bad = await self._matrix_if_low(spec, before, bad)
         # Drain first: a degraded CX7 clears only with an AC drain, and numbers from nodes with
         # a link transition since their last drain are no evidence anyway.
         to_drain = dict(pending)
@@ -1652,7 +1652,8 @@ class Engine:
             self.note("the drain was not done: the bisection cannot judge these numbers", "warn")
             self._fire("judged")
             return False
-        after, _ = await self._measure_and_judge("matrix", spec.faults)
+        after, _ = await self._measure_and_judge("rails", spec.faults)
+        after, _still = await self._matrix_if_low(spec, after, bisect.low(after, target))
         cleared = bisect.cleared_by_drain(before, after, to_drain, target)
         if cleared:
             self._cleared_by_drain(spec, cleared)
@@ -1665,6 +1666,18 @@ class Engine:
         await self._bisect(spec, after, still, tuple(to_drain))
         self._fire("judged")
         return False
+
+    async def _matrix_if_low(
+        self, spec: StepLike, ms: list[Measurement], bad: list[Measurement]
+    ) -> tuple[list[Measurement], list[Measurement]]:
+        """The disjoint pairs measured a low rail: one pair cannot say which end is slow, every
+        pair can (the node common to the low pairs, wizard/pairs.py). Measures every pair, in
+        rounds of disjoint pairs at once, only then: a healthy fabric costs one round per
+        plane. Returns (the measurements, the low ones)."""
+        if not bad or len(self.fabric.nodes) <= 2:
+            return ms, bad
+        every, _ = await self._measure_and_judge("matrix", spec.faults)
+        return every, bisect.low(every, self.thresholds.rail_fix_target_gbps)
 
     async def _skip_explained(
         self, spec: StepLike, found: Sequence[Verdict], bad: Sequence[Measurement]
