@@ -1610,7 +1610,10 @@ class Engine:
             ms, verdicts = await self._measure_and_judge("direct", spec.faults)
             await self._host_branch(spec, verdicts, tuple(m for m in ms if m.valid))
             return False
-        before, _ = await self._measure_and_judge("rails", spec.faults)
+        # across switches each pair has its own path (which ISL, which direction): every pair
+        # from the start; on one switch the disjoint pairs cover every port
+        every = len(self.fabric.switches) > 1 and len(self.fabric.nodes) > 2
+        before, _ = await self._measure_and_judge("matrix" if every else "rails", spec.faults)
         bad = bisect.low(before, target)
         pending = self.guard.undrained(self.fabric.nodes)
         if not bad and not pending and bisect.good(before, target):
@@ -1633,7 +1636,8 @@ class Engine:
         )
         if explained and not pending and await self._skip_explained(spec, explained, bad):
             return True
-        before, bad = await self._matrix_if_low(spec, before, bad)
+        if not every:
+            before, bad = await self._matrix_if_low(spec, before, bad)
         # Drain first: a degraded CX7 clears only with an AC drain, and numbers from nodes with
         # a link transition since their last drain are no evidence anyway.
         to_drain = dict(pending)
@@ -1652,8 +1656,9 @@ class Engine:
             self.note("the drain was not done: the bisection cannot judge these numbers", "warn")
             self._fire("judged")
             return False
-        after, _ = await self._measure_and_judge("rails", spec.faults)
-        after, _still = await self._matrix_if_low(spec, after, bisect.low(after, target))
+        after, _ = await self._measure_and_judge("matrix" if every else "rails", spec.faults)
+        if not every:
+            after, _still = await self._matrix_if_low(spec, after, bisect.low(after, target))
         cleared = bisect.cleared_by_drain(before, after, to_drain, target)
         if cleared:
             self._cleared_by_drain(spec, cleared)
