@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from wizard import pairs
 from wizard.model import Measurement, Status, Verdict
 
 
@@ -41,6 +42,32 @@ def good(ms: Iterable[Measurement], target_gbps: float) -> list[Measurement]:
 
 def low_nodes(bad: Iterable[Measurement]) -> list[str]:
     return sorted({n for m in bad for n in nodes_of(m)})
+
+
+def drain_nodes(
+    ms: Sequence[Measurement], bad: Sequence[Measurement], target_gbps: float
+) -> dict[str, str]:
+    """The nodes to AC-drain for the low rails, each with why, read off the whole pair matrix
+    (wizard/pairs.py): the node common to the low pairs, and only it, while its partners reach
+    the target with other nodes; both ends of a low pair nothing splits. A low pair whose two
+    ends reach the target elsewhere is the switch path: nobody is drained for it."""
+    reading = pairs.read(bad, good(ms, target_gbps))
+    out: dict[str, str] = {}
+    for c in reading.culprits:
+        worst = min(c.low, key=lambda m: m.value)
+        out[c.node] = (
+            f"{c.node} is low with every partner ({pairs.pair_names(c.low)}; {worst.value:.2f} "
+            f"Gb/s on {worst.target}) while they reach line rate without it: drain before "
+            "bisecting (a degraded CX7 clears only with an AC drain)"
+        )
+    for m in reading.unsplit:
+        for node in nodes_of(m):
+            out.setdefault(
+                node,
+                f"{m.value:.2f} Gb/s through the switch on {m.target}: drain before "
+                "bisecting (a degraded CX7 clears only with an AC drain)",
+            )
+    return out
 
 
 def _node_of_target(target: str) -> str:
@@ -98,8 +125,10 @@ def partner(
 ) -> tuple[str, bool] | None:
     """A partner for `suspect` on a direct cable: a node that only measured well (True), else any
     other node (False), else None."""
-    bad_nodes = set(low_nodes(low(ms, target_gbps)))
-    well = {n for m in good(ms, target_gbps) for n in nodes_of(m)}
+    well_ms = good(ms, target_gbps)
+    # the suspects of the pair matrix: a partner of a degraded node measured low with it only
+    bad_nodes = set(pairs.read(low(ms, target_gbps), well_ms).nodes)
+    well = {n for m in well_ms for n in nodes_of(m)}
     for n in nodes:
         if n != suspect and n in well and n not in bad_nodes:
             return n, True

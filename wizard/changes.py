@@ -13,8 +13,9 @@ the two compare on one scale whatever `gmt-offset` says.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from wizard.fixes import RouterOsApi, parse_switch_clock
 from wizard.model import ProbeResult
@@ -83,19 +84,26 @@ async def stamp(
     plan: object,
     api: Callable[[str], RouterOsApi],
     run: Callable[[str, str], Awaitable[ProbeResult]],
-) -> None:
+) -> dict[str, float | None]:
     """Record, on each target's own clock, that `plan` (a FixPlan) just changed it: its
     switches' `/system/clock` and its nodes' `date +%s`. A target whose clock cannot be read
-    keeps no time (its log lines are then judged without one, as before any change)."""
+    keeps no time (its log lines are then judged without one, as before any change). Returns
+    what it recorded (None: unreadable), for the session log (`FixApplied.changed_at`)."""
+    out: dict[str, float | None] = {}
     for switch in dict.fromkeys(c.switch for c in getattr(plan, "switch_changes", ())):
-        at = await switch_time(api(switch))
-        if at is not None:
-            changed_at[switch] = at
-        else:
-            changed_at.pop(switch, None)
+        out[switch] = await switch_time(api(switch))
     for node in dict.fromkeys(c.node for c in getattr(plan, "host_changes", ())):
-        got = await node_time(run, node)
-        if got is not None:
-            changed_at[node] = got
+        out[node] = await node_time(run, node)
+    replay(changed_at, out)
+    return out
+
+
+def replay(changed_at: dict[str, float], stamped: Mapping[str, object]) -> None:
+    """Apply one recorded stamp (target -> time on its clock, None: unreadable) to
+    `changed_at`, as `stamp` did when it was taken; a resumed session replays the log's
+    `FixApplied`/`FixRolledBack` stamps in order. Anything but a finite number is no time."""
+    for target, at in stamped.items():
+        if isinstance(at, int | float) and not isinstance(at, bool) and math.isfinite(at):
+            changed_at[str(target)] = float(at)
         else:
-            changed_at.pop(node, None)
+            changed_at.pop(str(target), None)

@@ -16,7 +16,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from wizard.events import Event, LinkTransitionSeen, NodeDrained
+from wizard import changes
+from wizard.events import Event, FixApplied, FixRolledBack, LinkTransitionSeen, NodeDrained
 
 FAULT_ID = "process.undrained-measurement"
 
@@ -106,4 +107,7 @@ class DrainGuard:
                 guard.record_transition(ev.node, ev.at, ev.cause)
             elif isinstance(ev, NodeDrained):
                 guard.record_drain(ev.node, ev.at, ev.boot_id)
+            elif isinstance(ev, FixApplied | FixRolledBack):
+                # when each change landed, on its target's clock: old log lines stay history
+                changes.replay(guard.changed_at, ev.changed_at)
         return guard

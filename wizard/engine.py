@@ -113,7 +113,7 @@ class Hands(Protocol):
     async def perform(self, action: PhysicalAction) -> str: ...
 
 
-MeasureKind = Literal["rails", "halves", "direct", "nccl", "fabric"]
+MeasureKind = Literal["rails", "halves", "direct", "nccl", "fabric", "matrix"]
 
 
 class Fabric(Protocol):
@@ -549,7 +549,7 @@ class Engine:
         self._fire("measure")
         raw = await self.fabric.measure(kind)
         out: list[Measurement] = []
-        if kind == "rails" and raw:
+        if kind in ("rails", "matrix") and raw:
             # A rails sweep measures the whole plan: it replaces the last one. The plan's pairs
             # follow the addresses (a fixed duplicate IP gives new targets), so keeping the old
             # keys would judge the fabric by pairs that no longer exist.
@@ -571,7 +571,7 @@ class Engine:
                 self.result.halves_gbps.pop(m.target, None)
             else:
                 self.result.unjudged.pop(m.target, None)
-                if kind in ("rails", "direct"):
+                if kind in ("rails", "direct", "matrix"):
                     self.result.rails_gbps[m.target] = m.value
                 elif kind == "halves":
                     self.result.halves_gbps[m.target] = m.value
@@ -1017,7 +1017,7 @@ class Engine:
             )
             return False
         record.applied = True
-        await changes.stamp(self.guard.changed_at, plan, self.fabric.api, self.fabric.run)
+        stamped = await changes.stamp(self.guard.changed_at, plan, self.fabric.api, self.fabric.run)
         self.emit(
             FixApplied(
                 step=self._step,
@@ -1026,6 +1026,7 @@ class Engine:
                 target=plan.target,
                 export=record.export,
                 rollback_armed=armed[0][1] if armed else None,
+                changed_at=stamped,
             )
         )
         if plan.bounces_links:
@@ -1046,7 +1047,9 @@ class Engine:
             self._fire("verified")
         else:
             restored = await self._roll_back(plan, armed, exports)
-            await changes.stamp(self.guard.changed_at, plan, self.fabric.api, self.fabric.run)
+            stamped = await changes.stamp(
+                self.guard.changed_at, plan, self.fabric.api, self.fabric.run
+            )
             record.rolled_back = True
             self.emit(
                 FixRolledBack(
@@ -1055,6 +1058,7 @@ class Engine:
                     fault=plan.fault,
                     reason=f"verification failed: {detail}",
                     restored=restored,
+                    changed_at=stamped,
                 )
             )
             self._fire("rolled_back")
@@ -1628,7 +1632,10 @@ class Engine:
             ms, verdicts = await self._measure_and_judge("direct", spec.faults)
             await self._host_branch(spec, verdicts, tuple(m for m in ms if m.valid))
             return False
-        before, _ = await self._measure_and_judge("rails", spec.faults)
+        # across switches each pair has its own path (which ISL, which direction): every pair
+        # from the start; on one switch the disjoint pairs cover every port
+        every = len(self.fabric.switches) > 1 and len(self.fabric.nodes) > 2
+        before, _ = await self._measure_and_judge("matrix" if every else "rails", spec.faults)
         bad = bisect.low(before, target)
         pending = self.guard.undrained(self.fabric.nodes)
         if not bad and not pending and bisect.good(before, target):
@@ -1651,16 +1658,19 @@ class Engine:
         )
         if explained and not pending and await self._skip_explained(spec, explained, bad):
             return True
+        if not every:
+            before, bad = await self._matrix_if_low(spec, before, bad)
         # Drain first: a degraded CX7 clears only with an AC drain, and numbers from nodes with
         # a link transition since their last drain are no evidence anyway.
         to_drain = dict(pending)
-        for m in bad:
-            for node in bisect.nodes_of(m):
-                to_drain.setdefault(
-                    node,
-                    f"{m.value:.2f} Gb/s through the switch on {m.target}: drain before "
-                    "bisecting (a degraded CX7 clears only with an AC drain)",
-                )
+        for node, why in bisect.drain_nodes(before, bad, target).items():
+            to_drain.setdefault(node, why)
+        if not to_drain and bad:
+            # the low pairs share no node, each end at line rate with other partners: the
+            # switch path, nothing to drain; the direct cable says so
+            await self._bisect(spec, before, bad, ())
+            self._fire("judged")
+            return False
         if not to_drain:
             self._fire("judged")
             return False
@@ -1668,7 +1678,9 @@ class Engine:
             self.note("the drain was not done: the bisection cannot judge these numbers", "warn")
             self._fire("judged")
             return False
-        after, _ = await self._measure_and_judge("rails", spec.faults)
+        after, _ = await self._measure_and_judge("matrix" if every else "rails", spec.faults)
+        if not every:
+            after, _still = await self._matrix_if_low(spec, after, bisect.low(after, target))
         cleared = bisect.cleared_by_drain(before, after, to_drain, target)
         if cleared:
             self._cleared_by_drain(spec, cleared)
@@ -1681,6 +1693,18 @@ class Engine:
         await self._bisect(spec, after, still, tuple(to_drain))
         self._fire("judged")
         return False
+
+    async def _matrix_if_low(
+        self, spec: StepLike, ms: list[Measurement], bad: list[Measurement]
+    ) -> tuple[list[Measurement], list[Measurement]]:
+        """The disjoint pairs measured a low rail: one pair cannot say which end is slow, every
+        pair can (the node common to the low pairs, wizard/pairs.py). Measures every pair, in
+        rounds of disjoint pairs at once, only then: a healthy fabric costs one round per
+        plane. Returns (the measurements, the low ones)."""
+        if not bad or len(self.fabric.nodes) <= 2:
+            return ms, bad
+        every, _ = await self._measure_and_judge("matrix", spec.faults)
+        return every, bisect.low(every, self.thresholds.rail_fix_target_gbps)
 
     async def _skip_explained(
         self, spec: StepLike, found: Sequence[Verdict], bad: Sequence[Measurement]

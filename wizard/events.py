@@ -196,6 +196,8 @@ class FixApplied(Event):
     target: str
     export: str | None = None
     rollback_armed: str | None = None  # the scheduler entry name on the switch
+    # target -> when this change landed, on the target's own clock (None: clock unreadable)
+    changed_at: dict[str, float | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -216,6 +218,8 @@ class FixRolledBack(Event):
     fault: str
     reason: str
     restored: bool = False  # the switch/host is confirmed back at its exported state
+    # target -> when the rollback landed, on the target's own clock (None: clock unreadable)
+    changed_at: dict[str, float | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -244,15 +244,15 @@ class InventoryFabric:
             self._sink(RailSampled(node=node, netdev=by_rdma[rdma], gbps=round(gbps, 2)))
 
     async def _measure(self, kind: str) -> list[Measurement]:
-        if kind == "rails":
-            # the disjoint pairs: the bisection drains the nodes of every low pair, and with
-            # every pair measured one degraded node would drain all its partners (the
-            # bisection must learn to intersect the low pairs first); `check --perf` covers
-            # every pair, in rounds split so that no two flows share an ISL direction
+        if kind in ("rails", "matrix"):
+            # "matrix": every pair over n-1 rounds of disjoint pairs (a round at once, split so
+            # no two flows share an ISL direction), for the direct-connect step, which reads
+            # the node common to the low pairs off it (wizard/pairs.py); "rails": the disjoint
+            # pairs, every rail once, to verify a fix in a bounded time
             ms = await self.sweeper.rail_tests(
                 duration_s=self.perf_duration_s,
                 server_start_delay_s=self.server_start_delay_s,
-                quick=True,
+                quick=kind == "rails",
             )
             return [_with_nodes(m) for m in ms]
         if kind == "fabric":

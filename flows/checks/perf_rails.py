@@ -25,6 +25,7 @@ from flows.checks import (
     traffic_counters,
 )
 from flows.checks._common import Finding, listing, undrained
+from wizard import pairs
 from wizard.model import Evidence, FixPlan, Measurement, Status, Verdict
 
 FAULTS = (
@@ -108,6 +109,7 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
     e = ctx.expectations
     f = {k: Finding(k) for k in FAULTS}
     lo, hi = e.degraded_band_gbps
+    band: list[tuple[Measurement, Evidence, traffic_counters.Signature | None]] = []
     for m in r.runs:
         client = str(m.extra.get("client", ""))
         server = str(m.extra.get("server", ""))
@@ -209,11 +211,9 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
             if nodes:
                 f["host.cx7-throttled"].fail(ev, target=nodes[0])
             else:
-                # one pair cannot tell which end is degraded: both are suspects (and both are
-                # drained), each its own target
-                f["host.cx7-degraded"].fail(ev, target=client)
-                if server not in f["host.cx7-degraded"].targets:
-                    f["host.cx7-degraded"].targets.append(server)
+                # which end is degraded is read off the whole matrix, after every pair is seen
+                band.append((m, ev, sig))
+                continue
         else:
             f["host.cx7-degraded"].unknown.append(
                 Evidence(ev.target, ev.command, ev.observed, ev.expected, Status.UNKNOWN, ev.raw)
@@ -228,9 +228,9 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
                 if len(f[k].bad) > before[k]:
                     status = f[k].bad[-1].status  # as severe as the finding it supports
                     f[k].bad.append(traffic_counters.evidence(m, sig, ctx, status))
+    degraded = _read_matrix(f["host.cx7-degraded"], band, r.runs, ctx)
     summaries = {
-        "host.cx7-degraded": "RDMA in the 8-25 Gb/s band on clean 200G links: the CX7 "
-        "low-throughput state (AC-drain the node)",
+        "host.cx7-degraded": degraded,
         "host.cx7-throttled": "RDMA in the 8-25 Gb/s band with old CX7 firmware: the firmware "
         "power throttle",
         "switch.offload-split-cage": "~10 Gb/s through the switch: the CPU forwards (split cage)",
@@ -249,7 +249,7 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
     notes = {
         k: corroborate(f[k], r.nccl_busbw, ctx)
         for k in ("host.cx7-degraded", "host.cx7-throttled")
-        if f[k].bad
+        if any("->" not in t for t in f[k].targets)  # a node verdict, not a switch path
     }
     out = []
     for k in FAULTS:
@@ -272,6 +272,99 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
             )
         )
     return out
+
+
+def _read_matrix(
+    f: Finding,
+    band: list[tuple[Measurement, Evidence, traffic_counters.Signature | None]],
+    runs: tuple[Measurement, ...],
+    ctx: Context,
+) -> str:
+    """Judge the pairs in the degraded band on the whole matrix (wizard/pairs.py): the node
+    common to the low pairs is the culprit, and only it; a low pair whose two ends reach line
+    rate with other partners is the switch path; a pair nothing splits keeps both ends as
+    suspects. Returns the verdict summary."""
+    e = ctx.expectations
+    good = [
+        m
+        for m in runs
+        if m.valid
+        and not m.reason
+        and (m.value / 2 if m.extra.get("bidir") else m.value) >= e.rail_pass_gate_gbps
+    ]
+    reading = pairs.read([m for m, _, _ in band], good)
+    by_target = {id(m): (ev, sig) for m, ev, sig in band}
+    gate = f">= {e.rail_pass_gate_gbps:g} Gb/s"
+
+    def support(m: Measurement, status: Status) -> None:
+        qp = _qp_evidence(m)
+        if qp is not None:
+            f.bad.append(replace(qp, status=status))
+        sig = by_target[id(m)][1]
+        if sig is not None:
+            f.bad.append(traffic_counters.evidence(m, sig, ctx, status))
+
+    for c in reading.culprits:
+        for m in c.low:
+            f.fail(by_target[id(m)][0], target=c.node)
+            support(m, Status.FAIL)
+        f.bad.append(
+            Evidence(
+                c.node,
+                "ib_write_bw (every pair)",
+                f"{c.node} is low with every partner ({pairs.pair_names(c.low)}), while its "
+                f"partners reach line rate without it ("
+                + ", ".join(
+                    f"{name} {m.value:.2f} Gb/s"
+                    for name, m in sorted({pairs.pair_names([m]): m for m in c.clear}.items())
+                )
+                + f"): {c.node} is the common node",
+                f"every pair {gate}",
+                Status.FAIL,
+            )
+        )
+    for m in reading.unsplit:
+        a, b = pairs.ends(m) or ("", "")
+        # no other pair splits this one: both ends are suspects, each its own target
+        f.fail(by_target[id(m)][0], target=a)
+        if b not in f.targets:
+            f.targets.append(b)
+        support(m, Status.FAIL)
+    for m in reading.path:
+        a, b = pairs.ends(m) or ("", "")
+        ev = by_target[id(m)][0]
+        f.fail(
+            Evidence(
+                ev.target,
+                ev.command,
+                f"{ev.observed}; {a} and {b} each reach line rate with other partners: the "
+                "low pair shares no node with a culprit, a switch-path cause (the switch "
+                "ports, cables or ISL between them), not a CX7",
+                ev.expected,
+                raw=ev.raw,
+            ),
+            target=m.target,
+            warn=True,
+        )
+        support(m, Status.WARN)
+    lo, hi = e.degraded_band_gbps
+    head = f"RDMA in the {lo:g}-{hi:g} Gb/s band on clean 200G links"
+    if reading.nodes and reading.path:
+        return (
+            f"{head}: the CX7 low-throughput state (AC-drain the node) and, on pairs whose "
+            "ends reach line rate elsewhere, the switch path"
+        )
+    if reading.path:
+        return (
+            f"{head} between nodes that each reach line rate with other partners: the low "
+            "pairs share no node, a switch-path cause (switch ports, cables, ISL), no node "
+            "to AC-drain"
+        )
+    if reading.culprits and not reading.unsplit:
+        return f"{head}, every pair of one node low and its partners clear: the CX7 " + (
+            "low-throughput state (AC-drain the node)"
+        )
+    return f"{head}: the CX7 low-throughput state (AC-drain the node)"
 
 
 def qp_invariant(m: Measurement) -> bool | None:
@@ -385,7 +478,13 @@ def _with_cpu(ev: Evidence, cpu: float | None, max_pct: float) -> Evidence:
 
 def fix(r: RailRuns, verdict: Verdict, ctx: Context) -> FixPlan | None:
     if verdict.fault in ("host.cx7-degraded", "host.cx7-throttled"):
-        nodes = sorted({n.strip() for t in verdict.targets for n in t.split(",") if n.strip()})
+        # a low pair named by its rails (both ends at line rate elsewhere) is a switch-path
+        # cause: nothing on a node to drain or update
+        nodes = sorted(
+            {n.strip() for t in verdict.targets if "->" not in t for n in t.split(",") if n.strip()}
+        )
+        if not nodes:
+            return None
         v = Verdict(verdict.fault, verdict.status, verdict.summary, tuple(nodes))
         return plans.firmware_plan(v, ctx, ctx.known_good_firmware)
     return None

@@ -188,6 +188,18 @@ async def test_every_builtin_scenario_ends_healthy_with_the_right_fix(
     injected = [f.id for f in scenario.faults if not f.id.startswith("benign.")]
     injected += [FROM_FACTS[name]] if name in FROM_FACTS else []
     result, events = await walk(name, tmp_path, time_scale=200.0)
+    n = scenario.topology.nodes
+    if len(scenario.topology.switches) > 1 and n > 2:
+        # across switches each pair has its own path: the direct-connect step measures them all
+        pairs = {
+            frozenset((e.measurement.extra["client"], e.measurement.extra["server"]))
+            for e in events
+            if isinstance(e, MeasurementTaken)
+            and e.step == "direct_connect"
+            and e.measurement.kind == "rail"
+            and "server" in e.measurement.extra
+        }
+        assert len(pairs) == n * (n - 1) // 2, sorted(map(sorted, pairs))
     if name in NOT_FIXED_BY_FABWIZ:
         left = {
             e.verdict.fault
