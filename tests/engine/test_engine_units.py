@@ -230,3 +230,31 @@ def test_a_fix_declined_after_its_export_goes_back_to_the_verdict_and_can_measur
     for trigger in ("probe", "judged", "offer_fix", "export", "declined", "measure"):
         m.fire(trigger)
     assert seen[-3:] == ["exporting", "verdict", "measuring"]
+
+
+def test_an_undeclared_move_stops_the_engine_loudly() -> None:
+    """The engine never drops a life-cycle move it did not declare: it raises, naming the
+    step, the phase and the trigger (the walk then stops with "The wizard stopped")."""
+    from flows.expectations import DEFAULT
+    from wizard.engine import Engine
+    from wizard.errors import FabwizError, LifecycleError
+
+    engine = Engine(
+        fabric=object(),  # type: ignore[arg-type]
+        operator=object(),  # type: ignore[arg-type]
+        emit=lambda e: None,
+        flow=[],
+        checks=[],
+        make_context=lambda obs, guard: None,
+        thresholds=DEFAULT,
+    )
+    engine._step = "offload"
+    engine._fire("probe")  # declared: idle -> probing
+    assert engine.lifecycle.state is Phase.PROBING
+    with pytest.raises(LifecycleError) as info:
+        engine._fire("verified")  # never declared from probing
+    err = info.value
+    assert isinstance(err, FabwizError)
+    assert (err.step, err.phase, err.trigger) == ("offload", "probing", "verified")
+    assert "bug in fabwiz" in (err.hint or "")
+    assert engine.lifecycle.state is Phase.PROBING  # nothing moved
