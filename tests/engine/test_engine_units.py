@@ -51,6 +51,15 @@ def test_diagram_comes_from_the_same_transitions() -> None:
     assert "exporting --> applying: apply" in text
 
 
+def test_the_readme_draws_the_machine_as_it_is() -> None:
+    """The README's life-cycle diagram is the one `mermaid()` draws from `TRANSITIONS`."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    drawn = readme.split("```mermaid\n", 1)[1].split("\n```", 1)[0]
+    assert drawn.rstrip("\n") == mermaid()
+
+
 def test_drain_guard_prompted_transition_then_drain() -> None:
     g = DrainGuard()
     g.record_transition("spark1", 10.0, "recable (prompted)")
