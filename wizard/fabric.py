@@ -90,6 +90,7 @@ class InventoryFabric:
         self._sample_sleep: dict[str, float] = {}  # node -> calibrated node-time sleep
         self._samples_seen: dict[str, int] = {}  # node -> samples emitted (streams alive)
         self._sampled = asyncio.Event()
+        self._baselines: set[str] = set()  # nodes whose current stream sent its first sample
         # ib_write_bw's server must listen before its client connects: 0.3 s on real nodes.
         self.server_start_delay_s = server_start_delay_s
         self._direct_pair: tuple[str, str, int] | None = None  # set by direct_connect_action
@@ -152,12 +153,29 @@ class InventoryFabric:
             await self.sweeper.sweep([])
         sampler = asyncio.ensure_future(self._sample_rails())
         try:
+            await self._first_samples()
             return await self._measure(kind)
         finally:
             await self._last_samples()
             sampler.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sampler
+            self._baselines.clear()  # the next test opens new streams
+
+    async def _first_samples(self) -> None:
+        """Wait until every node's stream has sent its first sample, the baseline the gauges
+        count from: a transfer that started before it would never be seen moving. Bounded: a
+        node whose stream does not start is measured anyway."""
+        if self._sink is None:
+            return
+        deadline = time.monotonic() + 3 * self.sample_interval_s
+        while any(n not in self._baselines for n in self.nodes):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._sampled.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._sampled.wait(), left)
 
     async def _last_samples(self) -> None:
         """Let every streaming node send one more sample: the one that covers the end of the
@@ -212,6 +230,9 @@ class InventoryFabric:
                             self._emit_samples(node, last, sample)
                             self._samples_seen[node] = self._samples_seen.get(node, 0) + 1
                             self._sampled.set()
+                        elif last is None and calibrated:
+                            self._baselines.add(node)  # the gauges count from here
+                            self._sampled.set()
                         last = sample
                         if first_wall is None:
                             first_wall = (now, sample[0])
@@ -225,6 +246,8 @@ class InventoryFabric:
                             self._sample_sleep[node] = sleep_node_s  # for the next tests too
                             if restart:
                                 break  # restart the loop with the longer sleep
+                            self._baselines.add(node)  # calibrated on this stream: counting
+                            self._sampled.set()
             except StreamFailed:
                 pass
             if not restart:  # the stream broke or ended: try again after a pause
