@@ -308,6 +308,7 @@ class Engine:
         self._resume = resume
         self._verified_fixes: set[str] = set(resume.verified_fixes) if resume else set()
         self._fix_counter = 0
+        self._golden_files: dict[str, str] = {}  # switch -> golden export listed with its size
         self._step = self.flow[0].id if self.flow else ""
         self._phase_reason = ""  # why the next phase change happens, when not the trigger
         self.lifecycle = StepLifecycle(self._phase_changed)
@@ -1993,10 +1994,34 @@ class Engine:
                     break
             if verdict is not None:
                 out.append(verdict)
+                if verdict.status == Status.PASS:
+                    self._golden_files[switch] = f"{name}.rsc"
+        return out
+
+    async def _golden_still_current(self) -> list[Verdict]:
+        """At the end of step 8: each golden export, read back from the switch, against the
+        running configuration exported now (wizard/golden.py). A switch changed since the
+        golden export was taken fails with the menus that differ."""
+        out: list[Verdict] = []
+        for switch, file in self._golden_files.items():
+            name = f"fabwiz-{self.session_id}-golden-check"
+            verdict, now = await golden.check_current(self.fabric.api(switch), switch, file, name)
+            if now is not None:
+                self.emit(
+                    ExportTaken(
+                        step=self._step,
+                        switch=switch,
+                        file=now.file,
+                        contents=now.contents,
+                        sha256=now.sha256,
+                        purpose="running",
+                    )
+                )
+            out.append(verdict)
         return out
 
     async def _step_persist(self, spec: StepLike) -> bool:
-        golden_verdicts = await self._golden_exports()
+        golden_verdicts = golden.merge(await self._golden_exports())
         config = [c for c in self.checks if not c.needs_traffic]
         obs = await self._sweep(config)
         verdicts = self._judge(config, obs, None)
@@ -2029,6 +2054,10 @@ class Engine:
             regressed = await self._prove_after_reboot(spec, config)
             if regressed:
                 findings = regressed
+        current = golden.merge([*golden_verdicts, *await self._golden_still_current()])
+        self._record_verdicts(current)
+        findings = [v for v in findings if v.fault != golden.FAULT]
+        findings += [v for v in current if v.is_finding]
         self.result.healthy_after = (
             not findings
             and rails_ok

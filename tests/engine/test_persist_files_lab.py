@@ -84,10 +84,19 @@ async def test_the_golden_export_is_listed_on_the_switch_with_its_size(tmp_path:
     assert len(golden) == 1
     size = len(golden[0].contents.encode("utf-8"))
     seen = _verdicts(events, "persist.golden-export")
-    assert [s for s, _ in seen] == ["persist"]
+    # listed with its size, then, at the end of the step, compared with the running config
+    assert [s for s, _ in seen] == ["persist", "persist"]
     v = seen[0][1].verdict
     assert v.status is Status.PASS and v.targets == ("crs804",)
     assert v.evidence[0].command == "/file print"
     assert v.evidence[0].observed == f"{golden[0].file} size={size}" == v.evidence[0].expected
     assert size > 100
+    last = seen[-1][1].verdict
+    assert last.status is Status.PASS and last.targets == ("crs804",)
+    assert [e.command for e in last.evidence] == ["/file print", "/file print (golden) vs /export"]
+    assert f"the golden export {golden[0].file} on crs804 equals its running configuration" in (
+        last.summary
+    )
+    running = [e for e in events if isinstance(e, ExportTaken) and e.purpose == "running"]
+    assert [e.file for e in running] == [golden[0].file.replace("-golden", "-golden-check")]
     assert result.healthy_after is True
