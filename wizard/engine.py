@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from wizard import bisect, boots, changes, deadman, fixes, golden, locks, settle
+from wizard import bisect, boots, changes, deadman, fixes, golden, locks, settle, undoes
 from wizard.drain import FAULT_ID as UNDRAINED
 from wizard.drain import DrainGuard, link_downs
 from wizard.errors import FabwizError, SessionLogError
@@ -1913,10 +1913,12 @@ class Engine:
         return False
 
     async def _step_config(self, spec: StepLike) -> bool:
-        checks = self._checks_for(spec.faults, traffic=False)
+        persisted_with = tuple(getattr(spec, "persisted_with", ()))
+        checks = self._checks_for((*spec.faults, *persisted_with), traffic=False)
         obs = await self._sweep(checks)
-        verdicts = self._judge(checks, obs, spec.faults)
+        verdicts = self._judge(checks, obs, (*spec.faults, *persisted_with))
         self._record_verdicts(verdicts)
+        await self._persistence_first(spec, verdicts, obs, persisted_with)
         await self._fix_findings(spec, checks, verdicts, obs)
         if spec.traffic:
             pending = self.guard.undrained(self.fabric.nodes)
@@ -1928,6 +1930,25 @@ class Engine:
                 # the jumbo ping matrix and, across switches, the shared-ISL test
                 await self._measure_and_judge("fabric", spec.faults)
         return False
+
+    async def _persistence_first(
+        self,
+        spec: StepLike,
+        verdicts: Sequence[Verdict],
+        obs: Observations,
+        persisted_with: Sequence[str],
+    ) -> None:
+        """A persistence finding that would undo this step's fix at the next boot (a
+        NetworkManager profile taking the rail the addressing fix writes) is said and fixed
+        first, with this step (wizard/undoes.py)."""
+        own = [v for v in verdicts if v.fault in spec.faults]
+        persist = [v for v in verdicts if v.fault in persisted_with]
+        for verdict, undone in undoes.undoing(own, persist, self.fabric.nodes):
+            self.note(undoes.sentence(verdict, undone, spec.title, self.fabric.nodes), "warn")
+            for v, plan in self._plans(obs, [verdict]):
+                if spec.id in self._skips:
+                    return
+                await self._offer_and_apply(v, plan)
 
     async def _step_halves(self, spec: StepLike) -> bool:
         checks = self._checks_for(spec.faults, traffic=False)
