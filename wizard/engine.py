@@ -794,8 +794,8 @@ class Engine:
                         why = str(exc) if isinstance(exc, FabwizError) else repr(exc)
                         self.note(f"no fix plan for {v.fault}: {why}", "error")
                         plan = None
-                    if plan is not None:
-                        out.append((v, plan))
+                    for p in () if plan is None else (plan, *plan.then):
+                        out.append((_for_targets(v, p.verify_targets), p))
                     break
         return out
 
@@ -1299,7 +1299,13 @@ class Engine:
         bad = [
             v
             for v in verdicts
-            if v.fault == plan.fault and v.status in (Status.FAIL, Status.WARN, Status.UNKNOWN)
+            if v.fault == plan.fault
+            and v.status in (Status.FAIL, Status.WARN, Status.UNKNOWN)
+            and (
+                not plan.verify_targets
+                or not v.targets
+                or bool(set(v.targets) & set(plan.verify_targets))
+            )
         ]
         if bad:
             return False, bad[0].summary
@@ -2163,6 +2169,19 @@ class Engine:
                     if n in self.fabric.nodes:
                         return n
         return self.fabric.nodes[0] if self.fabric.nodes else None
+
+
+def _for_targets(verdict: Verdict, targets: Sequence[str]) -> Verdict:
+    """The verdict as one plan of it sees it: only its targets and their evidence (a verdict
+    whose targets need different changes, the host's files and a container's environment)."""
+    if not targets:
+        return verdict
+    keep = set(targets)
+    return replace(
+        verdict,
+        targets=tuple(t for t in verdict.targets if t in keep),
+        evidence=tuple(e for e in verdict.evidence if e.target in keep),
+    )
 
 
 def _unreachable_verdicts(fabric: Fabric, obs: Observations) -> list[Verdict]:
