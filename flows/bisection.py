@@ -236,7 +236,8 @@ FLOW: tuple[StepSpec, ...] = (
             "NetworkManager profile of its own on a rail (nmcli -t), the ARP sysctls in "
             "/etc/sysctl.d, the PFC oneshot unit enabled (systemctl is-enabled); then reboot one "
             "node and run the checks and the rail tests once more: every host change must come "
-            "back by itself."
+            "back by itself. Last, each golden export is read back and compared with the "
+            "switch's running configuration (a fresh /export): a switch changed since is stale."
         ),
         why=(
             "A fix that does not survive a reboot comes back as the same ticket next month; the "
