@@ -178,3 +178,26 @@ def test_the_switch_link_check_reads_the_clock_with_the_log() -> None:
     ev = {e.target: e for e in v.evidence}["crs804/qsfp56-dd-1-5"]
     assert ev.observed.endswith("(log: module auto-initialization failed)")
     assert switch_link.CHECK.probes[-1].path == "/system/clock"
+
+
+def test_the_offload_line_after_midnight_is_current_with_the_switch_clock() -> None:
+    from flows.checks import forwarding
+
+    def api(name: str, *rows: dict[str, str]) -> ProbeResult:
+        return ProbeResult(target="crs804", kind="api", command=f"/{name} print", rows=rows)
+
+    line = {
+        "time": "00:02:10",
+        "topics": "bridge,info",
+        "message": 'hardware offloading activated on bridge "bridge" ports: qsfp56-dd-1-1',
+    }
+    since = _epoch("2026-11-30 23:58:00")  # the offload fix, before midnight
+    log = api("log", line)
+    clock = api("system/clock", {"date": "2026-12-01", "time": "00:03:00"})
+    read_after = Observations(switches={"crs804": {"log": log, "clock": clock}})
+    ev = forwarding.log_evidence(read_after, "crs804", "bridge", ("qsfp56-dd-1-1",), since)
+    assert ev.status is Status.PASS and ev.observed.startswith("00:02:10 hardware offloading")
+    # without the clock the line is dated on the day of the change: taken as history
+    blind = Observations(switches={"crs804": {"log": log}})
+    ev = forwarding.log_evidence(blind, "crs804", "bridge", ("qsfp56-dd-1-1",), since)
+    assert ev.status is Status.UNKNOWN and "predates this session's change" in ev.observed
