@@ -26,6 +26,8 @@ class StepSpec:
     # open preflight findings that explain low numbers, so the physical test may be skipped
     explained_by: tuple[str, ...] = ()
     fabric_tests: bool = False  # after its rail tests: the jumbo ping matrix and the ISL test
+    # persistence faults that would undo this step's fix at the next boot: fixed first, with it
+    persisted_with: tuple[str, ...] = ()
 
 
 FLOW: tuple[StepSpec, ...] = (
@@ -176,7 +178,9 @@ FLOW: tuple[StepSpec, ...] = (
         kind="config",
         what=(
             "Compare every fabric address cluster-wide, the subnets per rail, the ARP sysctls, IPv6 "
-            "on fabric netdevs, and the MTU on hosts and switch ports, then a jumbo ping matrix."
+            "on fabric netdevs, and the MTU on hosts and switch ports, then a jumbo ping matrix. "
+            "A NetworkManager profile of a node's own that would take a rail back at the next "
+            "boot (nmcli -t) is fixed first, with this step, where it would undo the fix."
         ),
         why=(
             "A duplicated address makes RDMA frames leave the NIC and vanish (ARP flux); rails "
@@ -198,6 +202,7 @@ FLOW: tuple[StepSpec, ...] = (
         ),
         traffic=True,
         fabric_tests=True,
+        persisted_with=("persist.nm-profile",),
     ),
     StepSpec(
         id="halves",
@@ -231,7 +236,8 @@ FLOW: tuple[StepSpec, ...] = (
             "NetworkManager profile of its own on a rail (nmcli -t), the ARP sysctls in "
             "/etc/sysctl.d, the PFC oneshot unit enabled (systemctl is-enabled); then reboot one "
             "node and run the checks and the rail tests once more: every host change must come "
-            "back by itself."
+            "back by itself. Last, each golden export is read back and compared with the "
+            "switch's running configuration (a fresh /export): a switch changed since is stale."
         ),
         why=(
             "A fix that does not survive a reboot comes back as the same ticket next month; the "

@@ -522,6 +522,9 @@ def host_pfc_plan(verdict: Verdict, ctx: Context) -> FixPlan | None:
 
 
 def nccl_plan(n: NcclConfig, verdict: Verdict, ctx: Context) -> FixPlan | None:
+    jobs = tuple(t for t in verdict.targets if "(container " in t or "(process " in t)
+    if jobs and len(jobs) < len(verdict.targets):
+        return _host_then_job(n, verdict, ctx, jobs)
     changes = []
     # a container's environment is changed where it is defined (the verdict shows how), never
     # in host files the container does not read
@@ -621,6 +624,26 @@ def user_conf_plan(
     )
     plan = _physical(verdict, action, "change ~/.nccl.conf by hand", bounces=False)
     return dataclasses.replace(plan, verify_traffic=False)
+
+
+def _host_then_job(
+    n: NcclConfig, verdict: Verdict, ctx: Context, jobs: tuple[str, ...]
+) -> FixPlan | None:
+    """The host's own setting wrong and the job's too: the host's change (its files, or
+    ~/.nccl.conf by hand) for the host targets, then the job's change by hand for its targets,
+    each verified on its own targets."""
+    hosts = tuple(t for t in verdict.targets if t not in jobs)
+    host_verdict = dataclasses.replace(
+        verdict,
+        targets=hosts,
+        evidence=tuple(e for e in verdict.evidence if e.target not in jobs),
+    )
+    host = nccl_plan(n, host_verdict, ctx)
+    job = job_env_plan(verdict, ctx)
+    job = None if job is None else dataclasses.replace(job, verify_targets=jobs)
+    if host is None:
+        return job
+    return dataclasses.replace(host, verify_targets=hosts, then=() if job is None else (job,))
 
 
 def job_env_plan(verdict: Verdict, ctx: Context) -> FixPlan | None:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from wizard import bisect, boots, changes, deadman, fixes, golden, locks, recable, settle
+from wizard import bisect, boots, changes, deadman, fixes, golden, locks, recable, settle, undoes
 from wizard.drain import FAULT_ID as UNDRAINED
 from wizard.drain import DrainGuard, link_downs
 from wizard.errors import FabwizError, LifecycleError, SessionLogError
@@ -306,6 +306,7 @@ class Engine:
         self._resume = resume
         self._verified_fixes: set[str] = set(resume.verified_fixes) if resume else set()
         self._fix_counter = 0
+        self._golden_files: dict[str, str] = {}  # switch -> golden export listed with its size
         self._step = self.flow[0].id if self.flow else ""
         self._phase_reason = ""  # why the next phase change happens, when not the trigger
         self.lifecycle = StepLifecycle(self._phase_changed)
@@ -815,8 +816,8 @@ class Engine:
                         why = str(exc) if isinstance(exc, FabwizError) else repr(exc)
                         self.note(f"no fix plan for {v.fault}: {why}", "error")
                         plan = None
-                    if plan is not None:
-                        out.append((v, plan))
+                    for p in () if plan is None else (plan, *plan.then):
+                        out.append((_for_targets(v, p.verify_targets), p))
                     break
         return out
 
@@ -1324,7 +1325,13 @@ class Engine:
         bad = [
             v
             for v in verdicts
-            if v.fault == plan.fault and v.status in (Status.FAIL, Status.WARN, Status.UNKNOWN)
+            if v.fault == plan.fault
+            and v.status in (Status.FAIL, Status.WARN, Status.UNKNOWN)
+            and (
+                not plan.verify_targets
+                or not v.targets
+                or bool(set(v.targets) & set(plan.verify_targets))
+            )
         ]
         if bad:
             return False, bad[0].summary
@@ -1958,10 +1965,12 @@ class Engine:
         return False
 
     async def _step_config(self, spec: StepLike) -> bool:
-        checks = self._checks_for(spec.faults, traffic=False)
+        persisted_with = tuple(getattr(spec, "persisted_with", ()))
+        checks = self._checks_for((*spec.faults, *persisted_with), traffic=False)
         obs = await self._sweep(checks)
-        verdicts = self._judge(checks, obs, spec.faults)
+        verdicts = self._judge(checks, obs, (*spec.faults, *persisted_with))
         self._record_verdicts(verdicts)
+        await self._persistence_first(spec, verdicts, obs, persisted_with)
         await self._fix_findings(spec, checks, verdicts, obs)
         if spec.traffic:
             pending = self.guard.undrained(self.fabric.nodes)
@@ -1973,6 +1982,25 @@ class Engine:
                 # the jumbo ping matrix and, across switches, the shared-ISL test
                 await self._measure_and_judge("fabric", spec.faults)
         return False
+
+    async def _persistence_first(
+        self,
+        spec: StepLike,
+        verdicts: Sequence[Verdict],
+        obs: Observations,
+        persisted_with: Sequence[str],
+    ) -> None:
+        """A persistence finding that would undo this step's fix at the next boot (a
+        NetworkManager profile taking the rail the addressing fix writes) is said and fixed
+        first, with this step (wizard/undoes.py)."""
+        own = [v for v in verdicts if v.fault in spec.faults]
+        persist = [v for v in verdicts if v.fault in persisted_with]
+        for verdict, undone in undoes.undoing(own, persist, self.fabric.nodes):
+            self.note(undoes.sentence(verdict, undone, spec.title, self.fabric.nodes), "warn")
+            for v, plan in self._plans(obs, [verdict]):
+                if spec.id in self._skips:
+                    return
+                await self._offer_and_apply(v, plan)
 
     async def _step_halves(self, spec: StepLike) -> bool:
         checks = self._checks_for(spec.faults, traffic=False)
@@ -2039,10 +2067,34 @@ class Engine:
                     break
             if verdict is not None:
                 out.append(verdict)
+                if verdict.status == Status.PASS:
+                    self._golden_files[switch] = f"{name}.rsc"
+        return out
+
+    async def _golden_still_current(self) -> list[Verdict]:
+        """At the end of step 8: each golden export, read back from the switch, against the
+        running configuration exported now (wizard/golden.py). A switch changed since the
+        golden export was taken fails with the menus that differ."""
+        out: list[Verdict] = []
+        for switch, file in self._golden_files.items():
+            name = f"fabwiz-{self.session_id}-golden-check"
+            verdict, now = await golden.check_current(self.fabric.api(switch), switch, file, name)
+            if now is not None:
+                self.emit(
+                    ExportTaken(
+                        step=self._step,
+                        switch=switch,
+                        file=now.file,
+                        contents=now.contents,
+                        sha256=now.sha256,
+                        purpose="running",
+                    )
+                )
+            out.append(verdict)
         return out
 
     async def _step_persist(self, spec: StepLike) -> bool:
-        golden_verdicts = await self._golden_exports()
+        golden_verdicts = golden.merge(await self._golden_exports())
         config = [c for c in self.checks if not c.needs_traffic]
         obs = await self._sweep(config)
         verdicts = self._judge(config, obs, None)
@@ -2075,6 +2127,10 @@ class Engine:
             regressed = await self._prove_after_reboot(spec, config)
             if regressed:
                 findings = regressed
+        current = golden.merge([*golden_verdicts, *await self._golden_still_current()])
+        self._record_verdicts(current)
+        findings = [v for v in findings if v.fault != golden.FAULT]
+        findings += [v for v in current if v.is_finding]
         self.result.healthy_after = (
             not findings
             and rails_ok
@@ -2159,6 +2215,19 @@ class Engine:
                     if n in self.fabric.nodes:
                         return n
         return self.fabric.nodes[0] if self.fabric.nodes else None
+
+
+def _for_targets(verdict: Verdict, targets: Sequence[str]) -> Verdict:
+    """The verdict as one plan of it sees it: only its targets and their evidence (a verdict
+    whose targets need different changes, the host's files and a container's environment)."""
+    if not targets:
+        return verdict
+    keep = set(targets)
+    return replace(
+        verdict,
+        targets=tuple(t for t in verdict.targets if t in keep),
+        evidence=tuple(e for e in verdict.evidence if e.target in keep),
+    )
 
 
 def _unreachable_verdicts(fabric: Fabric, obs: Observations) -> list[Verdict]:

@@ -324,6 +324,8 @@ class FixPlan:
     bounces_links: bool = False
     verify_checks: tuple[str, ...] = ()  # fault ids re-judged after the change
     verify_traffic: bool = True  # then a bandwidth test
+    verify_targets: tuple[str, ...] = ()  # set: the change is for these targets of the verdict
+    then: tuple[FixPlan, ...] = ()  # the verdict's other targets, each its own plan, offered next
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -42,6 +42,7 @@ __all__ = [
     "SW_BRIDGE",
     "SW_BRIDGE_HOST",
     "SW_BRIDGE_PORT",
+    "SW_CLOCK",
     "SW_ETHERNET",
     "SW_IDENTITY",
     "SW_LOG",
@@ -101,6 +102,7 @@ SW_BRIDGE = SwitchProbe("bridge", "/interface/bridge")
 SW_BRIDGE_PORT = SwitchProbe("bridge_port", "/interface/bridge/port")
 SW_QOS_PORT = SwitchProbe("qos_port", "/interface/ethernet/switch/qos/port")
 SW_LOG = SwitchProbe("log", "/log")
+SW_CLOCK = SwitchProbe("clock", "/system/clock")  # read with the log: dates time-only stamps
 
 
 def sudo_command(probe: HostProbe) -> str:

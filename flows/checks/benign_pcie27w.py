@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from flows import hostlog
 from flows.base import Check, Context, Observations
 from flows.checks._common import DMESG, Unreadable, listing, read, sudo_command
 from wizard.model import Evidence, Status, Verdict
@@ -18,23 +19,43 @@ from wizard.parsers.kernel_log import parse_kernel_log
 class Seen:
     nodes: tuple[tuple[str, str], ...]  # (node, line)
     unreadable: tuple[Unreadable, ...]
+    history: tuple[tuple[str, str], ...] = ()  # (node, what was set aside as older than a change)
 
 
 def parse(obs: Observations, ctx: Context) -> Seen:
     seen: list[tuple[str, str]] = []
     bad: list[Unreadable] = []
+    old: list[tuple[str, str]] = []
     for node in ctx.nodes:
         value, why, _ = read(obs, node, DMESG, parse_kernel_log)
         if why is not None:
             bad.append(why)
-        if value is not None and value.insufficient_power_27w:
-            seen.append((node, value.of("pcie-27w")[0].text))
-    return Seen(tuple(seen), tuple(bad))
+        if value is None:
+            continue
+        btime, _why, _ = read(obs, node, hostlog.BTIME, hostlog.parse_btime)
+        lines = hostlog.split(value.of("pcie-27w"), node, ctx.changed_at, btime)
+        if lines.current:
+            seen.append((node, lines.current[0].text))
+        elif lines.history:
+            old.append((node, hostlog.history_text(lines, btime)))
+    return Seen(tuple(seen), tuple(bad), tuple(old))
 
 
 def judge(s: Seen, ctx: Context) -> list[Verdict]:
     if not s.nodes:
-        return [Verdict("benign.pcie-27w", Status.PASS, "the 27W line was not seen")]
+        aside = tuple(
+            Evidence(node, sudo_command(DMESG), text, "not current evidence", Status.PASS)
+            for node, text in s.history
+        )
+        return [
+            Verdict(
+                "benign.pcie-27w",
+                Status.PASS,
+                "the 27W line was not seen"
+                + (" since the last change (older lines are history)" if aside else ""),
+                evidence=aside,
+            )
+        ]
     ev = tuple(
         Evidence(node, sudo_command(DMESG), line, "harmless on GB10", Status.BENIGN)
         for node, line in s.nodes
@@ -57,7 +78,7 @@ CHECK = Check(
     description=__doc__ or "",
     faults=("benign.pcie-27w",),
     step="preflight",
-    probes=(DMESG,),
+    probes=(DMESG, hostlog.BTIME),
     parse=parse,
     judge=judge,
 )

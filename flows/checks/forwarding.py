@@ -15,8 +15,17 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from flows import loghistory
 from flows.base import Context, Observations
-from flows.checks._common import SW_BRIDGE, SW_BRIDGE_HOST, SW_LOG, SW_RESOURCE, is_true, rows
+from flows.checks._common import (
+    SW_BRIDGE,
+    SW_BRIDGE_HOST,
+    SW_CLOCK,
+    SW_LOG,
+    SW_RESOURCE,
+    is_true,
+    rows,
+)
 from wizard.mgmt import MANAGEMENT_PROBES, ManagementPath, management_ports, paths_from_rows
 from wizard.model import Evidence, Status
 
@@ -160,9 +169,8 @@ def log_evidence(
         )
     line = offload_lines(got).get(bridge)
     if line is not None and since is not None:
-        from wizard.changes import log_time
-
-        at = log_time(line.time, since)
+        clock, _why_clock, _ = rows(obs, switch, SW_CLOCK)  # dates a time-of-day stamp
+        at = loghistory.dated(line.time, since, loghistory.clock_now(clock))
         if at is None or at < since:
             changed = _dt.datetime.fromtimestamp(since, _dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
             return Evidence(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from flows import loghistory, plans
 from flows.base import Check, Context, Observations
 from flows.checks._common import (
+    SW_CLOCK,
     SW_ETHERNET,
     SW_LOG,
     SW_MONITOR,
@@ -67,6 +68,7 @@ def parse(obs: Observations, ctx: Context) -> SwitchLinks:
         eth, why, _ = rows(obs, sw, SW_ETHERNET)
         mon, why2, _ = rows(obs, sw, SW_MONITOR)
         log, _why3, _ = rows(obs, sw, SW_LOG)
+        clock, _why4, _ = rows(obs, sw, SW_CLOCK)
         for w in (why, why2):
             if w is not None:
                 bad.append(w)
@@ -75,7 +77,7 @@ def parse(obs: Observations, ctx: Context) -> SwitchLinks:
         names = default_names(eth)
         config = {r.get("name", ""): r for r in eth}
         cabled_ports = {p for (s, p) in ctx.cabling.values() if s == sw}
-        lines = loghistory.split(log or (), sw, ctx.changed_at)
+        lines = loghistory.split(log or (), sw, ctx.changed_at, loghistory.clock_now(clock))
         failed_log = _autoinit_text(lines.current)
         old_log = _autoinit_text(lines.history)
         for r in mon:
@@ -193,7 +195,7 @@ CHECK = Check(
     description=__doc__ or "",
     faults=("switch.breakout-autoneg", "switch.link-degraded"),
     step="preflight",
-    probes=(SW_ETHERNET, SW_MONITOR, SW_LOG),
+    probes=(SW_ETHERNET, SW_MONITOR, SW_LOG, SW_CLOCK),
     parse=parse,
     judge=judge,
     fix=fix,

@@ -117,3 +117,87 @@ def test_a_failing_leg_keeps_its_current_monitor_evidence_and_names_its_history(
     assert ev.observed == (
         "status=no-link auto-negotiation=failed (log: module auto-initialization failed)"
     )
+
+
+def test_a_time_of_day_line_is_dated_on_the_day_the_log_was_read_across_midnight() -> None:
+    since = _epoch("2026-12-01 23:59:00")  # the change, just before midnight
+    now = _epoch("2026-12-02 00:05:00")  # the switch's clock, read with the log
+    log = [
+        {"time": "12-01 23:58:30", "message": "before the change"},
+        {"time": "00:01:00", "message": "after midnight, after the change"},
+    ]
+    got = loghistory.split(log, "sw", {"sw": since}, now)
+    assert [r["message"] for r in got.current] == ["after midnight, after the change"]
+    assert [r["message"] for r in got.history] == ["before the change"]
+    # without the clock the line is dated on the day of the change: history, the old mistake
+    blind = loghistory.split(log, "sw", {"sw": since})
+    assert len(blind.history) == 2
+    # written just before midnight, the clock read just after: yesterday, not tonight
+    assert loghistory.dated("23:59:50", since, _epoch("2026-12-02 00:00:30")) == _epoch(
+        "2026-12-01 23:59:50"
+    )
+    assert loghistory.dated("12:00:00", since, now) == _epoch("2026-12-02 12:00:00") - 86400
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        ({"date": "2026-12-02", "time": "00:05:00"}, "2026-12-02 00:05:00"),
+        ({"date": "dec/02/2026", "time": "00:05:00"}, "2026-12-02 00:05:00"),
+        ({"date": "garbage", "time": "00:05:00"}, None),
+    ],
+)
+def test_the_switch_clock_row_gives_the_day_of_the_read(
+    row: dict[str, str], expected: str | None
+) -> None:
+    assert loghistory.clock_now([row]) == (None if expected is None else _epoch(expected))
+    assert loghistory.clock_now(None) is None and loghistory.clock_now([]) is None
+
+
+def test_the_switch_link_check_reads_the_clock_with_the_log() -> None:
+    obs, settings = _obs(after_fix=True)
+    sw = dict(obs.switches["crs804"])
+    # the recorded failure lines, reprinted as today's (time of day only) on a switch whose
+    # clock says the next day: the change was yesterday evening, the lines are after it
+    rows = tuple(
+        {**r, "time": r["time"].split(" ")[-1]}
+        if "auto-initialization" in r.get("message", "")
+        else r
+        for r in sw["log"].rows
+    )
+    sw["log"] = dataclasses.replace(sw["log"], rows=rows)
+    sw["clock"] = ProbeResult(
+        target="crs804",
+        kind="api",
+        command="/system/clock print",
+        rows=({"date": "2026-12-01", "time": "01:00:00"},),
+    )
+    obs = Observations(switches={"crs804": sw})
+    v = _judge(obs, settings, _epoch("2026-11-30 23:00:00"))
+    assert v.status is Status.FAIL and "crs804/qsfp56-dd-1-5" in v.targets
+    ev = {e.target: e for e in v.evidence}["crs804/qsfp56-dd-1-5"]
+    assert ev.observed.endswith("(log: module auto-initialization failed)")
+    assert switch_link.CHECK.probes[-1].path == "/system/clock"
+
+
+def test_the_offload_line_after_midnight_is_current_with_the_switch_clock() -> None:
+    from flows.checks import forwarding
+
+    def api(name: str, *rows: dict[str, str]) -> ProbeResult:
+        return ProbeResult(target="crs804", kind="api", command=f"/{name} print", rows=rows)
+
+    line = {
+        "time": "00:02:10",
+        "topics": "bridge,info",
+        "message": 'hardware offloading activated on bridge "bridge" ports: qsfp56-dd-1-1',
+    }
+    since = _epoch("2026-11-30 23:58:00")  # the offload fix, before midnight
+    log = api("log", line)
+    clock = api("system/clock", {"date": "2026-12-01", "time": "00:03:00"})
+    read_after = Observations(switches={"crs804": {"log": log, "clock": clock}})
+    ev = forwarding.log_evidence(read_after, "crs804", "bridge", ("qsfp56-dd-1-1",), since)
+    assert ev.status is Status.PASS and ev.observed.startswith("00:02:10 hardware offloading")
+    # without the clock the line is dated on the day of the change: taken as history
+    blind = Observations(switches={"crs804": {"log": log}})
+    ev = forwarding.log_evidence(blind, "crs804", "bridge", ("qsfp56-dd-1-1",), since)
+    assert ev.status is Status.UNKNOWN and "predates this session's change" in ev.observed

@@ -101,10 +101,14 @@ class ChangesTheContainer(TerminalOperator):
         return "done"
 
 
+# the container's filter, and the same filter in the hosts' own login environment
+BOTH = SCENARIO.replace("faults: []", "faults:\n  - id: nccl.hca-filter")
+
+
 async def test_i_changed_it_re_check_runs_the_probes_again_until_the_container_is_right(
     tmp_path: Path,
 ) -> None:
-    lab = Lab(scenarios.load_text(SCENARIO, path="c.yaml"), time_scale=200.0)
+    lab = Lab(scenarios.load_text(BOTH, path="c.yaml"), time_scale=200.0)
     operator = ChangesTheContainer(lab)
     await lab.start()
     events: list[Event] = []
@@ -126,9 +130,25 @@ async def test_i_changed_it_re_check_runs_the_probes_again_until_the_container_i
     notes = [e.text for e in events if isinstance(e, Note) and e.text.startswith("re-check: ")]
     assert len(notes) == 1 and "spark1 (container vllm)" in notes[0]
     verified = [e for e in events if isinstance(e, FixVerified) and e.fault == "nccl.hca-filter"]
-    assert [v.ok for v in verified] == [True]
+    assert [v.ok for v in verified] == [True, True]
+    # two plans, each for its own targets: the hosts' files, then the container by hand
     fix = [f for f in result.fixes if f.fault == "nccl.hca-filter"]
-    assert [(f.target, f.verified) for f in fix] == [("spark1", True)]
+    assert [(f.fix_id, f.target, f.verified) for f in fix] == [
+        ("halves:nccl.hca-filter:spark1,spark2", "spark1, spark2", True),
+        ("halves:nccl.hca-filter:spark1 (container vllm)", "spark1", True),
+    ]
+    offered = [e for e in events if isinstance(e, FixPreviewed) and e.fault == "nccl.hca-filter"]
+    host, job = offered
+    assert host.preview.startswith("# spark1: /etc/nccl.conf\nNCCL_IB_HCA==rocep1s0f0,")
+    assert "(container" not in host.preview
+    assert job.preview.startswith(
+        "Change the job's environment by hand, then re-check: spark1 (container vllm): "
+    )
+    assert "`docker run -e NCCL_IB_HCA==rocep1s0f0,roceP2p1s0f0,rocep1s0f1,roceP2p1s0f1 ...`" in (
+        job.preview
+    )
+    for name in ("spark1", "spark2"):
+        assert "NCCL_IB_HCA==rocep1s0f0," in lab.world.nodes[name].files["/etc/nccl.conf"]
     last = [
         e.verdict
         for e in events
