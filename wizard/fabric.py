@@ -166,23 +166,21 @@ class InventoryFabric:
         """Wait until every node's stream has sent its first sample, the baseline the gauges
         count from: a transfer that started before it would never be seen moving. Bounded: a
         node whose stream does not start is measured anyway."""
-        if self._sink is None:
-            return
-        deadline = time.monotonic() + 3 * self.sample_interval_s
-        while any(n not in self._baselines for n in self.nodes):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            self._sampled.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._sampled.wait(), left)
+        if self._sink is not None:
+            await self._until_sampled(lambda: all(n in self._baselines for n in self.nodes))
 
     async def _last_samples(self) -> None:
         """Let every streaming node send one more sample: the one that covers the end of the
         test (a test shorter than the sampling interval is seen only by it). Bounded."""
         before = dict(self._samples_seen)
+        await self._until_sampled(
+            lambda: all(self._samples_seen[n] > before.get(n, 0) for n in self._samples_seen)
+        )
+
+    async def _until_sampled(self, done: Callable[[], bool]) -> None:
+        """Wait, sample by sample, until `done()`, for at most three sampling intervals."""
         deadline = time.monotonic() + 3 * self.sample_interval_s
-        while any(self._samples_seen[n] <= before.get(n, 0) for n in self._samples_seen):
+        while not done():
             left = deadline - time.monotonic()
             if left <= 0:
                 return
