@@ -1379,6 +1379,7 @@ class Engine:
             self.note(f"re-check: {detail}; change it, then answer again", "warn")
             if not await self._physical(plan.physical):
                 break
+            self._fire("verify")  # the answer given: verifying again
             ok, detail = await self._verify(plan)
         self.emit(
             FixVerified(step=self._step, fix_id=fix_id, fault=plan.fault, ok=ok, detail=detail)
@@ -1970,6 +1971,7 @@ class Engine:
         obs = await self._sweep(checks)
         verdicts = self._judge(checks, obs, (*spec.faults, *persisted_with))
         self._record_verdicts(verdicts)
+        self._fire("judged")  # the verdicts are in: fixes may be offered
         await self._persistence_first(spec, verdicts, obs, persisted_with)
         await self._fix_findings(spec, checks, verdicts, obs)
         if spec.traffic:

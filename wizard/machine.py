@@ -65,9 +65,11 @@ TRANSITIONS: list[dict[str, Any]] = [
         ],
         "dest": P.WAITING_PHYSICAL,
     },
+    # a conclusion: after a sweep, a measurement or a physical action, or a further one on a
+    # verdict already reached (the direct-connect test concludes after its own measurement)
     {
         "trigger": "judged",
-        "source": [P.PROBING, P.MEASURING, P.WAITING_PHYSICAL],
+        "source": [P.PROBING, P.MEASURING, P.WAITING_PHYSICAL, P.VERDICT],
         "dest": P.VERDICT,
     },
     {"trigger": "offer_fix", "source": [P.VERDICT, P.VERIFYING], "dest": P.FIX_OFFERED},
