@@ -355,10 +355,11 @@ class Engine:
 
     def _fire(self, trigger: str) -> None:
         """Move the step's life cycle. A move `wizard.machine.TRANSITIONS` does not declare is
-        a bug in the engine: the session stops and says so (its log keeps everything so far),
-        never a silent no-op."""
+        a bug in the engine: it is logged as an error naming the step, phase and trigger (in the
+        session log, the TUI and the report), never a silent no-op; the walk goes on."""
         if not self.lifecycle.can(trigger):
-            raise LifecycleError(self._step, self.lifecycle.state.value, trigger)
+            self.note(str(LifecycleError(self._step, self.lifecycle.state.value, trigger)), "error")
+            return
         self.lifecycle.fire(trigger)
 
     # -- the walk ------------------------------------------------------------------------------
