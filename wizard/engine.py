@@ -943,15 +943,7 @@ class Engine:
                 if not status.verified:
                     return self._refuse(plan, record, f"no verified export: {status.error}")
                 exports.append(status)
-                self.emit(
-                    ExportTaken(
-                        step=self._step,
-                        switch=change.switch,
-                        file=status.file,
-                        contents=status.contents,
-                        sha256=status.sha256,
-                    )
-                )
+                self._export_taken(change.switch, status, "pre-fix")
             record.export = exports[0].file
         ok = await self.operator.confirm_fix(plan, exports[0] if exports else None)
         self.emit(
@@ -2047,16 +2039,7 @@ class Engine:
                     self.note(f"{switch}: golden export failed: {status.error}", "error")
                     verdict = golden.judge(switch, status.file, 0, None, status.error or "")
                     break
-                self.emit(
-                    ExportTaken(
-                        step=self._step,
-                        switch=switch,
-                        file=status.file,
-                        contents=status.contents,
-                        sha256=status.sha256,
-                        purpose="golden",
-                    )
-                )
+                self._export_taken(switch, status, "golden")
                 size = len(status.contents.encode("utf-8"))
                 try:
                     rows: list[dict[str, str]] | None = list(
@@ -2074,6 +2057,20 @@ class Engine:
                     self._golden_files[switch] = f"{name}.rsc"
         return out
 
+    def _export_taken(self, switch: str, status: fixes.ExportStatus, purpose: str) -> None:
+        """Record an export read back from `switch` (before a fix, golden, or the running
+        configuration it is compared with)."""
+        self.emit(
+            ExportTaken(
+                step=self._step,
+                switch=switch,
+                file=status.file,
+                contents=status.contents,
+                sha256=status.sha256,
+                purpose=purpose,
+            )
+        )
+
     async def _golden_still_current(self) -> list[Verdict]:
         """At the end of step 8: each golden export, read back from the switch, against the
         running configuration exported now (wizard/golden.py). A switch changed since the
@@ -2083,16 +2080,7 @@ class Engine:
             name = f"fabwiz-{self.session_id}-golden-check"
             verdict, now = await golden.check_current(self.fabric.api(switch), switch, file, name)
             if now is not None:
-                self.emit(
-                    ExportTaken(
-                        step=self._step,
-                        switch=switch,
-                        file=now.file,
-                        contents=now.contents,
-                        sha256=now.sha256,
-                        purpose="running",
-                    )
-                )
+                self._export_taken(switch, now, "running")
             out.append(verdict)
         return out
 

@@ -251,6 +251,16 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
         for k in ("host.cx7-degraded", "host.cx7-throttled")
         if any("->" not in t for t in f[k].targets)  # a node verdict, not a switch path
     }
+    in_band = sum(1 for m in r.runs if m.valid and lo <= m.value <= hi)
+    others = [
+        k for k in FAULTS if f[k].bad and k not in ("host.cx7-degraded", "host.cx7-throttled")
+    ]
+    ok = f"no rail in the {lo:g}-{hi:g} Gb/s band of a degraded or throttled CX7"
+    if in_band and others:  # the band's numbers match another signature, not the CX7
+        ok = (
+            f"{in_band} rail(s) in the {lo:g}-{hi:g} Gb/s band, explained by "
+            f"{listing(others, 3)}, not by a degraded or throttled CX7"
+        )
     out = []
     for k in FAULTS:
         if (
@@ -261,11 +271,7 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
             continue  # config-side checks own the pass verdicts of these ids
         out.append(
             f[k].verdict(
-                ok=(
-                    f"no rail in the {lo:g}-{hi:g} Gb/s band of a degraded or throttled CX7"
-                    if r.runs
-                    else "no rail measurement"
-                ),
+                ok=ok if r.runs else "no rail measurement",
                 bad=f"{summaries[k]}: {listing(f[k].targets, 4)}{notes.get(k, '')}",
                 unknown="rail bandwidth outside every known signature: "
                 + listing(e.target for e in f[k].unknown),

@@ -14,6 +14,7 @@ from flows import jobproc
 from flows.checks import nccl_config
 from flows.registry import make_context
 from screens.commands.check import check
+from tests.checks.tests_checks_support import no_user_nccl_conf
 from wizard.model import ProbeResult, Status
 from wizard.probes import Observations
 
@@ -51,13 +52,7 @@ def _obs(comm: str) -> Observations:
             "spark1": {
                 nccl_config.NCCL_ENV.name: r("env", "PATH=/usr/bin\n"),
                 nccl_config.NCCL_CONF.name: r("cat /etc/nccl.conf", ""),
-                nccl_config.NCCL_USER_CONF.name: ProbeResult(
-                    target="spark1",
-                    kind="ssh",
-                    command="cat ~/.nccl.conf",
-                    stderr="cat: /home/fabwiz/.nccl.conf: No such file or directory\n",
-                    exit_status=1,
-                ),
+                nccl_config.NCCL_USER_CONF.name: no_user_nccl_conf(),
                 nccl_config.IBDEV.name: r("ibdev2netdev", IBDEV),
                 jobproc.COMM.name: r(jobproc.COMM.command, comm),
                 jobproc.ENVIRON.name: r(jobproc.ENVIRON.command, ENVIRON),

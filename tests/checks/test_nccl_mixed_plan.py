@@ -7,6 +7,7 @@ import dataclasses
 
 from flows.checks import nccl_config
 from flows.registry import make_context
+from tests.checks.tests_checks_support import no_user_nccl_conf
 from wizard.model import ProbeResult, Rail, Status
 from wizard.probes import Observations
 
@@ -23,13 +24,7 @@ def _obs(env: str, conf: str = "") -> Observations:
             "spark1": {
                 nccl_config.NCCL_ENV.name: r("env", env),
                 nccl_config.NCCL_CONF.name: r("cat /etc/nccl.conf", conf),
-                nccl_config.NCCL_USER_CONF.name: ProbeResult(
-                    target="spark1",
-                    kind="ssh",
-                    command="cat ~/.nccl.conf",
-                    stderr="cat: /home/fabwiz/.nccl.conf: No such file or directory\n",
-                    exit_status=1,
-                ),
+                nccl_config.NCCL_USER_CONF.name: no_user_nccl_conf(),
                 nccl_config.IBDEV.name: r("ibdev2netdev", IBDEV),
                 nccl_config.CONTAINERS.name: r(nccl_config.CONTAINERS.command, INSPECT),
             }

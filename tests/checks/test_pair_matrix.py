@@ -177,3 +177,23 @@ def test_recorded_degraded_case_names_the_common_node_only() -> None:
     row = next(e for e in got.evidence if e.command == "ib_write_bw (every pair)")
     assert "spark2 is the common node" in row.observed
     assert "spark1-spark2, spark2-spark3, spark2-spark4" in row.observed
+
+
+def test_band_numbers_of_another_signature_are_not_said_to_be_absent() -> None:
+    """~9.5 Gb/s on every rail with the switch CPU busy is software forwarding: the CX7 verdicts
+    pass, and say the band's rails are explained by it (not that there are none)."""
+    from dataclasses import replace
+
+    busy = [
+        replace(m, value=9.5, extra={**m.extra, "switch_cpu": {"crs804": 100.0}})
+        for m in _matrix(set())
+    ]
+    r = RailRuns(tuple(busy), (), False, False, frozenset(), frozenset(), {}, frozenset(), 0.46)
+    got = {v.fault: v for v in perf_rails.judge(r, CTX)}
+    assert got["switch.offload-lost"].status == Status.FAIL
+    for fault in ("host.cx7-degraded", "host.cx7-throttled"):
+        assert got[fault].status == Status.PASS
+        assert got[fault].summary == (
+            "12 rail(s) in the 8-25 Gb/s band, explained by switch.offload-lost, not by a "
+            "degraded or throttled CX7"
+        )

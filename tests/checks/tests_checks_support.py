@@ -27,3 +27,14 @@ def load_case(check_id: str, scenario: str) -> tuple[Observations, dict[str, Any
         measurements=tuple(Measurement(**m) for m in data["measurements"]),
     )
     return obs, data["settings"]
+
+
+def no_user_nccl_conf(node: str = "spark1", user: str = "fabwiz") -> ProbeResult:
+    """`cat ~/.nccl.conf` on a node where the login user has none (cat's own message)."""
+    return ProbeResult(
+        target=node,
+        kind="ssh",
+        command="cat ~/.nccl.conf",
+        stderr=f"cat: /home/{user}/.nccl.conf: No such file or directory\n",
+        exit_status=1,
+    )
