@@ -24,6 +24,7 @@ from flows.expectations import DEFAULT, Expectations
 from wizard.errors import FabwizError
 from wizard.events import MeasurementTaken, ProbeAnswered, VerdictReached
 from wizard.model import Measurement, ProbeResult, Rail, Status, Verdict
+from wizard.pipeline import is_check_failure, run_check
 from wizard.session import LoadedSession, SessionState
 
 
@@ -407,11 +408,10 @@ def replay_session(
         key = (ev.step, check.id, rec.version, transitions_version)
         if key not in cache:
             obs = rec.observations(ev.step)
-            try:
-                ctx = _context_at(obs, base, state, recorded_cabling)
-                cache[key] = (check.run(obs, ctx), "")
-            except Exception as exc:  # a check raising on recorded output is itself a finding
-                cache[key] = ([], f"{check.id} raised {type(exc).__name__}: {exc}")
+            ctx = _context_at(obs, base, state, recorded_cabling)
+            replayed = run_check(check, obs, ctx)
+            failed = next((r for r in replayed if is_check_failure(r)), None)
+            cache[key] = (replayed, failed.summary if failed else "")
             group_step[key] = (ev.step, check.id, ev.at)
         recorded_in_group.setdefault(key, set()).add(v.fault)
         replayed, error = cache[key]

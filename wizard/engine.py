@@ -60,6 +60,7 @@ from wizard.model import (
     Status,
     Verdict,
 )
+from wizard.pipeline import run_checks
 from wizard.probes import HostProbe, Observations, Probe
 
 UNREACHABLE = "preflight.unreachable"
@@ -521,22 +522,7 @@ class Engine:
         self, checks: Sequence[CheckLike], obs: Observations, faults: Sequence[str] | None
     ) -> list[Verdict]:
         ctx = self._with_session(self.make_context(obs, self.guard))
-        verdicts: list[Verdict] = []
-        for c in checks:
-            try:
-                found = c.run(obs, ctx)
-            except Exception as exc:  # a check bug must not stop the walk: it is an unknown
-                found = [
-                    Verdict(
-                        fault=f,
-                        status=Status.UNKNOWN,
-                        summary=f"the check {c.id} failed: {exc!r}",
-                        check=c.id,
-                    )
-                    for f in c.faults
-                ]
-            verdicts.extend(v for v in found if faults is None or v.fault in faults)
-        return verdicts
+        return run_checks(checks, obs, ctx, faults=faults)
 
     def _record_verdicts(self, verdicts: Sequence[Verdict]) -> None:
         self.result.steps.setdefault(self._step, [])

@@ -21,6 +21,7 @@ import click
 
 from wizard.errors import FabwizError, InventoryError
 from wizard.model import Evidence, Measurement, Status, Verdict
+from wizard.pipeline import run_checks
 
 if TYPE_CHECKING:
     from screens.progress import HeadlessProgress
@@ -211,9 +212,7 @@ async def run_check(
         jobs={n.name: n.job_container for n in inv.nodes if n.job_container},
         job_processes={n.name: n.job_process for n in inv.nodes if n.job_process},
     )
-    verdicts: list[Verdict] = []
-    for c in checks:
-        verdicts.extend(c.run(obs, ctx))
+    verdicts = run_checks(checks, obs, ctx)
     for target, error in sorted(obs.unreachable.items()):
         kind = "node" if target in nodes else "switch"
         verdicts.append(
