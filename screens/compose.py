@@ -22,7 +22,7 @@ from typing import Any
 from rich.console import Console
 
 from flows.bisection import FLOW
-from flows.expectations import DEFAULT, Expectations
+from flows.expectations import DEFAULT, Expectations, validate_overrides
 from flows.registry import CHECKS, make_context
 from wizard.drain import DrainGuard
 from wizard.engine import Engine, FixRecord, Operator, Resume, RunResult
@@ -225,7 +225,7 @@ async def open_wizard(
             raise FabwizError(
                 "no cluster given", hint="give -i INVENTORY, or --lab SCENARIO for the lab"
             )
-        inv = load_inventory(inventory)
+        inv = load_inventory(inventory, expectations=validate_overrides)
         from wizard.inventory_files import require_identity_files
 
         require_identity_files(inv)  # about to connect: a missing key is an inventory error

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -23,6 +23,7 @@ from wizard.errors import InventoryError
 
 __all__ = [
     "Defaults",
+    "ExpectationsValidator",
     "Inventory",
     "LabLink",
     "NodeSpec",
@@ -32,6 +33,14 @@ __all__ = [
     "parse_inventory",
     "resolve_password",
 ]
+
+
+class ExpectationsValidator(Protocol):
+    """Checks the `expectations:` overrides against their types (flows' `validate_overrides`):
+    raises pydantic's ValidationError whose `loc` starts with the key (an unknown key: type
+    `extra_forbidden`, its message naming the known ones)."""
+
+    def __call__(self, overrides: Mapping[str, Any], /) -> object: ...
 
 
 class _Strict(BaseModel):
@@ -258,11 +267,15 @@ class Inventory:
 
 
 def load_inventory(
-    path: str | os.PathLike[str], *, expectation_keys: Collection[str] | None = None
+    path: str | os.PathLike[str],
+    *,
+    expectation_keys: Collection[str] | None = None,
+    expectations: ExpectationsValidator | None = None,
 ) -> Inventory:
     """Read and validate an inventory file. Raises InventoryError naming file, field, line.
 
-    `expectation_keys` (the field names of flows' Expectations) validates `expectations:`."""
+    `expectations` (flows' `validate_overrides`) types the `expectations:` overrides;
+    `expectation_keys` (the field names of flows' Expectations) only refuses unknown keys."""
     p = Path(path).expanduser()
     try:
         text = p.read_text(encoding="utf-8")
@@ -272,7 +285,9 @@ def load_inventory(
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InventoryError(f"cannot read it: {exc}", path=str(p)) from None
-    return parse_inventory(text, path=p, expectation_keys=expectation_keys)
+    return parse_inventory(
+        text, path=p, expectation_keys=expectation_keys, expectations=expectations
+    )
 
 
 def parse_inventory(
@@ -280,6 +295,7 @@ def parse_inventory(
     *,
     path: str | os.PathLike[str] = "<inventory>",
     expectation_keys: Collection[str] | None = None,
+    expectations: ExpectationsValidator | None = None,
 ) -> Inventory:
     """Validate inventory text; `path` names it in errors and anchors relative paths."""
     p = Path(path)
@@ -329,15 +345,11 @@ def parse_inventory(
             line=_line_of(root, loc),
             hint=None if more == 0 else f"{more} more problem(s) after this one",
         ) from None
-    return _build(model, p, root, expectation_keys)
+    overrides = _expectations(model, name, root, expectation_keys, expectations)
+    return _build(model.model_copy(update={"expectations": overrides}), p, root)
 
 
-def _build(
-    model: _InventoryFile,
-    p: Path,
-    root: yaml.Node | None,
-    expectation_keys: Collection[str] | None,
-) -> Inventory:
+def _build(model: _InventoryFile, p: Path, root: yaml.Node | None) -> Inventory:
     name = str(p)
     base = p.parent
 
@@ -411,16 +423,6 @@ def _build(
                 field=f"addressing.hosts.{node}",
                 line=_line_of(root, ("addressing", "hosts", node)),
             )
-    if expectation_keys is not None:
-        unknown = sorted(set(model.expectations) - set(expectation_keys))
-        if unknown:
-            raise InventoryError(
-                f"unknown expectation {unknown[0]!r}; expected one of: "
-                + ", ".join(sorted(expectation_keys)),
-                path=name,
-                field=f"expectations.{unknown[0]}",
-                line=_line_of(root, ("expectations", unknown[0])),
-            )
     lab = model.lab
     if lab is not None and lab.token_file is not None:
         lab = lab.model_copy(update={"token_file": rel(lab.token_file)})
@@ -438,6 +440,46 @@ def _build(
         nccl_devices=model.nccl.devices,
         addressing_hosts=dict(model.addressing.hosts),
     )
+
+
+def _expectations(
+    model: _InventoryFile,
+    name: str,
+    root: yaml.Node | None,
+    keys: Collection[str] | None,
+    validate: ExpectationsValidator | None,
+) -> dict[str, Any]:
+    """The `expectations:` overrides, checked: unknown keys (against `keys`) and, with
+    `validate`, each value's type and range. Raises InventoryError naming file, line and key."""
+    overrides = dict(model.expectations)
+    if keys is not None:
+        unknown = sorted(set(overrides) - set(keys))
+        if unknown:
+            raise InventoryError(
+                f"unknown expectation {unknown[0]!r}; expected one of: " + ", ".join(sorted(keys)),
+                path=name,
+                field=f"expectations.{unknown[0]}",
+                line=_line_of(root, ("expectations", unknown[0])),
+            )
+    if validate is None:
+        return overrides
+    try:
+        validate(overrides)  # kept as written (sessions record them): with_overrides types them
+    except ValidationError as exc:
+        errors = _root_causes(exc.errors())
+        err = errors[0]
+        loc = ("expectations", *err["loc"])
+        # an unknown key's message already says which keys are expected
+        message = str(err["msg"]) if err["type"] == "extra_forbidden" else _explain(err)
+        more = len(errors) - 1
+        raise InventoryError(
+            message,
+            path=name,
+            field=_dotted(loc, None),
+            line=_line_of(root, loc),
+            hint=None if more == 0 else f"{more} more problem(s) after this one",
+        ) from None
+    return overrides
 
 
 def _unique(names: list[str], section: str, path: str, root: yaml.Node | None) -> None:

@@ -364,9 +364,10 @@ def check(
                 )
         else:
             assert inventory is not None
+            from flows.expectations import validate_overrides
             from wizard.inventory import load_inventory
 
-            inv = load_inventory(inventory, expectation_keys=_expectation_keys())
+            inv = load_inventory(inventory, expectations=validate_overrides)
             from wizard.inventory_files import require_identity_files
 
             require_identity_files(inv)  # about to connect: a missing key is named here
@@ -395,12 +396,6 @@ def check(
     from screens.cli import exit_now
 
     exit_now(report.exit_code)
-
-
-def _expectation_keys() -> set[str]:
-    from flows.expectations import DEFAULT
-
-    return {f.name for f in dataclasses.fields(DEFAULT)}
 
 
 def _job_gap(proved: Measurement, job: Measurement, expectations: Any) -> str | None:

@@ -55,9 +55,10 @@ def wizard_factory(
 
 def _typed_passwords(inventory: Path) -> Callable[[str], str] | None:
     """Ask typed switch passwords now, while the terminal is still a terminal."""
+    from flows.expectations import validate_overrides
     from wizard.inventory import load_inventory, resolve_password
 
-    inv = load_inventory(inventory)
+    inv = load_inventory(inventory, expectations=validate_overrides)
     answers: dict[str, str] = {}
 
     def ask(text: str) -> str:
