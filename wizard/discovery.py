@@ -17,9 +17,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from wizard.errors import ParseError
-from wizard.model import Half, Rail
+from wizard.model import Half, ProbeResult, Rail
 from wizard.parsers.ethtool import parse_ethtool, parse_ethtool_driver
-from wizard.parsers.ibdev2netdev import parse_ibdev2netdev
+from wizard.parsers.ibdev2netdev import Ibdev2NetdevResult, parse_ibdev2netdev
 from wizard.parsers.iproute2 import IpInterface, IpResult, parse_ip_json
 from wizard.probes import HostProbe, Observations, SwitchProbe
 
@@ -34,8 +34,10 @@ __all__ = [
     "apply_cabling",
     "cabling_from_host_tables",
     "discover_rails",
+    "node_rails",
     "pci_half_port",
     "rails_from_observations",
+    "read_ibdev2netdev",
 ]
 
 # The probes discovery reads (the sweep always runs them; the checks share these objects).
@@ -77,16 +79,19 @@ def _from_name(netdev: str, rdma: str) -> tuple[Half, int, str] | None:
 
 def discover_rails(
     node: str,
-    ibdev2netdev: str,
+    ibdev2netdev: str | Ibdev2NetdevResult,
     *,
     ip_addr: str | None = None,
     ip_link: str | None = None,
     ethtool_i: Mapping[str, str] | None = None,
     ethtool: Mapping[str, str] | None = None,
 ) -> tuple[Rail, ...]:
-    """The rails of one node from raw probe outputs. Raises ParseError if ibdev2netdev is not
-    readable (nothing can be discovered then); the other inputs are best effort."""
-    mapping = parse_ibdev2netdev(ibdev2netdev)
+    """The rails of one node from raw probe outputs (`ibdev2netdev` raw, or already parsed).
+    Raises ParseError if ibdev2netdev is not readable (nothing can be discovered then); the
+    other inputs are best effort."""
+    mapping = (
+        parse_ibdev2netdev(ibdev2netdev) if isinstance(ibdev2netdev, str) else ibdev2netdev
+    )
     addrs = _ip(ip_addr)
     links = _ip(ip_link)
     rails: list[Rail] = []
@@ -206,40 +211,58 @@ def apply_cabling(
     return tuple(out)
 
 
+def read_ibdev2netdev(results: Mapping[str, ProbeResult]) -> Ibdev2NetdevResult | None:
+    """A node's ibdev2netdev output, parsed; None when it was not read or not readable."""
+    ib = results.get(IBDEV.name)
+    if ib is None or not ib.ok:
+        return None
+    try:
+        return parse_ibdev2netdev(ib.stdout)
+    except ParseError:
+        return None
+
+
+def node_rails(
+    node: str,
+    results: Mapping[str, ProbeResult],
+    mapping: Ibdev2NetdevResult | None = None,
+) -> tuple[Rail, ...] | None:
+    """One node's rails from its sweep outputs (phase 1's ibdev2netdev and ip, phase 2's
+    per-rail ethtool); None when ibdev2netdev was not read or not readable. `mapping`: that
+    ibdev2netdev already parsed (not parsed again)."""
+    mapping = mapping or read_ibdev2netdev(results)
+    if mapping is None:
+        return None
+
+    def text(key: str) -> str | None:
+        r = results.get(key)
+        return r.stdout if r is not None and r.ok else None
+
+    names = [m.netdev for m in mapping.mappings]
+    return discover_rails(
+        node,
+        mapping,
+        ip_addr=text(IP_ADDR.name),
+        ip_link=text(IP_LINK.name),
+        ethtool_i={n: t for n in names if (t := text(f"{ETHTOOL_I.name}:{n}"))},
+        ethtool={n: t for n in names if (t := text(f"{ETHTOOL.name}:{n}"))},
+    )
+
+
 def rails_from_observations(
     obs: Observations,
     cabling: Mapping[str, tuple[str, str]] | None = None,
     discovered: Mapping[str, tuple[Rail, ...]] | None = None,
 ) -> dict[str, tuple[Rail, ...]]:
     """Every reachable node's rails from a sweep, with cabling from the inventory's map, else
-    from the switches' host tables. `discovered`: rails the sweep already worked out from these
-    same observations (not worked out again)."""
+    from the switches' host tables. The rails the sweep already worked out from these same
+    outputs (`discovered`, else `obs.rails`) are not worked out again."""
+    known = obs.rails if discovered is None else discovered
     rails: dict[str, tuple[Rail, ...]] = {}
     for node, results in obs.nodes.items():
-        if discovered is not None and discovered.get(node):
-            rails[node] = discovered[node]
-            continue
-        ib = results.get(IBDEV.name)
-        if ib is None or not ib.ok:
-            continue
-
-        def text(key: str, results: Mapping[str, object] = results) -> str | None:
-            r = results.get(key)
-            ok = getattr(r, "ok", False)
-            return str(getattr(r, "stdout", "")) if ok else None
-
-        try:
-            names = [m.netdev for m in parse_ibdev2netdev(ib.stdout).mappings]
-            rails[node] = discover_rails(
-                node,
-                ib.stdout,
-                ip_addr=text(IP_ADDR.name),
-                ip_link=text(IP_LINK.name),
-                ethtool_i={n: t for n in names if (t := text(f"{ETHTOOL_I.name}:{n}"))},
-                ethtool={n: t for n in names if (t := text(f"{ETHTOOL.name}:{n}"))},
-            )
-        except ParseError:
-            continue
+        found = known.get(node) or node_rails(node, results)
+        if found is not None:
+            rails[node] = found
     every = [r for rs in rails.values() for r in rs]
     tables = {
         sw: res[SW_BRIDGE_HOST.name].rows

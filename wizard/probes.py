@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from wizard.model import Measurement, ProbeResult
+from wizard.model import Measurement, ProbeResult, Rail
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +57,9 @@ class Observations:
     nodes: Mapping[str, Mapping[str, ProbeResult]] = field(default_factory=dict)
     switches: Mapping[str, Mapping[str, ProbeResult]] = field(default_factory=dict)
     unreachable: Mapping[str, str] = field(default_factory=dict)  # target -> error text
+    # the rails the sweep worked out from these outputs, by node (none in observations rebuilt
+    # from a recording: discovery then works them out from the outputs)
+    rails: Mapping[str, tuple[Rail, ...]] = field(default_factory=dict)
     measurements: tuple[Measurement, ...] = ()
     traffic: Mapping[str, Any] = field(default_factory=dict)  # counters sampled during tests
 

@@ -31,15 +31,15 @@ from wizard import ncclrun, readiness
 from wizard.counters import deltas, parse_rail, rail_command, switch_deltas, switch_ports
 from wizard.discovery import (
     DISCOVERY_HOST_PROBES,
-    ETHTOOL_I,
-    IBDEV,
     SW_BRIDGE_HOST,
-    discover_rails,
+    node_rails,
+    rails_from_observations,
+    read_ibdev2netdev,
 )
 from wizard.errors import ParseError
 from wizard.events import Event, MeasurementTaken, ProbeAnswered, ProbeSent, TrafficPlanned
 from wizard.model import Measurement, ProbeResult, Rail
-from wizard.parsers.ibdev2netdev import parse_ibdev2netdev
+from wizard.parsers.ibdev2netdev import Ibdev2NetdevResult
 from wizard.probes import HostProbe, Observations, Probe, SwitchProbe
 from wizard.readiness import NodeTools
 from wizard.transports.ssh import sudo_error
@@ -258,12 +258,11 @@ class Sweeper:
             self._emit(self.versions.event(self.step))
         if switches:
             # which switch each rail lands on, from the MACs the switches learned
-            from wizard.discovery import rails_from_observations
-
             for node, found in rails_from_observations(obs, discovered=self.rails).items():
                 if found and node in self.rails:
                     self.rails[node] = found
-        return obs
+        # the checks judge from these rails: nothing works them out again from these outputs
+        return replace(obs, rails={n: self.rails.get(n, ()) for n in nodes})
 
     async def _peer_ssh(self, launch: str) -> dict[str, ProbeResult]:
         """mpirun's SSH, tried from the launch node to each other node's management address."""
@@ -333,7 +332,8 @@ class Sweeper:
         if err is not None:
             return node, {}, err
         self._note_readiness(node, out)
-        ports = _rail_names(node, out)
+        mapping = read_ibdev2netdev(out)
+        ports = _rail_names(node, mapping)
         if per_rail and ports:
             sections = [
                 Section(f"{p.name}:{r.netdev}", _fill(p, r)) for r in ports for p in per_rail
@@ -343,8 +343,8 @@ class Sweeper:
                 for s in sections:
                     out[s.key] = ProbeResult(target=node, kind="ssh", command=s.command, error=err2)
             out.update(more)
-        # worked out once, from both phases' outputs
-        self.rails[node] = self._rails_from(node, out) if ports else ()
+        # worked out once, from both phases' outputs and phase 1's parsed ibdev2netdev
+        self.rails[node] = (node_rails(node, out, mapping) or ()) if ports else ()
         return node, out, None
 
     def _node_command(self, node: str, probe: HostProbe) -> str:
@@ -362,32 +362,6 @@ class Sweeper:
             found = readiness.management(route.stdout, addr.stdout)
             if found is not None:
                 self.mgmt[node] = found
-
-    def _rails_from(self, node: str, out: Mapping[str, ProbeResult]) -> tuple[Rail, ...]:
-        ib = out.get(IBDEV.name)
-        if ib is None or not ib.ok:
-            return ()
-        try:
-            mapping = parse_ibdev2netdev(ib.stdout)
-        except ParseError:
-            return ()
-        netdevs = [m.netdev for m in mapping.mappings]
-
-        def text(name: str) -> str | None:
-            r = out.get(name)
-            return r.stdout if r is not None and r.ok else None
-
-        try:
-            return discover_rails(
-                node,
-                ib.stdout,
-                ip_addr=text("ip_addr"),
-                ip_link=text("ip_link"),
-                ethtool_i={n: t for n in netdevs if (t := text(f"{ETHTOOL_I.name}:{n}"))},
-                ethtool={n: t for n in netdevs if (t := text(f"ethtool:{n}"))},
-            )
-        except ParseError:
-            return ()
 
     async def _sweep_switch(
         self, name: str, api: SwitchApi, probes: list[SwitchProbe]
@@ -1008,15 +982,10 @@ class Sweeper:
         return m, res
 
 
-def _rail_names(node: str, out: Mapping[str, ProbeResult]) -> tuple[Rail, ...]:
+def _rail_names(node: str, mapping: Ibdev2NetdevResult | None) -> tuple[Rail, ...]:
     """The netdev/RDMA pairs of phase 1's ibdev2netdev, enough to address phase 2's per-rail
     probes (the rest of each rail is worked out once, after phase 2)."""
-    ib = out.get(IBDEV.name)
-    if ib is None or not ib.ok:
-        return ()
-    try:
-        mapping = parse_ibdev2netdev(ib.stdout)
-    except ParseError:
+    if mapping is None:
         return ()
     return tuple(
         Rail(node=node, netdev=m.netdev, rdma=m.rdma, port=0, half="A") for m in mapping.mappings

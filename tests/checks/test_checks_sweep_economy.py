@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-import wizard.sweep as sweep_mod
 from flows.registry import checks_for, probes_of
 from screens.commands.check import run_check
 from wizard import discovery
+from wizard.events import Event, ProbeSent
 from wizard.inventory import load_inventory, resolve_password
 from wizard.lab.lab import Lab
 from wizard.model import Rail
+from wizard.parsers.ibdev2netdev import Ibdev2NetdevResult
 from wizard.sweep import Sweeper
 from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
 from wizard.transports.ssh import SshTarget, SshTransport
@@ -26,7 +27,6 @@ def _count_discovery(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return real(node, *a, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(discovery, "discover_rails", counting)
-    monkeypatch.setattr(sweep_mod, "discover_rails", counting)
     return calls
 
 
@@ -83,3 +83,52 @@ async def test_check_judges_from_the_sweeps_rails(monkeypatch: pytest.MonkeyPatc
     spark2 = next(n for n in report.nodes if n["name"] == "spark2")
     assert {r["mtu"] for r in spark2["rails"]} == {1500}
     assert all(r["switch"] == "crs804" for r in spark2["rails"])
+
+
+@pytest.mark.lab
+async def test_the_walk_discovers_once_per_node_per_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's Fabric port sweeps; its context factory (judging, then planning fixes)
+    judges from the sweep's rails: ibdev2netdev runs once per node per sweep and the rails are
+    worked out once per node, however often a context is built from those observations."""
+    from screens.compose import context_factory
+    from wizard.drain import DrainGuard
+    from wizard.fabric import InventoryFabric
+
+    calls = _count_discovery(monkeypatch)
+    parsed: list[str] = []
+    real_parse = discovery.parse_ibdev2netdev
+
+    def counting_parse(text: str) -> Ibdev2NetdevResult:
+        parsed.append(text)
+        return real_parse(text)
+
+    monkeypatch.setattr(discovery, "parse_ibdev2netdev", counting_parse)
+    events: list[Event] = []
+    async with Lab("fault-host-mtu", time_scale=1000.0) as lab:
+        inv = load_inventory(lab.inventory_path)
+        ssh = SshTransport([SshTarget.from_spec(n) for n in inv.nodes], ssh_config=None)
+        sws = {
+            s.name: RouterOsTransport(RouterOsTarget.from_spec(s, resolve_password(s)))
+            for s in inv.switches
+        }
+        fabric = InventoryFabric(inv, ssh, sws, sink=events.append)
+        try:
+            obs = await fabric.sweep(probes_of(checks_for(traffic=False)))
+        finally:
+            await fabric.close()
+    build = context_factory(inv)
+    judged, planned = build(obs, DrainGuard()), build(obs, DrainGuard())
+    nodes = ["spark1", "spark2", "spark3", "spark4"]
+    sent = [e for e in events if isinstance(e, ProbeSent)]
+    assert sorted(e.target for e in sent if e.command == discovery.IBDEV.command) == nodes
+    assert sorted(calls) == nodes  # and the rails worked out once each, by the sweep
+    assert len(parsed) == len(nodes)  # from one parse of each node's ibdev2netdev
+    assert judged.rails == planned.rails == dict(obs.rails)
+    spark2 = judged.rails["spark2"]
+    assert [(r.port, r.half, r.mtu) for r in spark2] == [
+        (0, "A", 1500),
+        (0, "B", 1500),
+        (1, "A", 1500),
+        (1, "B", 1500),
+    ]
+    assert {r.switch for r in spark2} == {"crs804"}  # cabled from the inventory's map
