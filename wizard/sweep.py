@@ -17,18 +17,13 @@ MeasurementTaken) go to an optional sink so the session log and the TUI see them
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ipaddress
-import re
 import secrets
-import shlex
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from wizard import ncclrun, readiness
-from wizard.counters import deltas, parse_rail, rail_command, switch_deltas, switch_ports
+from wizard import sweep_traffic as traffic
 from wizard.discovery import (
     DISCOVERY_HOST_PROBES,
     SW_BRIDGE_HOST,
@@ -36,144 +31,39 @@ from wizard.discovery import (
     rails_from_observations,
     read_ibdev2netdev,
 )
-from wizard.errors import ParseError
 from wizard.events import Event, MeasurementTaken, ProbeAnswered, ProbeSent, TrafficPlanned
 from wizard.model import Measurement, ProbeResult, Rail
 from wizard.parsers.ibdev2netdev import Ibdev2NetdevResult
 from wizard.probes import HostProbe, Observations, Probe, SwitchProbe
 from wizard.readiness import NodeTools
-from wizard.transports.ssh import sudo_error
+from wizard.sweep_batch import (
+    HostRunner,
+    Section,
+    SwitchApi,
+    build_script,
+    fill,
+    split_script_output,
+)
+from wizard.sweep_traffic import peer_rail, rail_at
 from wizard.versions import Versions
 
 __all__ = [
     "HostRunner",
+    "Section",
     "Sweeper",
     "SwitchApi",
     "build_script",
     "rail_pairs",
+    "round_robin",
     "split_script_output",
 ]
+
+_fill = fill  # the name bench/sweep.py imports
 
 EventSink = Callable[[Event], None]
 
 
-class HostRunner(Protocol):
-    """What the sweep needs from SSH (wizard.transports.ssh.SshTransport provides it)."""
-
-    async def run(
-        self, name: str, command: str, *, timeout: float | None = None, stdin: str | None = None
-    ) -> ProbeResult: ...
-
-    async def connect(self, name: str) -> str | None: ...
-
-
-class SwitchApi(Protocol):
-    """What the sweep needs from one switch (wizard.transports.routeros.RouterOsTransport)."""
-
-    async def connect(self) -> str | None: ...
-
-    async def call(
-        self, path: str, verb: str, *, timeout: float | None = None, **args: str
-    ) -> ProbeResult: ...
-
-    async def monitor_once(
-        self, ports: Sequence[str], *, timeout: float | None = None
-    ) -> ProbeResult: ...
-
-
-# --- batching -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Section:
-    key: str  # the Observations key: probe name, or name:netdev
-    command: str  # the command as run (what the session log shows)
-
-
-def _fill(probe: HostProbe, rail: Rail | None) -> str:
-    cmd = probe.command
-    if rail is not None:
-        cmd = cmd.replace("{netdev}", shlex.quote(rail.netdev)).replace(
-            "{rdma}", shlex.quote(rail.rdma)
-        )
-    return f"sudo -n {cmd}" if probe.sudo else cmd
-
-
-def build_script(sections: Sequence[Section], marker: str) -> str:
-    """One `sh -c` script running each section between marker lines that carry its exit status."""
-    parts = []
-    for s in sections:
-        tag = shlex.quote(f"{marker} {s.key}")
-        parts.append(f"echo {tag} BEGIN; {s.command} 2>&1; echo {tag} END $?")
-    return "sh -c " + shlex.quote("; ".join(parts))
-
-
-def split_script_output(
-    text: str,
-    sections: Sequence[Section],
-    marker: str,
-    *,
-    target: str,
-    started: float,
-    duration: float,
-) -> dict[str, ProbeResult]:
-    """Cut a batched run's stdout back into one ProbeResult per section."""
-    out: dict[str, ProbeResult] = {}
-    by_key = {s.key: s for s in sections}
-    current: str | None = None
-    buf: list[str] = []
-    begin = re.compile(rf"^{re.escape(marker)} (\S+) BEGIN$")
-    # output that does not end in a newline (a NUL-separated /proc file, a file without a last
-    # newline) puts the end marker on its last line: what comes before it is output
-    end = re.compile(rf"^(.*?){re.escape(marker)} (\S+) END (\d+)$", re.S)
-    for line in text.splitlines(keepends=True):
-        stripped = line.rstrip("\r\n")
-        m = begin.match(stripped)
-        if m:
-            current, buf = m.group(1), []
-            continue
-        m = end.match(stripped)
-        if m and current is not None and current == m.group(2):
-            s = by_key.get(current)
-            if s is not None:
-                body = "".join(buf) + m.group(1)
-                status = int(m.group(3))
-                err = (
-                    sudo_error(target, s.command, body) if s.command.startswith("sudo -n") else None
-                )
-                out[current] = ProbeResult(
-                    target=target,
-                    kind="ssh",
-                    command=s.command,
-                    stdout=body,
-                    exit_status=status,
-                    error=err,
-                    started_at=started,
-                    duration_s=duration,
-                )
-            current, buf = None, []
-            continue
-        if current is not None:
-            buf.append(line)
-    for s in sections:
-        if s.key not in out:
-            out[s.key] = ProbeResult(
-                target=target,
-                kind="ssh",
-                command=s.command,
-                stdout="".join(buf) if current == s.key else "",
-                error=f"{target}: the output of `{s.command}` was cut short (no end marker)",
-                started_at=started,
-                duration_s=duration,
-            )
-    return out
-
-
 # --- the sweep -------------------------------------------------------------------------------
-
-
-CPU_SAMPLE_S = 0.25  # the switch CPU is sampled this often during a transfer (targets' time)
-MIN_WALL_SAMPLE_S = 0.002  # and never more often than this (wall time: one API round trip)
 
 
 @dataclass
@@ -336,7 +226,7 @@ class Sweeper:
         ports = _rail_names(node, mapping)
         if per_rail and ports:
             sections = [
-                Section(f"{p.name}:{r.netdev}", _fill(p, r)) for r in ports for p in per_rail
+                Section(f"{p.name}:{r.netdev}", fill(p, r)) for r in ports for p in per_rail
             ]
             more, err2 = await self._batch(node, sections, timeout)
             if err2 is not None:
@@ -351,7 +241,7 @@ class Sweeper:
         paths = self.tool_paths.get(node)
         if probe.name == readiness.TOOLS_PROBE.name and paths:
             return readiness.tools_command(tuple(paths.values()))
-        return _fill(probe, None)
+        return fill(probe, None)
 
     def _note_readiness(self, node: str, out: Mapping[str, ProbeResult]) -> None:
         tools = out.get(readiness.TOOLS_PROBE.name)
@@ -511,84 +401,15 @@ class Sweeper:
     async def ping_matrix(self, *, payload: int = 8972) -> list[dict[str, object]]:
         """`ping -M do -s 8972` between every node pair on every plane (rail index), both
         ends addressed; the pairs of a round at once."""
-        from wizard.parsers.ping import parse_ping
-
-        out: list[dict[str, object]] = []
-        by_node = {n: self.rails.get(n, ()) for n in self.nodes}
-        count = max((len(r) for r in by_node.values()), default=0)
-
-        async def one(a: Rail, b: Rail) -> dict[str, object]:
-            ip = b.addresses[0].split("/")[0]
-            cmd = f"ping -M do -s {payload} -c 3 -W 1 -I {shlex.quote(a.netdev)} {shlex.quote(ip)}"
-            self._emit(ProbeSent(step=self.step, target=a.node, command=cmd))
-            res = await self.ssh.run(a.node, cmd, timeout=15.0)
-            self._emit(ProbeAnswered(step=self.step, probe=f"ping:{a.netdev}", result=res))
-            try:
-                p = parse_ping(res.stdout + res.stderr)
-                ok, received, mtu_err = p.ok, p.received or 0, p.mtu_errors
-            except ParseError:
-                ok, received, mtu_err = False, 0, 0
-            small_ok: bool | None = None
-            if not (ok and res.error is None) and res.error is None:
-                # a lost jumbo frame is MTU evidence only if a small one gets through
-                small = f"ping -c 3 -W 1 -I {shlex.quote(a.netdev)} {shlex.quote(ip)}"
-                self._emit(ProbeSent(step=self.step, target=a.node, command=small))
-                sres = await self.ssh.run(a.node, small, timeout=15.0)
-                self._emit(ProbeAnswered(step=self.step, probe=f"ping:{a.netdev}", result=sres))
-                try:
-                    small_ok = parse_ping(sres.stdout + sres.stderr).ok and sres.error is None
-                except ParseError:
-                    small_ok = None
-            return {
-                "src": a.key,
-                "dst": b.key,
-                "ip": ip,
-                "ok": ok and res.error is None,
-                "received": received,
-                "mtu_errors": mtu_err,
-                "small_ok": small_ok,
-                "cross_switch": bool(a.switch and b.switch and a.switch != b.switch),
-                "command": cmd,
-                "raw": (res.stdout + res.stderr)[-600:],
-                "error": res.error or "",
-            }
-
-        for idx in range(count):
-            for pairs in round_robin(list(self.nodes)):
-                jobs = []
-                for a, b in pairs:
-                    ra, rb = _rail_at(by_node[a], idx), _rail_at(by_node[b], idx)
-                    if ra and rb and ra.addresses and rb.addresses and ra.up and rb.up:
-                        jobs.append(one(ra, rb))
-                out.extend(await asyncio.gather(*jobs))
-        return out
+        return await traffic.ping_matrix(self, payload=payload)
 
     async def isl_shared_test(
         self, *, duration_s: int, delay: float, timeout_s: float, base_port: int = 18600
     ) -> list[Measurement]:
-        """Two flows from one switch's nodes to the other's at once: they share one ISL
-        direction (~81.9 Gb/s each, DCQCN splitting, some packet_seq_err normal)."""
-        by_switch: dict[str, list[Rail]] = {}
-        for n in self.nodes:
-            first = _rail_at(self.rails.get(n, ()), 0)
-            if first is not None and first.switch and first.addresses and first.up:
-                by_switch.setdefault(first.switch, []).append(first)
-        sides = [rs for _, rs in sorted(by_switch.items()) if len(rs) >= 2]
-        if len(sides) < 2:
-            return []
-        (a1, a2), (b1, b2) = sides[0][:2], sides[1][:2]
-        jobs = [
-            self._one_rail_test(
-                c, s, port=base_port + i, duration_s=duration_s, delay=delay, timeout=timeout_s
-            )
-            for i, (c, s) in enumerate(((a1, b1), (a2, b2)))
-        ]
-        out = []
-        for got in await self.with_switch_cpu(jobs, delay=delay):
-            m = replace(got, extra={**got.extra, "isl_shared": True})
-            out.append(m)
-            self._emit(MeasurementTaken(step=self.step, measurement=m))
-        return out
+        """Two flows from one switch's nodes to the other's at once (one ISL direction)."""
+        return await traffic.isl_shared_test(
+            self, duration_s=duration_s, delay=delay, timeout_s=timeout_s, base_port=base_port
+        )
 
     def _pair_rails(self, m: Measurement) -> tuple[Rail, Rail] | None:
         def find(node: object, netdev: object) -> Rail | None:
@@ -611,7 +432,7 @@ class Sweeper:
             for round_pairs in _isl_safe(schedule, by_node, idx):
                 planned = []
                 for i, (a, b) in enumerate(round_pairs):
-                    ra = _rail_at(by_node.get(a, ()), idx)
+                    ra = rail_at(by_node.get(a, ()), idx)
                     rb = peer_rail(ra, by_node.get(b, ()), idx)
                     if (
                         ra is None
@@ -642,38 +463,8 @@ class Sweeper:
         return out
 
     async def gid_index(self, rail: Rail) -> tuple[int | None, str]:
-        """The RoCE v2 GID index of the rail's IPv4 address on its RDMA device, read now (an
-        address change shifts it): `show_gids`, else sysfs `gids`/`gid_attrs/types`."""
-        from wizard.gids import (
-            SHOW_GIDS,
-            gids_from_show_gids,
-            parse_sysfs_gids,
-            roce_v2_index,
-            sysfs_command,
-        )
-
-        if not rail.addresses:
-            return None, f"{rail.key} has no IPv4 address"
-        ip = rail.addresses[0].split("/")[0]
-        why = ""
-        for command, parse in (
-            (SHOW_GIDS, gids_from_show_gids),
-            (sysfs_command(rail.rdma), parse_sysfs_gids),
-        ):
-            res = await self.ssh.run(rail.node, command, timeout=10.0)
-            if not res.ok:
-                why = f"`{command.split()[0]}` on {rail.node}: {res.error or res.stderr.strip()[:120]}"
-                continue
-            try:
-                gids = parse(res.stdout)
-            except ParseError as exc:
-                why = f"`{command.split()[0]}` on {rail.node}: {exc}"
-                continue
-            index = roce_v2_index(gids, rail.rdma, ip)
-            if index is not None:
-                return index, ""
-            why = f"no RoCE v2 GID of {ip} on {rail.rdma} ({rail.node}, `{command.split()[0]}`)"
-        return None, why
+        """The RoCE v2 GID index of the rail's IPv4 address on its RDMA device, read now."""
+        return await traffic.gid_index(self, rail)
 
     async def with_switch_cpu(
         self,
@@ -682,76 +473,8 @@ class Sweeper:
         delay: float,
         interval_s: float | None = None,
     ) -> list[Measurement]:
-        """Run bandwidth jobs while sampling every switch's `/system/resource` cpu-load; each
-        measurement carries the highest load seen during it (`extra["switch_cpu"]`). Only
-        samples sent at least `interval_s` after the clients started and answered at least
-        `interval_s` before the last one ended count: a sample that may have missed the
-        transfer is no evidence of an idle CPU."""
-        if not jobs:
-            return []
-        if interval_s is None:
-            interval_s = max(MIN_WALL_SAMPLE_S, CPU_SAMPLE_S / (self.clock_rate or 1.0))
-        done = asyncio.Event()
-        samples: list[tuple[float, float, str, float]] = []  # sent, answered, switch, load
-
-        async def sample() -> None:
-            await asyncio.sleep(delay + interval_s)  # the clients start after the servers
-            while not done.is_set():
-                for name, api in self.switches.items():
-                    sent = time.monotonic()
-                    res = await api.call("/system/resource", "print", timeout=5.0)
-                    for row in res.rows if res.error is None else ():
-                        load = row.get("cpu-load", "")
-                        if load.strip().isdigit():
-                            samples.append((sent, time.monotonic(), name, float(load)))
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(done.wait(), interval_s)
-
-        started = time.monotonic() + delay
-        ports_before = await self._switch_port_counters()
-        sampler = asyncio.ensure_future(sample()) if self.switches else None
-        try:
-            results = await asyncio.gather(*jobs)
-        finally:
-            ended = time.monotonic()
-            done.set()
-            if sampler is not None:
-                with contextlib.suppress(Exception):
-                    await sampler
-        ports_after = await self._switch_port_counters()
-        peaks: dict[str, float] = {}
-        for sent, answered, name, load in samples:
-            if sent >= started + interval_s and answered <= ended - interval_s:
-                peaks[name] = max(peaks.get(name, 0.0), load)
-        moved = {
-            sw: switch_deltas(ports_before[sw], after)
-            for sw, after in ports_after.items()
-            if sw in ports_before
-        }
-        extra: dict[str, object] = {}
-        if peaks:
-            extra["switch_cpu"] = dict(peaks)
-        if moved:
-            extra["switch_ports"] = moved  # per switch, the ports whose counters moved
-        return [replace(m, extra={**m.extra, **extra}) if extra else m for m in results]
-
-    async def _switch_port_counters(self) -> dict[str, dict[str, dict[str, int]]]:
-        """Every switch's per-port packet and byte counters (`/interface print`)."""
-        out: dict[str, dict[str, dict[str, int]]] = {}
-        for name, api in self.switches.items():
-            res = await api.call("/interface", "print", timeout=10.0)
-            if res.error is None:
-                out[name] = switch_ports(res.rows)
-        return out
-
-    async def _rail_counters(self, rail: Rail) -> dict[str, int] | None:
-        res = await self.ssh.run(rail.node, rail_command(rail), timeout=10.0)
-        if res.error is not None:
-            return None
-        try:
-            return parse_rail(res.stdout)
-        except ParseError:
-            return None
+        """Run bandwidth jobs while sampling every switch's CPU load and port counters."""
+        return await traffic.with_switch_cpu(self, jobs, delay=delay, interval_s=interval_s)
 
     async def _one_rail_test(
         self,
@@ -765,123 +488,8 @@ class Sweeper:
         qps: int = 1,
         bidir: bool = False,
     ) -> Measurement:
-        target = f"{client.key}->{server.key}"
-        absent = [
-            n
-            for n in (client.node, server.node)
-            if n not in self.tools or "ib_write_bw" not in self.tools[n].paths
-        ]
-        if absent:
-            return Measurement(
-                kind="rail",
-                target=target,
-                value=0.0,
-                unit="Gb/s",
-                valid=False,
-                reason=(
-                    f"not run: ib_write_bw is not installed on {', '.join(absent)} "
-                    "(preflight.tool-missing)"
-                    if all(n in self.tools for n in absent)
-                    else f"not run: the tools were not listed on {', '.join(absent)} "
-                    "(preflight.tool-missing)"
-                ),
-                extra={"client": client.node, "server": server.node, "command": "ib_write_bw"},
-            )
-        (cgid, cwhy), (sgid, swhy) = await asyncio.gather(
-            self.gid_index(client), self.gid_index(server)
-        )
-        if cgid is None or sgid is None:
-            # no RoCE v2 GID for the rail's address: nothing to measure, and no number
-            return Measurement(
-                kind="rail",
-                target=target,
-                value=0.0,
-                unit="Gb/s",
-                valid=False,
-                reason=f"no RoCE v2 GID index: {cwhy if cgid is None else swhy}",
-                extra={
-                    "client": client.node,
-                    "server": server.node,
-                    "client_netdev": client.netdev,
-                    "server_netdev": server.netdev,
-                },
-            )
-        base = f"ib_write_bw -d {{rdma}} -x {{gid}} -q {qps} -D {int(duration_s)} -F --report_gbits -p {port}"
-        if bidir:
-            base += " -b"
-        server_cmd = base.replace("{rdma}", shlex.quote(server.rdma)).replace("{gid}", str(sgid))
-        client_ip = server.addresses[0].split("/")[0]
-        client_cmd = (
-            base.replace("{rdma}", shlex.quote(client.rdma)).replace("{gid}", str(cgid))
-            + f" {shlex.quote(client_ip)}"
-        )
-        c0, s0 = await asyncio.gather(self._rail_counters(client), self._rail_counters(server))
-        self._emit(ProbeSent(step=self.step, target=server.node, command=server_cmd))
-        srv = asyncio.ensure_future(self.ssh.run(server.node, server_cmd, timeout=timeout))
-        await asyncio.sleep(delay)
-        self._emit(ProbeSent(step=self.step, target=client.node, command=client_cmd))
-        cli = await self.ssh.run(client.node, client_cmd, timeout=timeout)
-        try:
-            srv_res = await asyncio.wait_for(srv, timeout)
-        except TimeoutError:
-            srv.cancel()
-            srv_res = ProbeResult(
-                target=server.node, kind="ssh", command=server_cmd, error="timeout"
-            )
-        c1, s1 = await asyncio.gather(self._rail_counters(client), self._rail_counters(server))
-        counters = {
-            side: deltas(a, b)
-            for side, a, b in (("client", c0, c1), ("server", s0, s1))
-            if a is not None and b is not None
-        }
-        self._emit(ProbeAnswered(step=self.step, probe=f"ib_write_bw:{client.netdev}", result=cli))
-        self._emit(
-            ProbeAnswered(step=self.step, probe=f"ib_write_bw:{server.netdev}", result=srv_res)
-        )
-        from wizard.parsers.perftest import parse_perftest
-
-        value = 0.0
-        reason = ""
-        try:
-            parsed = parse_perftest(cli.stdout + ("\n" + cli.stderr if cli.stderr else ""))
-            value = parsed.bw_avg_gbps or 0.0
-            reason = parsed.error or ""
-        except ParseError as exc:
-            reason = f"unreadable ib_write_bw output: {exc}"
-        # A broken SSH session or a command that never answered says nothing about the rail:
-        # no number, and the measurement is not evidence (it is re-taken on the next test).
-        lost = next(
-            (r.error for r in (cli, srv_res) if r.error and r.exit_status is None and not value),
-            None,
-        )
-        if cli.error:
-            reason = cli.error
-        if lost is not None:
-            reason = f"no result: {lost}"
-        return Measurement(
-            kind="rail",
-            target=target,
-            value=value,
-            unit="Gb/s",
-            valid=lost is None,
-            reason=reason,
-            extra={
-                "client": client.node,
-                "server": server.node,
-                "client_netdev": client.netdev,
-                "server_netdev": server.netdev,
-                "half": client.half,
-                "port": client.port,
-                "command": client_cmd,
-                "gid_index": {"client": cgid, "server": sgid},
-                "counters": counters,  # RDMA/PHY counter deltas around the test, per end
-                "qps": qps,
-                "bidir": bidir,
-                "raw": cli.stdout,
-                "exit_status": cli.exit_status,
-                "server_raw": srv_res.stdout,
-            },
-        )
+        run = traffic.RailRun(port, duration_s, delay, timeout, qps, bidir)
+        return await traffic.one_rail_test(self, client, server, run)
 
     async def nccl_test(
         self,
@@ -893,93 +501,7 @@ class Sweeper:
     ) -> tuple[Measurement, ProbeResult]:
         """One NCCL test (seed 000's canonical launch, or the job's own environment) across
         `nodes` (every node), launched from the first one."""
-        nodes = list(nodes or self.nodes)
-        if any(n not in self.tools or n not in self.mgmt for n in nodes):
-            await self.sweep([readiness.TOOLS_PROBE])  # a resumed session has not looked yet
-        target = "cluster" if op == "all_reduce_perf" else f"{'+'.join(nodes)}/{op}"
-        if mode == "job":
-            target += "/job-env"
-        launch = ncclrun.build(
-            nodes,
-            tools=self.tools,
-            mgmt=self.mgmt,
-            rails=self.rails,
-            op=op,
-            mode=mode,
-            time_limit_s=int(timeout_s),
-        )
-        info: dict[str, object] = {"op": op, "mode": mode, "launch": nodes[0]}
-        if launch.cannot:
-            m = Measurement(
-                kind="nccl",
-                target=target,
-                value=0.0,
-                unit="GB/s",
-                valid=False,
-                reason=f"not run: {launch.cannot}",
-                extra={**info, "command": op},
-            )
-            self._emit(MeasurementTaken(step=self.step, measurement=m))
-            return m, ProbeResult(target=nodes[0], kind="ssh", command=op, error=launch.cannot)
-        cmd = launch.command
-        info["hostfile"] = launch.hostfile
-        info["rerun"] = launch.readable
-        timeout_s += 30.0  # the run's own `timeout` fires first
-        rails = [r for n in nodes for r in self.rails.get(n, ()) if r.up and r.addresses]
-        before = await asyncio.gather(*(self._rail_counters(r) for r in rails))
-        self._emit(ProbeSent(step=self.step, target=nodes[0], command=cmd))
-        t0 = time.monotonic()
-        got: list[ProbeResult] = []
-
-        async def launch_run() -> Measurement:
-            got.append(await self.ssh.run(nodes[0], cmd, timeout=timeout_s))
-            return Measurement(kind="nccl", target=target, value=0.0, unit="GB/s")
-
-        # the switch CPU sampled and the switch ports read around the run, like ib_write_bw
-        [around] = await self.with_switch_cpu([launch_run()], delay=0.0)
-        res = got[0]
-        after = await asyncio.gather(*(self._rail_counters(r) for r in rails))
-        self._emit(ProbeAnswered(step=self.step, probe="nccl", result=res))
-        from wizard.parsers.nccl import parse_nccl
-
-        value = 0.0
-        reason = res.error or ""
-        extra: dict[str, object] = {
-            **info,
-            "command": cmd,
-            **ncclrun.versions_in(res.stdout),
-            "raw": res.stdout,
-            "seconds": time.monotonic() - t0,
-            # per rail, the RDMA/PHY counter deltas around the run (None: not read)
-            "rail_counters": {
-                r.key: deltas(b, a) if a is not None and b is not None else None
-                for r, b, a in zip(rails, before, after, strict=True)
-            },
-            **{k: around.extra[k] for k in ("switch_cpu", "switch_ports") if k in around.extra},
-        }
-        try:
-            parsed = parse_nccl(res.stdout)
-            value = parsed.avg_busbw or 0.0
-            extra.update(
-                transport=parsed.transport, devices=[d.name for d in parsed.net_ib_devices]
-            )
-            reason = reason or (parsed.error or "")
-        except ParseError as exc:
-            reason = reason or f"unreadable {op} output: {exc}"
-        if self.versions.update_nccl(nodes, extra):
-            self._emit(self.versions.event(self.step))
-        lost = res.error is not None and res.exit_status is None and not value
-        m = Measurement(
-            kind="nccl",
-            target=target,
-            value=value,
-            unit="GB/s",
-            valid=not lost,  # a broken session or a hung run is no busbw
-            reason=f"no result: {res.error}" if lost else reason,
-            extra=extra,
-        )
-        self._emit(MeasurementTaken(step=self.step, measurement=m))
-        return m, res
+        return await traffic.nccl_test(self, timeout_s=timeout_s, op=op, mode=mode, nodes=nodes)
 
 
 def _rail_names(node: str, mapping: Ibdev2NetdevResult | None) -> tuple[Rail, ...]:
@@ -992,33 +514,6 @@ def _rail_names(node: str, mapping: Ibdev2NetdevResult | None) -> tuple[Rail, ..
     )
 
 
-def peer_rail(mine: Rail | None, theirs: Sequence[Rail], idx: int) -> Rail | None:
-    """The rail of the other node that `mine` is cabled to: the one up in the same IPv4 subnet
-    (crossed cabling: one node's port 1 on the other's port 0, seed 002), else the same index."""
-    if mine is not None and mine.addresses:
-        nets = {n for n in map(_network, mine.addresses) if n is not None}
-        same = [
-            r
-            for r in sorted(theirs, key=lambda r: (r.port, r.half, r.netdev))
-            if r.up and any(_network(a) in nets for a in r.addresses)
-        ]
-        if same:
-            return same[0]
-    return _rail_at(theirs, idx)
-
-
-def _network(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
-    try:
-        return ipaddress.ip_interface(cidr).network
-    except ValueError:
-        return None
-
-
-def _rail_at(rails: Sequence[Rail], idx: int) -> Rail | None:
-    ordered = sorted(rails, key=lambda r: (r.port, r.half, r.netdev))
-    return ordered[idx] if idx < len(ordered) else None
-
-
 def _isl_safe(
     schedule: list[list[tuple[str, str]]], by_node: Mapping[str, Sequence[Rail]], idx: int
 ) -> list[list[tuple[str, str]]]:
@@ -1029,7 +524,7 @@ def _isl_safe(
     for pairs in schedule:
         subs: list[tuple[list[tuple[str, str]], dict[tuple[str, str], int]]] = []
         for a, b in pairs:
-            ra, rb = _rail_at(by_node.get(a, ()), idx), _rail_at(by_node.get(b, ()), idx)
+            ra, rb = rail_at(by_node.get(a, ()), idx), rail_at(by_node.get(b, ()), idx)
             way = (ra.switch or "", rb.switch or "") if ra and rb else ("", "")
             crossing = bool(way[0] and way[1] and way[0] != way[1])
             for sub, used in subs:

@@ -1,0 +1,134 @@
+"""How the sweep's probes travel: one `sh -c` script per node and phase, each section framed
+by marker lines that carry its exit status, cut back into one ProbeResult per section. Every
+interpolated value is shell-quoted. Also what the sweep needs of SSH and of a switch's API.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from wizard.model import ProbeResult, Rail
+from wizard.probes import HostProbe
+from wizard.transports.ssh import sudo_error
+
+__all__ = [
+    "HostRunner",
+    "Section",
+    "SwitchApi",
+    "build_script",
+    "fill",
+    "split_script_output",
+]
+
+
+class HostRunner(Protocol):
+    """What the sweep needs from SSH (wizard.transports.ssh.SshTransport provides it)."""
+
+    async def run(
+        self, name: str, command: str, *, timeout: float | None = None, stdin: str | None = None
+    ) -> ProbeResult: ...
+
+    async def connect(self, name: str) -> str | None: ...
+
+
+class SwitchApi(Protocol):
+    """What the sweep needs from one switch (wizard.transports.routeros.RouterOsTransport)."""
+
+    async def connect(self) -> str | None: ...
+
+    async def call(
+        self, path: str, verb: str, *, timeout: float | None = None, **args: str
+    ) -> ProbeResult: ...
+
+    async def monitor_once(
+        self, ports: Sequence[str], *, timeout: float | None = None
+    ) -> ProbeResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    key: str  # the Observations key: probe name, or name:netdev
+    command: str  # the command as run (what the session log shows)
+
+
+def fill(probe: HostProbe, rail: Rail | None) -> str:
+    cmd = probe.command
+    if rail is not None:
+        cmd = cmd.replace("{netdev}", shlex.quote(rail.netdev)).replace(
+            "{rdma}", shlex.quote(rail.rdma)
+        )
+    return f"sudo -n {cmd}" if probe.sudo else cmd
+
+
+def build_script(sections: Sequence[Section], marker: str) -> str:
+    """One `sh -c` script running each section between marker lines that carry its exit status."""
+    parts = []
+    for s in sections:
+        tag = shlex.quote(f"{marker} {s.key}")
+        parts.append(f"echo {tag} BEGIN; {s.command} 2>&1; echo {tag} END $?")
+    return "sh -c " + shlex.quote("; ".join(parts))
+
+
+def split_script_output(
+    text: str,
+    sections: Sequence[Section],
+    marker: str,
+    *,
+    target: str,
+    started: float,
+    duration: float,
+) -> dict[str, ProbeResult]:
+    """Cut a batched run's stdout back into one ProbeResult per section."""
+    out: dict[str, ProbeResult] = {}
+    by_key = {s.key: s for s in sections}
+    current: str | None = None
+    buf: list[str] = []
+    begin = re.compile(rf"^{re.escape(marker)} (\S+) BEGIN$")
+    # output that does not end in a newline (a NUL-separated /proc file, a file without a last
+    # newline) puts the end marker on its last line: what comes before it is output
+    end = re.compile(rf"^(.*?){re.escape(marker)} (\S+) END (\d+)$", re.S)
+    for line in text.splitlines(keepends=True):
+        stripped = line.rstrip("\r\n")
+        m = begin.match(stripped)
+        if m:
+            current, buf = m.group(1), []
+            continue
+        m = end.match(stripped)
+        if m and current is not None and current == m.group(2):
+            s = by_key.get(current)
+            if s is not None:
+                body = "".join(buf) + m.group(1)
+                status = int(m.group(3))
+                err = (
+                    sudo_error(target, s.command, body) if s.command.startswith("sudo -n") else None
+                )
+                out[current] = ProbeResult(
+                    target=target,
+                    kind="ssh",
+                    command=s.command,
+                    stdout=body,
+                    exit_status=status,
+                    error=err,
+                    started_at=started,
+                    duration_s=duration,
+                )
+            current, buf = None, []
+            continue
+        if current is not None:
+            buf.append(line)
+    for s in sections:
+        if s.key not in out:
+            out[s.key] = ProbeResult(
+                target=target,
+                kind="ssh",
+                command=s.command,
+                stdout="".join(buf) if current == s.key else "",
+                error=f"{target}: the output of `{s.command}` was cut short (no end marker)",
+                started_at=started,
+                duration_s=duration,
+            )
+    return out

@@ -1,0 +1,540 @@
+"""The sweep's traffic (`--perf`): ib_write_bw between two rails, the jumbo ping matrix, the
+shared-ISL test, one NCCL run, and the switch CPU and port counters sampled around each.
+
+Functions of the `Sweeper` (its SSH runner, switches, rails, tools and event sink); the
+sweeper's methods of the same names call them. What a test cannot measure (a tool missing, no
+RoCE v2 GID, a broken session) is an invalid measurement saying why, never a number.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import shlex
+import time
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from wizard import ncclrun, readiness
+from wizard.counters import deltas, parse_rail, rail_command, switch_deltas, switch_ports
+from wizard.errors import ParseError
+from wizard.events import MeasurementTaken, ProbeAnswered, ProbeSent
+from wizard.model import Measurement, ProbeResult, Rail
+
+if TYPE_CHECKING:
+    from wizard.sweep import Sweeper
+
+__all__ = [
+    "CPU_SAMPLE_S",
+    "MIN_WALL_SAMPLE_S",
+    "RailRun",
+    "gid_index",
+    "isl_shared_test",
+    "nccl_test",
+    "one_rail_test",
+    "peer_rail",
+    "ping_matrix",
+    "rail_at",
+    "rail_counters",
+    "switch_port_counters",
+    "with_switch_cpu",
+]
+
+CPU_SAMPLE_S = 0.25  # the switch CPU is sampled this often during a transfer (targets' time)
+MIN_WALL_SAMPLE_S = 0.002  # and never more often than this (wall time: one API round trip)
+
+
+async def ping_matrix(sw: Sweeper, *, payload: int = 8972) -> list[dict[str, object]]:
+    """`ping -M do -s 8972` between every node pair on every plane (rail index), both
+    ends addressed; the pairs of a round at once."""
+    from wizard.parsers.ping import parse_ping
+    from wizard.sweep import round_robin
+
+    out: list[dict[str, object]] = []
+    by_node = {n: sw.rails.get(n, ()) for n in sw.nodes}
+    count = max((len(r) for r in by_node.values()), default=0)
+
+    async def one(a: Rail, b: Rail) -> dict[str, object]:
+        ip = b.addresses[0].split("/")[0]
+        cmd = f"ping -M do -s {payload} -c 3 -W 1 -I {shlex.quote(a.netdev)} {shlex.quote(ip)}"
+        sw._emit(ProbeSent(step=sw.step, target=a.node, command=cmd))
+        res = await sw.ssh.run(a.node, cmd, timeout=15.0)
+        sw._emit(ProbeAnswered(step=sw.step, probe=f"ping:{a.netdev}", result=res))
+        try:
+            p = parse_ping(res.stdout + res.stderr)
+            ok, received, mtu_err = p.ok, p.received or 0, p.mtu_errors
+        except ParseError:
+            ok, received, mtu_err = False, 0, 0
+        small_ok: bool | None = None
+        if not (ok and res.error is None) and res.error is None:
+            # a lost jumbo frame is MTU evidence only if a small one gets through
+            small = f"ping -c 3 -W 1 -I {shlex.quote(a.netdev)} {shlex.quote(ip)}"
+            sw._emit(ProbeSent(step=sw.step, target=a.node, command=small))
+            sres = await sw.ssh.run(a.node, small, timeout=15.0)
+            sw._emit(ProbeAnswered(step=sw.step, probe=f"ping:{a.netdev}", result=sres))
+            try:
+                small_ok = parse_ping(sres.stdout + sres.stderr).ok and sres.error is None
+            except ParseError:
+                small_ok = None
+        return {
+            "src": a.key,
+            "dst": b.key,
+            "ip": ip,
+            "ok": ok and res.error is None,
+            "received": received,
+            "mtu_errors": mtu_err,
+            "small_ok": small_ok,
+            "cross_switch": bool(a.switch and b.switch and a.switch != b.switch),
+            "command": cmd,
+            "raw": (res.stdout + res.stderr)[-600:],
+            "error": res.error or "",
+        }
+
+    for idx in range(count):
+        for pairs in round_robin(list(sw.nodes)):
+            jobs = []
+            for a, b in pairs:
+                ra, rb = rail_at(by_node[a], idx), rail_at(by_node[b], idx)
+                if ra and rb and ra.addresses and rb.addresses and ra.up and rb.up:
+                    jobs.append(one(ra, rb))
+            out.extend(await asyncio.gather(*jobs))
+    return out
+
+
+async def isl_shared_test(
+    sw: Sweeper, *, duration_s: int, delay: float, timeout_s: float, base_port: int = 18600
+) -> list[Measurement]:
+    """Two flows from one switch's nodes to the other's at once: they share one ISL
+    direction (~81.9 Gb/s each, DCQCN splitting, some packet_seq_err normal)."""
+    by_switch: dict[str, list[Rail]] = {}
+    for n in sw.nodes:
+        first = rail_at(sw.rails.get(n, ()), 0)
+        if first is not None and first.switch and first.addresses and first.up:
+            by_switch.setdefault(first.switch, []).append(first)
+    sides = [rs for _, rs in sorted(by_switch.items()) if len(rs) >= 2]
+    if len(sides) < 2:
+        return []
+    (a1, a2), (b1, b2) = sides[0][:2], sides[1][:2]
+    jobs = [
+        one_rail_test(sw, c, s, RailRun(base_port + i, duration_s, delay, timeout_s))
+        for i, (c, s) in enumerate(((a1, b1), (a2, b2)))
+    ]
+    out = []
+    for got in await with_switch_cpu(sw, jobs, delay=delay):
+        m = replace(got, extra={**got.extra, "isl_shared": True})
+        out.append(m)
+        sw._emit(MeasurementTaken(step=sw.step, measurement=m))
+    return out
+
+
+async def gid_index(sw: Sweeper, rail: Rail) -> tuple[int | None, str]:
+    """The RoCE v2 GID index of the rail's IPv4 address on its RDMA device, read now (an
+    address change shifts it): `show_gids`, else sysfs `gids`/`gid_attrs/types`."""
+    from wizard.gids import (
+        SHOW_GIDS,
+        gids_from_show_gids,
+        parse_sysfs_gids,
+        roce_v2_index,
+        sysfs_command,
+    )
+
+    if not rail.addresses:
+        return None, f"{rail.key} has no IPv4 address"
+    ip = rail.addresses[0].split("/")[0]
+    why = ""
+    for command, parse in (
+        (SHOW_GIDS, gids_from_show_gids),
+        (sysfs_command(rail.rdma), parse_sysfs_gids),
+    ):
+        res = await sw.ssh.run(rail.node, command, timeout=10.0)
+        if not res.ok:
+            why = f"`{command.split()[0]}` on {rail.node}: {res.error or res.stderr.strip()[:120]}"
+            continue
+        try:
+            gids = parse(res.stdout)
+        except ParseError as exc:
+            why = f"`{command.split()[0]}` on {rail.node}: {exc}"
+            continue
+        index = roce_v2_index(gids, rail.rdma, ip)
+        if index is not None:
+            return index, ""
+        why = f"no RoCE v2 GID of {ip} on {rail.rdma} ({rail.node}, `{command.split()[0]}`)"
+    return None, why
+
+
+async def with_switch_cpu(
+    sw: Sweeper,
+    jobs: Sequence[Awaitable[Measurement]],
+    *,
+    delay: float,
+    interval_s: float | None = None,
+) -> list[Measurement]:
+    """Run bandwidth jobs while sampling every switch's `/system/resource` cpu-load; each
+    measurement carries the highest load seen during it (`extra["switch_cpu"]`). Only
+    samples sent at least `interval_s` after the clients started and answered at least
+    `interval_s` before the last one ended count: a sample that may have missed the
+    transfer is no evidence of an idle CPU."""
+    if not jobs:
+        return []
+    if interval_s is None:
+        interval_s = max(MIN_WALL_SAMPLE_S, CPU_SAMPLE_S / (sw.clock_rate or 1.0))
+    done = asyncio.Event()
+    samples: list[tuple[float, float, str, float]] = []  # sent, answered, switch, load
+
+    async def sample() -> None:
+        await asyncio.sleep(delay + interval_s)  # the clients start after the servers
+        while not done.is_set():
+            for name, api in sw.switches.items():
+                sent = time.monotonic()
+                res = await api.call("/system/resource", "print", timeout=5.0)
+                for row in res.rows if res.error is None else ():
+                    load = row.get("cpu-load", "")
+                    if load.strip().isdigit():
+                        samples.append((sent, time.monotonic(), name, float(load)))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), interval_s)
+
+    started = time.monotonic() + delay
+    ports_before = await switch_port_counters(sw)
+    sampler = asyncio.ensure_future(sample()) if sw.switches else None
+    try:
+        results = await asyncio.gather(*jobs)
+    finally:
+        ended = time.monotonic()
+        done.set()
+        if sampler is not None:
+            with contextlib.suppress(Exception):
+                await sampler
+    ports_after = await switch_port_counters(sw)
+    peaks: dict[str, float] = {}
+    for sent, answered, name, load in samples:
+        if sent >= started + interval_s and answered <= ended - interval_s:
+            peaks[name] = max(peaks.get(name, 0.0), load)
+    moved = {
+        sw: switch_deltas(ports_before[sw], after)
+        for sw, after in ports_after.items()
+        if sw in ports_before
+    }
+    extra: dict[str, object] = {}
+    if peaks:
+        extra["switch_cpu"] = dict(peaks)
+    if moved:
+        extra["switch_ports"] = moved  # per switch, the ports whose counters moved
+    return [replace(m, extra={**m.extra, **extra}) if extra else m for m in results]
+
+
+async def switch_port_counters(sw: Sweeper) -> dict[str, dict[str, dict[str, int]]]:
+    """Every switch's per-port packet and byte counters (`/interface print`)."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for name, api in sw.switches.items():
+        res = await api.call("/interface", "print", timeout=10.0)
+        if res.error is None:
+            out[name] = switch_ports(res.rows)
+    return out
+
+
+async def rail_counters(sw: Sweeper, rail: Rail) -> dict[str, int] | None:
+    res = await sw.ssh.run(rail.node, rail_command(rail), timeout=10.0)
+    if res.error is not None:
+        return None
+    try:
+        return parse_rail(res.stdout)
+    except ParseError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class RailRun:
+    """How one ib_write_bw test runs: its port, length, QPs, direction, and timing."""
+
+    port: int
+    duration_s: int
+    delay: float  # the server starts this long before the client
+    timeout: float
+    qps: int = 1
+    bidir: bool = False
+
+
+async def one_rail_test(sw: Sweeper, client: Rail, server: Rail, run: RailRun) -> Measurement:
+    """ib_write_bw from `client` to `server` with each end's counters read around it."""
+    target = f"{client.key}->{server.key}"
+    absent = [
+        n
+        for n in (client.node, server.node)
+        if n not in sw.tools or "ib_write_bw" not in sw.tools[n].paths
+    ]
+    if absent:
+        return _tool_missing(sw, client, server, target, absent)
+    (cgid, cwhy), (sgid, swhy) = await asyncio.gather(gid_index(sw, client), gid_index(sw, server))
+    if cgid is None or sgid is None:
+        # no RoCE v2 GID for the rail's address: nothing to measure, and no number
+        return _no_gid(client, server, target, cwhy if cgid is None else swhy)
+    base = (
+        f"ib_write_bw -d {{rdma}} -x {{gid}} -q {run.qps} -D {int(run.duration_s)} "
+        f"-F --report_gbits -p {run.port}"
+    )
+    if run.bidir:
+        base += " -b"
+    server_cmd = base.replace("{rdma}", shlex.quote(server.rdma)).replace("{gid}", str(sgid))
+    client_ip = server.addresses[0].split("/")[0]
+    client_cmd = (
+        base.replace("{rdma}", shlex.quote(client.rdma)).replace("{gid}", str(cgid))
+        + f" {shlex.quote(client_ip)}"
+    )
+    cli, srv_res, counters = await _client_and_server(
+        sw, (client, client_cmd), (server, server_cmd), run
+    )
+    value, reason, lost = _bandwidth(cli, srv_res)
+    return Measurement(
+        kind="rail",
+        target=target,
+        value=value,
+        unit="Gb/s",
+        valid=lost is None,
+        reason=reason,
+        extra={
+            "client": client.node,
+            "server": server.node,
+            "client_netdev": client.netdev,
+            "server_netdev": server.netdev,
+            "half": client.half,
+            "port": client.port,
+            "command": client_cmd,
+            "gid_index": {"client": cgid, "server": sgid},
+            "counters": counters,  # RDMA/PHY counter deltas around the test, per end
+            "qps": run.qps,
+            "bidir": run.bidir,
+            "raw": cli.stdout,
+            "exit_status": cli.exit_status,
+            "server_raw": srv_res.stdout,
+        },
+    )
+
+
+def _no_gid(client: Rail, server: Rail, target: str, why: str) -> Measurement:
+    return Measurement(
+        kind="rail",
+        target=target,
+        value=0.0,
+        unit="Gb/s",
+        valid=False,
+        reason=f"no RoCE v2 GID index: {why}",
+        extra={
+            "client": client.node,
+            "server": server.node,
+            "client_netdev": client.netdev,
+            "server_netdev": server.netdev,
+        },
+    )
+
+
+def _tool_missing(
+    sw: Sweeper, client: Rail, server: Rail, target: str, absent: list[str]
+) -> Measurement:
+    return Measurement(
+        kind="rail",
+        target=target,
+        value=0.0,
+        unit="Gb/s",
+        valid=False,
+        reason=(
+            f"not run: ib_write_bw is not installed on {', '.join(absent)} (preflight.tool-missing)"
+            if all(n in sw.tools for n in absent)
+            else f"not run: the tools were not listed on {', '.join(absent)} "
+            "(preflight.tool-missing)"
+        ),
+        extra={"client": client.node, "server": server.node, "command": "ib_write_bw"},
+    )
+
+
+async def _client_and_server(
+    sw: Sweeper, client: tuple[Rail, str], server: tuple[Rail, str], run: RailRun
+) -> tuple[ProbeResult, ProbeResult, dict[str, dict[str, int]]]:
+    """The server started, then the client after `run.delay`; both answers, and each end's
+    counter deltas around the test."""
+    (crail, client_cmd), (srail, server_cmd) = client, server
+    c0, s0 = await asyncio.gather(rail_counters(sw, crail), rail_counters(sw, srail))
+    sw._emit(ProbeSent(step=sw.step, target=srail.node, command=server_cmd))
+    srv = asyncio.ensure_future(sw.ssh.run(srail.node, server_cmd, timeout=run.timeout))
+    await asyncio.sleep(run.delay)
+    sw._emit(ProbeSent(step=sw.step, target=crail.node, command=client_cmd))
+    cli = await sw.ssh.run(crail.node, client_cmd, timeout=run.timeout)
+    try:
+        srv_res = await asyncio.wait_for(srv, run.timeout)
+    except TimeoutError:
+        srv.cancel()
+        srv_res = ProbeResult(target=srail.node, kind="ssh", command=server_cmd, error="timeout")
+    c1, s1 = await asyncio.gather(rail_counters(sw, crail), rail_counters(sw, srail))
+    counters = {
+        side: deltas(a, b)
+        for side, a, b in (("client", c0, c1), ("server", s0, s1))
+        if a is not None and b is not None
+    }
+    sw._emit(ProbeAnswered(step=sw.step, probe=f"ib_write_bw:{crail.netdev}", result=cli))
+    sw._emit(ProbeAnswered(step=sw.step, probe=f"ib_write_bw:{srail.netdev}", result=srv_res))
+    return cli, srv_res, counters
+
+
+def _bandwidth(cli: ProbeResult, srv_res: ProbeResult) -> tuple[float, str, str | None]:
+    """(Gb/s, reason, the lost session's error) of one ib_write_bw test."""
+    from wizard.parsers.perftest import parse_perftest
+
+    value = 0.0
+    reason = ""
+    try:
+        parsed = parse_perftest(cli.stdout + ("\n" + cli.stderr if cli.stderr else ""))
+        value = parsed.bw_avg_gbps or 0.0
+        reason = parsed.error or ""
+    except ParseError as exc:
+        reason = f"unreadable ib_write_bw output: {exc}"
+    # A broken SSH session or a command that never answered says nothing about the rail:
+    # no number, and the measurement is not evidence (it is re-taken on the next test).
+    lost = next(
+        (r.error for r in (cli, srv_res) if r.error and r.exit_status is None and not value),
+        None,
+    )
+    if cli.error:
+        reason = cli.error
+    if lost is not None:
+        reason = f"no result: {lost}"
+    return value, reason, lost
+
+
+async def nccl_test(
+    sw: Sweeper,
+    *,
+    timeout_s: float = 300.0,
+    op: str = "all_reduce_perf",
+    mode: ncclrun.Mode = "canonical",
+    nodes: Sequence[str] | None = None,
+) -> tuple[Measurement, ProbeResult]:
+    """One NCCL test (seed 000's canonical launch, or the job's own environment) across
+    `nodes` (every node), launched from the first one."""
+    nodes = list(nodes or sw.nodes)
+    if any(n not in sw.tools or n not in sw.mgmt for n in nodes):
+        await sw.sweep([readiness.TOOLS_PROBE])  # a resumed session has not looked yet
+    target = "cluster" if op == "all_reduce_perf" else f"{'+'.join(nodes)}/{op}"
+    if mode == "job":
+        target += "/job-env"
+    launch = ncclrun.build(
+        nodes,
+        tools=sw.tools,
+        mgmt=sw.mgmt,
+        rails=sw.rails,
+        op=op,
+        mode=mode,
+        time_limit_s=int(timeout_s),
+    )
+    info: dict[str, object] = {"op": op, "mode": mode, "launch": nodes[0]}
+    if launch.cannot:
+        m = Measurement(
+            kind="nccl",
+            target=target,
+            value=0.0,
+            unit="GB/s",
+            valid=False,
+            reason=f"not run: {launch.cannot}",
+            extra={**info, "command": op},
+        )
+        sw._emit(MeasurementTaken(step=sw.step, measurement=m))
+        return m, ProbeResult(target=nodes[0], kind="ssh", command=op, error=launch.cannot)
+    info["hostfile"] = launch.hostfile
+    info["rerun"] = launch.readable
+    # the run's own `timeout` fires first
+    res, extra = await _nccl_run(sw, nodes, launch.command, timeout_s + 30.0, info)
+    value, reason = _busbw(res, op, extra)
+    if sw.versions.update_nccl(nodes, extra):
+        sw._emit(sw.versions.event(sw.step))
+    lost = res.error is not None and res.exit_status is None and not value
+    m = Measurement(
+        kind="nccl",
+        target=target,
+        value=value,
+        unit="GB/s",
+        valid=not lost,  # a broken session or a hung run is no busbw
+        reason=f"no result: {res.error}" if lost else reason,
+        extra=extra,
+    )
+    sw._emit(MeasurementTaken(step=sw.step, measurement=m))
+    return m, res
+
+
+async def _nccl_run(
+    sw: Sweeper, nodes: list[str], cmd: str, timeout_s: float, info: dict[str, object]
+) -> tuple[ProbeResult, dict[str, object]]:
+    """The NCCL command run from the first node, with every rail's counters, the switch CPU
+    and the switch ports read around it; its answer and the measurement's `extra`."""
+    rails = [r for n in nodes for r in sw.rails.get(n, ()) if r.up and r.addresses]
+    before = await asyncio.gather(*(rail_counters(sw, r) for r in rails))
+    sw._emit(ProbeSent(step=sw.step, target=nodes[0], command=cmd))
+    t0 = time.monotonic()
+    got: list[ProbeResult] = []
+
+    async def launch_run() -> Measurement:
+        got.append(await sw.ssh.run(nodes[0], cmd, timeout=timeout_s))
+        return Measurement(kind="nccl", target="cluster", value=0.0, unit="GB/s")
+
+    # the switch CPU sampled and the switch ports read around the run, like ib_write_bw
+    [around] = await with_switch_cpu(sw, [launch_run()], delay=0.0)
+    res = got[0]
+    after = await asyncio.gather(*(rail_counters(sw, r) for r in rails))
+    sw._emit(ProbeAnswered(step=sw.step, probe="nccl", result=res))
+    extra: dict[str, object] = {
+        **info,
+        "command": cmd,
+        **ncclrun.versions_in(res.stdout),
+        "raw": res.stdout,
+        "seconds": time.monotonic() - t0,
+        # per rail, the RDMA/PHY counter deltas around the run (None: not read)
+        "rail_counters": {
+            r.key: deltas(b, a) if a is not None and b is not None else None
+            for r, b, a in zip(rails, before, after, strict=True)
+        },
+        **{k: around.extra[k] for k in ("switch_cpu", "switch_ports") if k in around.extra},
+    }
+    return res, extra
+
+
+def _busbw(res: ProbeResult, op: str, extra: dict[str, object]) -> tuple[float, str]:
+    """(GB/s, reason) of one NCCL run; its transport and devices go into `extra`."""
+    from wizard.parsers.nccl import parse_nccl
+
+    value = 0.0
+    reason = res.error or ""
+    try:
+        parsed = parse_nccl(res.stdout)
+        value = parsed.avg_busbw or 0.0
+        extra.update(transport=parsed.transport, devices=[d.name for d in parsed.net_ib_devices])
+        reason = reason or (parsed.error or "")
+    except ParseError as exc:
+        reason = reason or f"unreadable {op} output: {exc}"
+    return value, reason
+
+
+def peer_rail(mine: Rail | None, theirs: Sequence[Rail], idx: int) -> Rail | None:
+    """The rail of the other node that `mine` is cabled to: the one up in the same IPv4 subnet
+    (crossed cabling: one node's port 1 on the other's port 0, seed 002), else the same index."""
+    if mine is not None and mine.addresses:
+        nets = {n for n in map(_network, mine.addresses) if n is not None}
+        same = [
+            r
+            for r in sorted(theirs, key=lambda r: (r.port, r.half, r.netdev))
+            if r.up and any(_network(a) in nets for a in r.addresses)
+        ]
+        if same:
+            return same[0]
+    return rail_at(theirs, idx)
+
+
+def _network(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    try:
+        return ipaddress.ip_interface(cidr).network
+    except ValueError:
+        return None
+
+
+def rail_at(rails: Sequence[Rail], idx: int) -> Rail | None:
+    ordered = sorted(rails, key=lambda r: (r.port, r.half, r.netdev))
+    return ordered[idx] if idx < len(ordered) else None
