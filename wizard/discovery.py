@@ -19,7 +19,7 @@ from dataclasses import replace
 from wizard.errors import ParseError
 from wizard.model import Half, ProbeResult, Rail
 from wizard.parsers.ethtool import parse_ethtool, parse_ethtool_driver
-from wizard.parsers.ibdev2netdev import Ibdev2NetdevResult, parse_ibdev2netdev
+from wizard.parsers.ibdev2netdev import Ibdev2NetdevResult, IbdevMapping, parse_ibdev2netdev
 from wizard.parsers.iproute2 import IpInterface, IpResult, parse_ip_json
 from wizard.probes import HostProbe, Observations, SwitchProbe
 
@@ -89,36 +89,14 @@ def discover_rails(
     """The rails of one node from raw probe outputs (`ibdev2netdev` raw, or already parsed).
     Raises ParseError if ibdev2netdev is not readable (nothing can be discovered then); the
     other inputs are best effort."""
-    mapping = (
-        parse_ibdev2netdev(ibdev2netdev) if isinstance(ibdev2netdev, str) else ibdev2netdev
-    )
+    mapping = parse_ibdev2netdev(ibdev2netdev) if isinstance(ibdev2netdev, str) else ibdev2netdev
     addrs = _ip(ip_addr)
     links = _ip(ip_link)
     rails: list[Rail] = []
     for m in mapping.mappings:
-        half: Half | None = None
-        port: int | None = None
-        pci = ""
-        text = (ethtool_i or {}).get(m.netdev)
-        if text:
-            try:
-                drv = parse_ethtool_driver(text)
-            except ParseError:
-                drv = None
-            if drv is not None and drv.bus_info:
-                hp = pci_half_port(drv.bus_info)
-                if hp is not None:
-                    half, port = hp
-                    pci = drv.bus_info
-        if half is None or port is None:
-            guess = _from_name(m.netdev, m.rdma)
-            if guess is not None:
-                half, port, pci = guess
-            else:
-                half, port = ("A" if m.half != "B" else "B"), 0
+        half, port, pci = _half_port(m, (ethtool_i or {}).get(m.netdev))
         iface = addrs.get(m.netdev) if addrs else None
         link = links.get(m.netdev) if links else None
-        up = m.up
         mtu = 0
         mac = ""
         for source in (iface, link):
@@ -126,17 +104,7 @@ def discover_rails(
                 continue
             mtu = mtu or (source.mtu or 0)
             mac = mac or (source.mac or "")
-        if link is not None:
-            up = up and link.carrier
-        speed: int | None = None
-        et = (ethtool or {}).get(m.netdev)
-        if et:
-            try:
-                res = parse_ethtool(et)
-                if res.links:
-                    speed = res.links[0].speed_mbps
-            except ParseError:
-                speed = None
+        inet = iface.addresses if iface else ()
         rails.append(
             Rail(
                 node=node,
@@ -146,23 +114,43 @@ def discover_rails(
                 half=half,
                 pci=pci,
                 mac=mac.lower(),
-                addresses=tuple(
-                    f"{a.address}/{a.prefixlen}"
-                    for a in (iface.addresses if iface else ())
-                    if a.family == "inet"
-                ),
-                ipv6=tuple(
-                    f"{a.address}/{a.prefixlen}"
-                    for a in (iface.addresses if iface else ())
-                    if a.family == "inet6"
-                ),
+                addresses=tuple(f"{a.address}/{a.prefixlen}" for a in inet if a.family == "inet"),
+                ipv6=tuple(f"{a.address}/{a.prefixlen}" for a in inet if a.family == "inet6"),
                 mtu=mtu,
-                up=up,
-                speed_mbps=speed,
+                up=m.up and (link is None or link.carrier),
+                speed_mbps=_speed((ethtool or {}).get(m.netdev)),
             )
         )
     rails.sort(key=lambda r: (r.port, r.half, r.netdev))
     return tuple(rails)
+
+
+def _half_port(m: IbdevMapping, ethtool_i: str | None) -> tuple[Half, int, str]:
+    """(half, port, PCI address) of one rail: from `ethtool -i`'s bus-info, else its name."""
+    if ethtool_i:
+        try:
+            drv = parse_ethtool_driver(ethtool_i)
+        except ParseError:
+            drv = None
+        if drv is not None and drv.bus_info:
+            hp = pci_half_port(drv.bus_info)
+            if hp is not None:
+                return hp[0], hp[1], drv.bus_info
+    guess = _from_name(m.netdev, m.rdma)
+    if guess is not None:
+        return guess
+    return ("A" if m.half != "B" else "B"), 0, ""
+
+
+def _speed(ethtool: str | None) -> int | None:
+    """The link speed `ethtool` reports (Mb/s), None when it was not read or says none."""
+    if not ethtool:
+        return None
+    try:
+        res = parse_ethtool(ethtool)
+    except ParseError:
+        return None
+    return res.links[0].speed_mbps if res.links else None
 
 
 def _ip(text: str | None) -> Mapping[str, IpInterface] | None:

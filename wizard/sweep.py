@@ -43,6 +43,7 @@ from wizard.sweep_batch import (
     build_script,
     fill,
     split_script_output,
+    switch_probes,
 )
 from wizard.sweep_traffic import peer_rail, rail_at
 from wizard.versions import Versions
@@ -260,39 +261,7 @@ class Sweeper:
         if err is not None:
             self._unreached(name, "api", err)
             return name, {}, err
-        out: dict[str, ProbeResult] = {}
-        plain = [p for p in probes if not p.per_fabric_port]
-        ports_probes = [p for p in probes if p.per_fabric_port]
-        for p in plain:
-            self._emit(ProbeSent(step=self.step, target=name, command=f"{p.path} {p.verb}"))
-            res = await api.call(p.path, p.verb, timeout=p.timeout_s, **dict(p.args))
-            out[p.name] = res
-            self._emit(ProbeAnswered(step=self.step, probe=p.name, result=res))
-        if ports_probes:
-            eth = out.get("ethernet")
-            if eth is None or eth.error is not None:
-                eth = await api.call("/interface/ethernet", "print")
-                out.setdefault("ethernet", eth)
-            fabric = [
-                r.get("name", "")
-                for r in eth.rows
-                if not (r.get("default-name") or r.get("name", "")).startswith("ether")
-            ]
-            for p in ports_probes:
-                self._emit(ProbeSent(step=self.step, target=name, command=f"{p.path} {p.verb}"))
-                if p.verb == "monitor":
-                    res = await api.monitor_once(fabric, timeout=p.timeout_s)
-                else:
-                    res = await api.call(
-                        p.path,
-                        p.verb,
-                        timeout=p.timeout_s,
-                        numbers=",".join(fabric),
-                        **dict(p.args),
-                    )
-                out[p.name] = res
-                self._emit(ProbeAnswered(step=self.step, probe=p.name, result=res))
-        return name, out, None
+        return name, await switch_probes(api, name, probes, self._emit, self.step), None
 
     # --- traffic (--perf) ---------------------------------------------------------------------
 

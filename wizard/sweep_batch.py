@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from wizard.events import Event, ProbeAnswered, ProbeSent
 from wizard.model import ProbeResult, Rail
-from wizard.probes import HostProbe
+from wizard.probes import HostProbe, SwitchProbe
 from wizard.transports.ssh import sudo_error
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "build_script",
     "fill",
     "split_script_output",
+    "switch_probes",
 ]
 
 
@@ -131,4 +133,48 @@ def split_script_output(
                 started_at=started,
                 duration_s=duration,
             )
+    return out
+
+
+async def switch_probes(
+    api: SwitchApi,
+    name: str,
+    probes: Sequence[SwitchProbe],
+    emit: Callable[[Event], None],
+    step: str,
+) -> dict[str, ProbeResult]:
+    """Every probe of one switch on its API session, one call after the other; a per-port
+    probe (`per_fabric_port`) is asked once for every fabric port (the non-`ether` ones)."""
+    out: dict[str, ProbeResult] = {}
+    plain = [p for p in probes if not p.per_fabric_port]
+    ports_probes = [p for p in probes if p.per_fabric_port]
+    for p in plain:
+        emit(ProbeSent(step=step, target=name, command=f"{p.path} {p.verb}"))
+        res = await api.call(p.path, p.verb, timeout=p.timeout_s, **dict(p.args))
+        out[p.name] = res
+        emit(ProbeAnswered(step=step, probe=p.name, result=res))
+    if ports_probes:
+        eth = out.get("ethernet")
+        if eth is None or eth.error is not None:
+            eth = await api.call("/interface/ethernet", "print")
+            out.setdefault("ethernet", eth)
+        fabric = [
+            r.get("name", "")
+            for r in eth.rows
+            if not (r.get("default-name") or r.get("name", "")).startswith("ether")
+        ]
+        for p in ports_probes:
+            emit(ProbeSent(step=step, target=name, command=f"{p.path} {p.verb}"))
+            if p.verb == "monitor":
+                res = await api.monitor_once(fabric, timeout=p.timeout_s)
+            else:
+                res = await api.call(
+                    p.path,
+                    p.verb,
+                    timeout=p.timeout_s,
+                    numbers=",".join(fabric),
+                    **dict(p.args),
+                )
+            out[p.name] = res
+            emit(ProbeAnswered(step=step, probe=p.name, result=res))
     return out
