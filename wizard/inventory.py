@@ -5,7 +5,11 @@ error names the file, the field (dotted path), the line when YAML gives it, and 
 so a technician can fix a typo without reading a traceback. Relative paths (identity files,
 known_hosts, password files, the lab's token file) are relative to the inventory file. A password
 written in clear is accepted with a warning (`Inventory.warnings`); the other sources are an
-environment variable, a prompt, the keyring, or a file.
+environment variable, a prompt, the keyring, or a file (`wizard.inventory_passwords`).
+
+The file's models are in `wizard.inventory_models`, the YAML line of a field and the wording of
+an error in `wizard.inventory_yaml`; the `expectations:` overrides are typed by the validator
+the caller passes (flows' `validate_overrides`: this layer does not know the table).
 """
 
 from __future__ import annotations
