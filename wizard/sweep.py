@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from wizard import ncclrun, readiness
+from wizard import readiness, sweep_nccl
 from wizard import sweep_traffic as traffic
 from wizard.discovery import (
     DISCOVERY_HOST_PROBES,
@@ -265,6 +265,13 @@ class Sweeper:
 
     # --- traffic (--perf) ---------------------------------------------------------------------
 
+    # the traffic tests, as methods (wizard.sweep_traffic, wizard.sweep_nccl)
+    ping_matrix = traffic.ping_matrix
+    isl_shared_test = traffic.isl_shared_test
+    gid_index = traffic.gid_index
+    with_switch_cpu = traffic.with_switch_cpu
+    nccl_test = sweep_nccl.nccl_test
+
     async def rail_tests(
         self,
         *,
@@ -367,19 +374,6 @@ class Sweeper:
             duration_s=duration_s, delay=server_start_delay_s, timeout_s=timeout_s
         )
 
-    async def ping_matrix(self, *, payload: int = 8972) -> list[dict[str, object]]:
-        """`ping -M do -s 8972` between every node pair on every plane (rail index), both
-        ends addressed; the pairs of a round at once."""
-        return await traffic.ping_matrix(self, payload=payload)
-
-    async def isl_shared_test(
-        self, *, duration_s: int, delay: float, timeout_s: float, base_port: int = 18600
-    ) -> list[Measurement]:
-        """Two flows from one switch's nodes to the other's at once (one ISL direction)."""
-        return await traffic.isl_shared_test(
-            self, duration_s=duration_s, delay=delay, timeout_s=timeout_s, base_port=base_port
-        )
-
     def _pair_rails(self, m: Measurement) -> tuple[Rail, Rail] | None:
         def find(node: object, netdev: object) -> Rail | None:
             return next((r for r in self.rails.get(str(node), ()) if r.netdev == netdev), None)
@@ -431,20 +425,6 @@ class Sweeper:
                 self._emit(MeasurementTaken(step=self.step, measurement=m))
         return out
 
-    async def gid_index(self, rail: Rail) -> tuple[int | None, str]:
-        """The RoCE v2 GID index of the rail's IPv4 address on its RDMA device, read now."""
-        return await traffic.gid_index(self, rail)
-
-    async def with_switch_cpu(
-        self,
-        jobs: Sequence[Awaitable[Measurement]],
-        *,
-        delay: float,
-        interval_s: float | None = None,
-    ) -> list[Measurement]:
-        """Run bandwidth jobs while sampling every switch's CPU load and port counters."""
-        return await traffic.with_switch_cpu(self, jobs, delay=delay, interval_s=interval_s)
-
     async def _one_rail_test(
         self,
         client: Rail,
@@ -459,18 +439,6 @@ class Sweeper:
     ) -> Measurement:
         run = traffic.RailRun(port, duration_s, delay, timeout, qps, bidir)
         return await traffic.one_rail_test(self, client, server, run)
-
-    async def nccl_test(
-        self,
-        *,
-        timeout_s: float = 300.0,
-        op: str = "all_reduce_perf",
-        mode: ncclrun.Mode = "canonical",
-        nodes: Sequence[str] | None = None,
-    ) -> tuple[Measurement, ProbeResult]:
-        """One NCCL test (seed 000's canonical launch, or the job's own environment) across
-        `nodes` (every node), launched from the first one."""
-        return await traffic.nccl_test(self, timeout_s=timeout_s, op=op, mode=mode, nodes=nodes)
 
 
 def _rail_names(node: str, mapping: Ibdev2NetdevResult | None) -> tuple[Rail, ...]:
