@@ -4,7 +4,7 @@ Supported: words with '...' and "..." quoting and backslash escapes, `$?` / `$VA
 expansion, globs on unquoted words (against the node's virtual filesystem), `;`, newlines,
 `&&`, `||`, pipes (`a | grep x`), redirections `2>&1`, `>&2`, `2>/dev/null`, `>/dev/null`,
 `> FILE`, `>> FILE`, `< FILE`, `#` comments, and `while LIST; do LIST; done` loops (see
-`split_loops`). Commands themselves live in `hostcmds.py`.
+`split_loops`). Commands themselves live in `hostcmds/`.
 """
 
 from __future__ import annotations
