@@ -174,9 +174,8 @@ class Host:
             data = "".join(buf)
         return status
 
-    async def _simple(
-        self, cmd: Command, out: Write, err: Write, *, stdin: str, login: bool, root: bool
-    ) -> int:
+    def _expand(self, cmd: Command) -> list[str]:
+        """The words of a simple command after `$?`, `~` and glob expansion."""
         argv: list[str] = []
         for w in cmd.words:
             text = w.text.replace(STATUS, str(self.last_status))
@@ -187,6 +186,12 @@ class Host:
                 argv.extend(matches or [text])
             else:
                 argv.append(text)
+        return argv
+
+    async def _simple(
+        self, cmd: Command, out: Write, err: Write, *, stdin: str, login: bool, root: bool
+    ) -> int:
+        argv = self._expand(cmd)
         o, e = out, err
         captured: dict[str, list[str]] = {}
         for r in cmd.redirects:

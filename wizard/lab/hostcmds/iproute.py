@@ -6,6 +6,7 @@ real text and JSON layouts, `ip route` (see `wizard.lab.nodecmds`), the changes 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from wizard.lab import hostnet, nodecmds
 from wizard.lab.hostcmds.registry import MGMT_IF, MGMT_MAC, Ctx, command
@@ -120,48 +121,74 @@ def _addr_json(i: dict[str, object]) -> dict[str, object]:
     return d
 
 
-@command("ip")
-async def _ip(ctx: Ctx, args: list[str]) -> int:
-    js = pretty = brief = stats = False
+@dataclass
+class _IpOptions:
+    json: bool = False
+    pretty: bool = False
+    brief: bool = False
+    stats: bool = False
+
+
+def _ip_options(args: list[str]) -> tuple[_IpOptions, list[str], str | None]:
+    """ip's global options, the words from the object on, and the first unknown option."""
+    opts = _IpOptions()
     rest: list[str] = []
     for a in args:
         if rest:
             rest.append(a)
         elif a in ("-j", "-json", "--json"):
-            js = True
+            opts.json = True
         elif a in ("-p", "-pretty"):
-            pretty = True
+            opts.pretty = True
         elif a in ("-br", "-brief"):
-            brief = True
+            opts.brief = True
         elif a in ("-s", "-stats", "-statistics"):
-            stats = True
+            opts.stats = True
         elif a in ("-4", "-6", "-d", "-details", "-c", "-color=never", "-o", "-oneline"):
             continue
         elif a.startswith("-"):
-            ctx.err(f'Option "{a}" is unknown, try "ip -help".\n')
-            ctx.host.refuse(["ip", *args])
-            return 255
+            return opts, rest, a
         else:
             rest.append(a)
+    return opts, rest, None
+
+
+def _unknown_verb(rest: list[str]) -> bool:
+    """`ip addr|link VERB` with a verb that is neither a show nor a change fabwiz knows."""
+    return (
+        len(rest) >= 2
+        and rest[1] not in ("show", "list", "lst", "sh", "ls", "l", "dev")
+        and rest[0] in ("a", "addr", "address", "l", "link")
+        and not rest[1].startswith("-")
+    )
+
+
+@command("ip")
+async def _ip(ctx: Ctx, args: list[str]) -> int:
+    opts, rest, bad = _ip_options(args)
+    if bad is not None:
+        ctx.err(f'Option "{bad}" is unknown, try "ip -help".\n')
+        ctx.host.refuse(["ip", *args])
+        return 255
     if not rest:
         ctx.err("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }\n")
         return 255
     changed = hostnet.change(ctx.world, ctx.node, rest, ctx.root, ctx.err)
     if changed is not None:
         return changed
-    if (
-        len(rest) >= 2
-        and rest[1] not in ("show", "list", "lst", "sh", "ls", "l", "dev")
-        and rest[0] in ("a", "addr", "address", "l", "link")
-        and not rest[1].startswith("-")
-    ):
+    if _unknown_verb(rest):
         sub = "address" if rest[0].startswith("a") else "link"
         ctx.err(f'Command "{rest[1]}" is unknown, try "ip {sub} help".\n')
         ctx.host.refuse(["ip", *args])
         return 255
+    if rest[0] in ("r", "ro", "route"):
+        return nodecmds.ip_route(ctx, rest[1:], opts.json)
+    return _ip_show(ctx, rest, opts)
+
+
+def _ip_show(ctx: Ctx, rest: list[str], opts: _IpOptions) -> int:
+    """`ip addr|link [show] [dev DEV]`, in JSON or text."""
     obj = rest[0]
-    if obj in ("r", "ro", "route"):
-        return nodecmds.ip_route(ctx, rest[1:], js)
     dev = None
     if "dev" in rest:
         dev = rest[rest.index("dev") + 1]
@@ -180,42 +207,49 @@ async def _ip(ctx: Ctx, args: list[str]) -> int:
     else:
         ctx.err(f'Object "{obj}" is unknown, try "ip help".\n')
         return 1
-    if js:
-        if pretty:
+    if opts.json:
+        if opts.pretty:
             ctx.out(json.dumps(rows, indent=4) + "\n")
         else:
             ctx.out(json.dumps(rows, separators=(",", ":")) + "\n")
         return 0
     for i in ifs:
-        name = str(i["ifname"])
-        state = str(i["operstate"])
-        if brief:
-            if obj.startswith("l"):
-                flags = ",".join(i["flags"])  # type: ignore[arg-type]
-                ctx.out(f"{name:<16} {state:<14} {i['address']} <{flags}> \n")
-            else:
-                addrs = [f"{a}/{p}" for a, p, _s in i["_v4"]]  # type: ignore[attr-defined]
-                addrs += [f"{a}/{p}" for a, p, _s in i["_v6"]]  # type: ignore[attr-defined]
-                ctx.out(f"{name:<16} {state:<14} {' '.join(addrs)} \n")
-            continue
-        flags = ",".join(i["flags"])  # type: ignore[arg-type]
-        mode = "mode DEFAULT " if obj.startswith("l") else ""
-        ctx.out(
-            f"{i['ifindex']}: {name}: <{flags}> mtu {i['mtu']} qdisc {i['qdisc']} state {state} "
-            f"{mode}group default qlen 1000\n"
-            f"    link/{i['link_type']} {i['address']} brd {i['broadcast']}\n"
-        )
-        if stats and obj.startswith("l"):
-            ctx.out(hostnet.stats_lines(ctx.node.rail(name)))
-        if obj.startswith("a"):
-            for a, p, s in i["_v4"]:  # type: ignore[attr-defined]
-                ctx.out(
-                    f"    inet {a}/{p} scope {s} {name}\n"
-                    "       valid_lft forever preferred_lft forever\n"
-                )
-            for a, p, s in i["_v6"]:  # type: ignore[attr-defined]
-                ctx.out(
-                    f"    inet6 {a}/{p} scope {s} \n"
-                    "       valid_lft forever preferred_lft forever\n"
-                )
+        if opts.brief:
+            ctx.out(_brief_line(obj, i))
+        else:
+            _ip_text(ctx, obj, i, opts.stats)
     return 0
+
+
+def _brief_line(obj: str, i: dict[str, object]) -> str:
+    name, state = str(i["ifname"]), str(i["operstate"])
+    if obj.startswith("l"):
+        flags = ",".join(i["flags"])  # type: ignore[arg-type]
+        return f"{name:<16} {state:<14} {i['address']} <{flags}> \n"
+    addrs = [f"{a}/{p}" for a, p, _s in i["_v4"]]  # type: ignore[attr-defined]
+    addrs += [f"{a}/{p}" for a, p, _s in i["_v6"]]  # type: ignore[attr-defined]
+    return f"{name:<16} {state:<14} {' '.join(addrs)} \n"
+
+
+def _ip_text(ctx: Ctx, obj: str, i: dict[str, object], stats: bool) -> None:
+    """One interface of `ip addr` or `ip link` in iproute2's text layout."""
+    name, state = str(i["ifname"]), str(i["operstate"])
+    flags = ",".join(i["flags"])  # type: ignore[arg-type]
+    mode = "mode DEFAULT " if obj.startswith("l") else ""
+    ctx.out(
+        f"{i['ifindex']}: {name}: <{flags}> mtu {i['mtu']} qdisc {i['qdisc']} state {state} "
+        f"{mode}group default qlen 1000\n"
+        f"    link/{i['link_type']} {i['address']} brd {i['broadcast']}\n"
+    )
+    if stats and obj.startswith("l"):
+        ctx.out(hostnet.stats_lines(ctx.node.rail(name)))
+    if obj.startswith("a"):
+        for a, p, s in i["_v4"]:  # type: ignore[attr-defined]
+            ctx.out(
+                f"    inet {a}/{p} scope {s} {name}\n"
+                "       valid_lft forever preferred_lft forever\n"
+            )
+        for a, p, s in i["_v6"]:  # type: ignore[attr-defined]
+            ctx.out(
+                f"    inet6 {a}/{p} scope {s} \n       valid_lft forever preferred_lft forever\n"
+            )

@@ -5,35 +5,43 @@ and, with `-M do`, a frame that fits every MTU on it.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 from wizard.lab.hostcmds.registry import MGMT_IF, Ctx, command
-from wizard.lab.world import (
-    RailState,
-)
+from wizard.lab.world import NodeState, RailState, World
 
 
-@command("ping")
-async def _ping(ctx: Ctx, args: list[str]) -> int:
-    count, size, iface, pmtu_do = 3, 56, None, False
-    target = None
+@dataclass
+class _PingArgs:
+    target: str | None = None
+    count: int = 3
+    size: int = 56
+    iface: str | None = None
+    pmtu_do: bool = False  # -M do: never fragment
+
+
+def _ping_args(args: list[str]) -> _PingArgs:
+    o = _PingArgs()
     it = iter(args)
     for a in it:
         if a == "-c":
-            count = int(next(it, "3"))
+            o.count = int(next(it, "3"))
         elif a == "-s":
-            size = int(next(it, "56"))
+            o.size = int(next(it, "56"))
         elif a == "-I":
-            iface = next(it, None)
+            o.iface = next(it, None)
         elif a == "-M":
-            pmtu_do = next(it, "") == "do"
+            o.pmtu_do = next(it, "") == "do"
         elif a in ("-W", "-w", "-i", "-t"):
             next(it, None)
         elif not a.startswith("-"):
-            target = a
-    if target is None:
-        ctx.err("ping: usage error: Destination address required\n")
-        return 2
-    node, world = ctx.node, ctx.world
+            o.target = a
+    return o
+
+
+def _source(node: NodeState, iface: str | None, target: str) -> RailState | None:
+    """The rail a ping leaves from: the one `-I` names (by netdev or address), else the last one
+    on the target's subnet; None for the management interface."""
     src: RailState | None = None
     if iface:
         src = node.rail(iface)
@@ -41,50 +49,58 @@ async def _ping(ctx: Ctx, args: list[str]) -> int:
             for r in node.rails:
                 if iface in r.ipv4:
                     src = r
-        if src is None and iface != MGMT_IF:
-            ctx.err(f"ping: SO_BINDTODEVICE {iface}: No such device\n")
-            return 2
-    else:
-        for r in node.rails:
-            for a in r.addresses:
-                if _same_subnet(a, target):
-                    src = r
+        return src
+    for r in node.rails:
+        for a in r.addresses:
+            if _same_subnet(a, target):
+                src = r
+    return src
+
+
+def _reaches(world: World, node: NodeState, src: RailState, target: str, o: _PingArgs) -> bool:
+    """Whether an echo request of the asked size from `src` gets a reply from `target`."""
+    for owner, rail in world.owners(target):
+        if owner is node:
+            return True
+        p = world.path(node.name, src.port, owner.name, rail.port)
+        if not p.ok:
+            continue
+        big = o.size + 28
+        sw_ok = all(h.offloaded for h in p.hops) or big <= p.mtu
+        if big <= rail.mtu and big <= p.l2mtu and sw_ok:
+            return True
+        if not o.pmtu_do:
+            return True  # fragments get through
+    return False
+
+
+@command("ping")
+async def _ping(ctx: Ctx, args: list[str]) -> int:
+    o = _ping_args(args)
+    target = o.target
+    if target is None:
+        ctx.err("ping: usage error: Destination address required\n")
+        return 2
+    node, world = ctx.node, ctx.world
+    src = _source(node, o.iface, target)
+    if o.iface and src is None and o.iface != MGMT_IF:
+        ctx.err(f"ping: SO_BINDTODEVICE {o.iface}: No such device\n")
+        return 2
+    size, count = o.size, o.count
     src_ip = src.ipv4[0] if src and src.ipv4 else f"192.168.1.{100 + node.index}"
     dev = src.netdev if src else MGMT_IF
     ctx.out(f"PING {target} ({target}) from {src_ip} {dev}: {size}({size + 28}) bytes of data.\n")
     local_mtu = src.mtu if src else 1500
     errors = received = 0
-    lines: list[str] = []
-    owners = world.owners(target)
-    reach = False
-    if src is not None and owners:
-        for owner, rail in owners:
-            if owner is node:
-                reach = True
-                break
-            p = world.path(node.name, src.port, owner.name, rail.port)
-            if not p.ok:
-                continue
-            big = size + 28
-            sw_ok = all(h.offloaded for h in p.hops) or big <= p.mtu
-            if big <= rail.mtu and big <= p.l2mtu and sw_ok:
-                reach = True
-                break
-            if not pmtu_do:
-                reach = True  # fragments get through
-                break
+    reach = src is not None and _reaches(world, node, src, target, o)
     for seq in range(1, count + 1):
-        if pmtu_do and size + 28 > local_mtu:
-            lines.append(f"ping: local error: message too long, mtu={local_mtu}\n")
+        if o.pmtu_do and size + 28 > local_mtu:
+            ctx.out(f"ping: local error: message too long, mtu={local_mtu}\n")
             errors += 1
         elif reach:
             rtt = 0.05 + world.rng.uniform(0, 0.03)
-            lines.append(
-                f"{size + 8} bytes from {target}: icmp_seq={seq} ttl=64 time={rtt:.3f} ms\n"
-            )
+            ctx.out(f"{size + 8} bytes from {target}: icmp_seq={seq} ttl=64 time={rtt:.3f} ms\n")
             received += 1
-    for line in lines:
-        ctx.out(line)
     await asyncio.sleep(world.wall_seconds(max(0, count - 1) * 1.0))
     ms = int((count - 1) * 1000 + world.rng.uniform(20, 60))
     loss = 100 - received * 100 // count

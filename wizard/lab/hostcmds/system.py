@@ -41,32 +41,70 @@ async def _netplan(ctx: Ctx, args: list[str]) -> int:
         renderer_applied(world, node)
         return 0
     if args[0] == "try":
-        timeout = 120.0
-        if "--timeout" in args:
-            timeout = float(args[args.index("--timeout") + 1])
-        before = _netplan_snapshot(node)
-        e = world.apply_netplan(node)
-        if e:
-            ctx.err(e + "\n")
-            return 1
-        ctx.out(
-            "Do you want to keep these settings?\n\n\nPress ENTER before the timeout to "
-            f"accept the new configuration\n\n\nChanges will revert in {int(timeout)} "
-            "seconds\n"
-        )
-        if "\n" in ctx.stdin:
-            ctx.out("Configuration accepted.\n")
-            return 0
-        await asyncio.sleep(world.wall_seconds(timeout))
-        _netplan_restore(world, node, before)
-        ctx.out("Reverting.\n")
-        return 78
+        return await _netplan_try(ctx, args)
     if args[0] == "get":
         cfg, _e = world.netplan_config(node)
         ctx.out(json.dumps({"network": {"ethernets": cfg}}, indent=2) + "\n")
         return 0
     ctx.err(f"netplan: invalid choice: '{args[0]}'\n")
     return 2
+
+
+async def _netplan_try(ctx: Ctx, args: list[str]) -> int:
+    """`netplan try [--timeout S]`: applied, then reverted unless ENTER comes before the timeout."""
+    world, node = ctx.world, ctx.node
+    timeout = 120.0
+    if "--timeout" in args:
+        timeout = float(args[args.index("--timeout") + 1])
+    before = _netplan_snapshot(node)
+    e = world.apply_netplan(node)
+    if e:
+        ctx.err(e + "\n")
+        return 1
+    ctx.out(
+        "Do you want to keep these settings?\n\n\nPress ENTER before the timeout to "
+        f"accept the new configuration\n\n\nChanges will revert in {int(timeout)} "
+        "seconds\n"
+    )
+    if "\n" in ctx.stdin:
+        ctx.out("Configuration accepted.\n")
+        return 0
+    await asyncio.sleep(world.wall_seconds(timeout))
+    _netplan_restore(world, node, before)
+    ctx.out("Reverting.\n")
+    return 78
+
+
+def _unit_verb(ctx: Ctx, verb: str, given: str, *, now: bool) -> int | None:
+    """`systemctl VERB UNIT` for one unit: its exit status, or None when the verb leaves
+    systemctl's status as the units before made it."""
+    node, world = ctx.node, ctx.world
+    unit = given if "." in given else given + ".service"
+    path = f"/etc/systemd/system/{unit}"
+    exists = path in node.files
+    if verb in ("enable", "start", "restart") and not exists:
+        ctx.err(f"Failed to {verb} unit: Unit file {unit} does not exist.\n")
+        return 1
+    if verb == "enable":
+        node.enabled_units.add(unit)
+        ctx.err(f"Created symlink /etc/systemd/system/multi-user.target.wants/{unit} → {path}.\n")
+        if now:
+            world.run_unit(node, unit)
+    elif verb in ("start", "restart"):
+        world.run_unit(node, unit)
+    elif verb == "disable":
+        node.enabled_units.discard(unit)
+    elif verb == "is-enabled":
+        enabled = unit in node.enabled_units
+        ctx.out("enabled\n" if enabled else ("disabled\n" if exists else "not-found\n"))
+        return 0 if enabled else 1
+    elif verb in ("status", "is-active"):
+        # a transient timer of systemd-run is active until it fires or is stopped
+        timer = unit.endswith(".timer") and unit.removesuffix(".timer") in ctx.host.timers
+        active = unit in node.enabled_units or timer
+        ctx.out("active\n" if active else "inactive\n")
+        return 0 if active else 3
+    return None
 
 
 def _netplan_snapshot(node: NodeState) -> list[tuple[list[str], list[str], int]]:
@@ -104,34 +142,8 @@ async def _systemctl(ctx: Ctx, args: list[str]) -> int:
         return 0
     status = 0
     for given in units:
-        unit = given if "." in given else given + ".service"
-        path = f"/etc/systemd/system/{unit}"
-        exists = path in node.files
-        if verb in ("enable", "start", "restart") and not exists:
-            ctx.err(f"Failed to {verb} unit: Unit file {unit} does not exist.\n")
-            status = 1
-            continue
-        if verb == "enable":
-            node.enabled_units.add(unit)
-            ctx.err(
-                f"Created symlink /etc/systemd/system/multi-user.target.wants/{unit} → {path}.\n"
-            )
-            if now:
-                world.run_unit(node, unit)
-        elif verb in ("start", "restart"):
-            world.run_unit(node, unit)
-        elif verb == "disable":
-            node.enabled_units.discard(unit)
-        elif verb == "is-enabled":
-            enabled = unit in node.enabled_units
-            ctx.out("enabled\n" if enabled else ("disabled\n" if exists else "not-found\n"))
-            status = 0 if enabled else 1
-        elif verb in ("status", "is-active"):
-            # a transient timer of systemd-run is active until it fires or is stopped
-            timer = unit.endswith(".timer") and unit.removesuffix(".timer") in ctx.host.timers
-            active = unit in node.enabled_units or timer
-            ctx.out("active\n" if active else "inactive\n")
-            status = 0 if active else 3
+        unit_status = _unit_verb(ctx, verb, given, now=now)
+        status = status if unit_status is None else unit_status
     if world.traffic is not None:
         world.traffic.recompute()
     world.changed(f"systemd:{node.name}")

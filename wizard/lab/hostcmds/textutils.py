@@ -88,8 +88,8 @@ async def _cat(ctx: Ctx, args: list[str]) -> int:
     return status
 
 
-@command("grep", "egrep")
-async def _grep(ctx: Ctx, args: list[str]) -> int:
+def _grep_args(args: list[str]) -> tuple[set[str], str | None, list[str]]:
+    """grep's flags, its pattern and its files."""
     flags: set[str] = set()
     pattern: str | None = None
     files: list[str] = []
@@ -105,19 +105,25 @@ async def _grep(ctx: Ctx, args: list[str]) -> int:
             pattern = a
         else:
             files.append(a)
-    if pattern is None:
-        ctx.err("Usage: grep [OPTION]... PATTERNS [FILE]...\n")
-        return 2
+    return flags, pattern, files
+
+
+def _grep_regex(pattern: str, flags: set[str]) -> re.Pattern[str] | None:
+    """The pattern as grep reads it (-F fixed, -E extended, else basic), None when it is bad."""
     if "F" in flags:
-        rx = re.compile(re.escape(pattern), re.I if "i" in flags else 0)
-    else:
-        pat = pattern if "E" in flags else pattern.replace(r"\|", "|").replace(r"\(", "(")
-        pat = pat.replace(r"\)", ")")
-        try:
-            rx = re.compile(pat, re.I if "i" in flags else 0)
-        except re.error:
-            ctx.err("grep: Unmatched ( or \\(\n")
-            return 2
+        return re.compile(re.escape(pattern), re.I if "i" in flags else 0)
+    pat = pattern if "E" in flags else pattern.replace(r"\|", "|").replace(r"\(", "(")
+    pat = pat.replace(r"\)", ")")
+    try:
+        return re.compile(pat, re.I if "i" in flags else 0)
+    except re.error:
+        return None
+
+
+def _grep_sources(
+    ctx: Ctx, files: list[str], flags: set[str]
+) -> tuple[list[tuple[str, str]], bool]:
+    """(name, content) of every readable input, and whether any could not be read."""
     sources: list[tuple[str, str]] = []
     status_err = False
     if not files:
@@ -136,24 +142,43 @@ async def _grep(ctx: Ctx, args: list[str]) -> int:
             status_err = True
             continue
         sources.append((f, content))
-    prefix = ("H" in flags or len(files) > 1) and "h" not in flags
+    return sources, status_err
+
+
+def _grep_one(
+    ctx: Ctx, rx: re.Pattern[str], flags: set[str], name: str, content: str, prefix: bool
+) -> int:
+    """Print what grep prints for one input; the number of selected records."""
     end = "\0" if "z" in flags else "\n"  # -z: NUL-terminated records in and out
-    found = 0
-    for name, content in sources:
-        count = 0
-        records = [r for r in content.split("\0") if r] if "z" in flags else content.splitlines()
-        for line in records:
-            hit = bool(rx.search(line))
-            if hit != ("v" in flags):
-                count += 1
-                if "q" in flags or "c" in flags or "l" in flags:
-                    continue
-                ctx.out(f"{name}:{line}{end}" if prefix else line + end)
-        if "c" in flags:
-            ctx.out(f"{name}:{count}\n" if prefix else f"{count}\n")
-        if "l" in flags and count:
-            ctx.out(name + "\n")
-        found += count
+    count = 0
+    records = [r for r in content.split("\0") if r] if "z" in flags else content.splitlines()
+    for line in records:
+        hit = bool(rx.search(line))
+        if hit != ("v" in flags):
+            count += 1
+            if "q" in flags or "c" in flags or "l" in flags:
+                continue
+            ctx.out(f"{name}:{line}{end}" if prefix else line + end)
+    if "c" in flags:
+        ctx.out(f"{name}:{count}\n" if prefix else f"{count}\n")
+    if "l" in flags and count:
+        ctx.out(name + "\n")
+    return count
+
+
+@command("grep", "egrep")
+async def _grep(ctx: Ctx, args: list[str]) -> int:
+    flags, pattern, files = _grep_args(args)
+    if pattern is None:
+        ctx.err("Usage: grep [OPTION]... PATTERNS [FILE]...\n")
+        return 2
+    rx = _grep_regex(pattern, flags)
+    if rx is None:
+        ctx.err("grep: Unmatched ( or \\(\n")
+        return 2
+    sources, status_err = _grep_sources(ctx, files, flags)
+    prefix = ("H" in flags or len(files) > 1) and "h" not in flags
+    found = sum(_grep_one(ctx, rx, flags, name, content, prefix) for name, content in sources)
     if status_err and not found:
         return 2
     return 0 if found else 1
