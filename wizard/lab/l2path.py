@@ -68,6 +68,7 @@ def compute_rstp(world: World) -> None:
 
 
 def path(world: World, src: str, src_port: int, dst: str, dst_port: int) -> L2Path:
+    """The path of a frame from node `src`'s QSFP port to node `dst`'s."""
     if not (world.port_link(src, src_port) and world.port_link(dst, dst_port)):
         return L2Path(False, "no carrier")
     a = world.peer(End("node", src, f"port{src_port}"))
@@ -81,57 +82,73 @@ def path(world: World, src: str, src_port: int, dst: str, dst_port: int) -> L2Pa
     if a.kind != "switch" or b.kind != "switch":
         return L2Path(False, "not cabled to the fabric")
     if a.name == b.name:
-        fwd = world.switches[a.name].forwarding(a.port, b.port)
-        if fwd.blocked or not fwd.same_bridge:
-            return L2Path(False, fwd.reason or "not bridged")
-        return L2Path(
-            True,
-            hops=(Hop(a.name, a.port, b.port, fwd.offloaded, fwd.lossless),),
-            lossless=fwd.lossless,
-            l2mtu=fwd.min_l2mtu,
-            mtu=fwd.min_mtu,
-        )
+        return _one_switch(world, a, b)
+    return _across_switches(world, a, b)
+
+
+def _one_switch(world: World, a: End, b: End) -> L2Path:
+    """Both legs on one switch: the bridge between its two ports."""
+    fwd = world.switches[a.name].forwarding(a.port, b.port)
+    if fwd.blocked or not fwd.same_bridge:
+        return L2Path(False, fwd.reason or "not bridged")
+    return L2Path(
+        True,
+        hops=(Hop(a.name, a.port, b.port, fwd.offloaded, fwd.lossless),),
+        lossless=fwd.lossless,
+        l2mtu=fwd.min_l2mtu,
+        mtu=fwd.min_mtu,
+    )
+
+
+def _across_switches(world: World, a: End, b: End) -> L2Path:
+    """Legs on two switches: their forwarding ISL, else a chain of ISLs, else the campus LAN."""
     isl = world.isl(a.name, b.name)
     sa, sb = world.switches[a.name], world.switches[b.name]
     blocked_roles = ("alternate-port", "backup-port", "disabled-port")
     if isl is not None and not (
         sa.port_role(isl[0]) in blocked_roles or sb.port_role(isl[1]) in blocked_roles
     ):
-        f1 = sa.forwarding(a.port, isl[0])
-        f2 = sb.forwarding(isl[1], b.port)
-        for f in (f1, f2):
-            if f.blocked or not f.same_bridge:
-                return L2Path(False, f.reason or "not bridged")
-        return L2Path(
-            True,
-            hops=(
-                Hop(a.name, a.port, isl[0], f1.offloaded, f1.lossless),
-                Hop(b.name, isl[1], b.port, f2.offloaded, f2.lossless),
-            ),
-            lossless=f1.lossless or f2.lossless,
-            l2mtu=min(f1.min_l2mtu, f2.min_l2mtu),
-            mtu=min(f1.min_mtu, f2.min_mtu),
-            isl=((a.name, b.name),),
-        )
+        return _over_isl(world, a, b, isl)
     route = _isl_route(world, a.name, b.name) if isl is None else None
     if route is not None:
         return _chain_path(world, route, a.port, b.port)
     up_a, up_b = world.uplink(a.name), world.uplink(b.name)
-    if up_a is not None and up_b is not None:
-        f1 = sa.forwarding(a.port, up_a)
-        f2 = sb.forwarding(up_b, b.port)
-        return L2Path(
-            True,
-            hops=(
-                Hop(a.name, a.port, up_a, f1.offloaded, f1.lossless),
-                Hop(b.name, up_b, b.port, f2.offloaded, f2.lossless),
-            ),
-            lossless=f1.lossless or f2.lossless,
-            l2mtu=1500,
-            mtu=1500,
-            detour=True,
-        )
-    return L2Path(False, "no path between switches")
+    if up_a is None or up_b is None:
+        return L2Path(False, "no path between switches")
+    f1 = sa.forwarding(a.port, up_a)
+    f2 = sb.forwarding(up_b, b.port)
+    return L2Path(
+        True,
+        hops=(
+            Hop(a.name, a.port, up_a, f1.offloaded, f1.lossless),
+            Hop(b.name, up_b, b.port, f2.offloaded, f2.lossless),
+        ),
+        lossless=f1.lossless or f2.lossless,
+        l2mtu=1500,
+        mtu=1500,
+        detour=True,
+    )
+
+
+def _over_isl(world: World, a: End, b: End, isl: tuple[str, str]) -> L2Path:
+    """Legs on two switches joined by a forwarding ISL (`isl`: its port on each)."""
+    sa, sb = world.switches[a.name], world.switches[b.name]
+    f1 = sa.forwarding(a.port, isl[0])
+    f2 = sb.forwarding(isl[1], b.port)
+    for f in (f1, f2):
+        if f.blocked or not f.same_bridge:
+            return L2Path(False, f.reason or "not bridged")
+    return L2Path(
+        True,
+        hops=(
+            Hop(a.name, a.port, isl[0], f1.offloaded, f1.lossless),
+            Hop(b.name, isl[1], b.port, f2.offloaded, f2.lossless),
+        ),
+        lossless=f1.lossless or f2.lossless,
+        l2mtu=min(f1.min_l2mtu, f2.min_l2mtu),
+        mtu=min(f1.min_mtu, f2.min_mtu),
+        isl=((a.name, b.name),),
+    )
 
 
 def _isl_route(world: World, a: str, b: str) -> list[str] | None:
