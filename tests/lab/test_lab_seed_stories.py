@@ -108,6 +108,35 @@ async def cpu_during_test(lab: Lab, conns: dict[str, asyncssh.SSHClientConnectio
     return load
 
 
+def _fix_split_cage(lab: Lab) -> None:
+    """Seed 000's first fix: the DD legs leave the management bridge; the chip offloads roce-br."""
+    api = api_for(lab, "crs804")
+    try:
+        ports = api.path("interface", "bridge", "port")
+        ids = [
+            p[".id"]
+            for p in ports
+            if p["bridge"] == "bridge" and "qsfp56-dd" in str(p["interface"])
+        ]
+        ports.remove(*ids)
+        logs = [str(e["message"]) for e in api.path("log")]
+        assert any('activated on bridge "roce-br"' in m for m in logs)
+    finally:
+        api.close()
+
+
+def _qos_off(lab: Lab) -> None:
+    """Seed 000's second fix: the DD legs trust nothing and pause nothing."""
+    api = api_for(lab, "crs804")
+    try:
+        qos = api.path("interface", "ethernet", "switch", "qos", "port")
+        for q in list(qos):
+            if "qsfp56-dd" in str(q["name"]):
+                qos.update(**{".id": q[".id"], "trust-l3": "ignore", "pfc": "disabled"})
+    finally:
+        api.close()
+
+
 async def test_seed_000_three_bugs_walk_the_seed_numbers() -> None:
     async with Lab("crs804-three-bugs", time_scale=20) as lab, sessions(lab) as conns:
         # 1. the opening symptom: ~9.5 Gb/s whatever the QP count, switch CPU busy, NCCL 0.46
@@ -122,38 +151,13 @@ async def test_seed_000_three_bugs_walk_the_seed_numbers() -> None:
         assert busbw(str(r.stdout)) == pytest.approx(0.46, rel=0.05)
 
         # 2. the split cage fixed: the chip offloads, and the lossless QoS now stalls RDMA
-        def fix_offload() -> None:
-            api = api_for(lab, "crs804")
-            try:
-                ports = api.path("interface", "bridge", "port")
-                ids = [
-                    p[".id"]
-                    for p in ports
-                    if p["bridge"] == "bridge" and "qsfp56-dd" in str(p["interface"])
-                ]
-                ports.remove(*ids)
-                logs = [str(e["message"]) for e in api.path("log")]
-                assert any('activated on bridge "roce-br"' in m for m in logs)
-            finally:
-                api.close()
-
-        await asyncio.to_thread(fix_offload)
+        await asyncio.to_thread(_fix_split_cage, lab)
         rc, out = await rail_test(conns, "spark1", "spark4", "10.9.1.4")
         assert rc != 0 and "Failed status 12: wr_id 0 syndrom 0x81" in out
         assert await cpu_during_test(lab, conns) <= 5
 
         # 3. QoS off: spark1 -> spark4 runs at line rate, the duplicated nodes' frames vanish
-        def qos_off() -> None:
-            api = api_for(lab, "crs804")
-            try:
-                qos = api.path("interface", "ethernet", "switch", "qos", "port")
-                for q in list(qos):
-                    if "qsfp56-dd" in str(q["name"]):
-                        qos.update(**{".id": q[".id"], "trust-l3": "ignore", "pfc": "disabled"})
-            finally:
-                api.close()
-
-        await asyncio.to_thread(qos_off)
+        await asyncio.to_thread(_qos_off, lab)
         rc, out = await rail_test(conns, "spark1", "spark4", "10.9.1.4")
         assert rc == 0 and gbps(out) == pytest.approx(109.2, rel=0.01)
         before = lab.world.nodes["spark1"].rails[0].counters["tx_packets_phy"]
