@@ -105,7 +105,7 @@ async def run(
         return _fail(out, err, as_json, "unable to connect to server: No route to host")
     wire = f.gbps if not f.stalled else 109.2  # TCP rides the lossy class
     gbps = min(STREAM_GBPS * streams, TCP_EFFICIENCY * wire) * (1 + world.rng.uniform(-0.01, 0.01))
-    await asyncio.sleep(world.wall_seconds(seconds))
+    await world.sleep(seconds)
     servers[(dst_node.name, port)].set()
     nbytes = int(gbps * 1e9 / 8 * seconds)
     if as_json:

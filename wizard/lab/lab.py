@@ -25,6 +25,7 @@ import yaml
 
 from wizard.lab import scenarios as scenario_mod
 from wizard.lab import state as lab_state
+from wizard.lab.clock import Clock
 from wizard.lab.control import ControlServer, Dispatcher
 from wizard.lab.hands import Hands
 from wizard.lab.hostcmds import Host
@@ -79,7 +80,11 @@ def claim_private_dir(directory: Path) -> Path:
 
 
 class Lab:
-    """A running lab. `async with Lab("crs804-three-bugs") as lab: ...`"""
+    """A running lab. `async with Lab("crs804-three-bugs") as lab: ...`
+
+    `clock` injects lab time (a test passes a `ManualClock` and advances it); without one the
+    lab runs `time_scale` times faster than life.
+    """
 
     def __init__(
         self,
@@ -92,11 +97,12 @@ class Lab:
         state_file: str | Path | None = None,
         control: bool = True,
         inventory_name: str = "inventory.yaml",
+        clock: Clock | None = None,
     ) -> None:
         self.state_file = Path(state_file) if state_file is not None else None
         self.resumed = False
         if world is None and self.state_file is not None and self.state_file.exists():
-            world, saved = lab_state.load(self.state_file, time_scale=time_scale)
+            world, saved = lab_state.load(self.state_file, time_scale=time_scale, clock=clock)
             self.resumed = True
             if saved is not None and not isinstance(scenario, Scenario):
                 scenario = Scenario.model_validate(saved)
@@ -109,7 +115,9 @@ class Lab:
             directory = self._tmp.name
             (Path(directory) / MARKER).write_text("fabwiz lab folder\n")
         self.directory = Path(directory)
-        self._world = world or scenario_mod.build_world(self.scenario, time_scale=time_scale)
+        self._world = world or scenario_mod.build_world(
+            self.scenario, time_scale=time_scale, clock=clock
+        )
         self.hands = Hands(self._world)
         self.hands.power_listeners.append(self._power_changed)
         self.dispatch = Dispatcher(self._world, self.hands)
@@ -320,7 +328,7 @@ class Lab:
         self.hands.power_off(node)
         if kind == "poweroff":
             return
-        await asyncio.sleep(self.world.wall_seconds(REBOOT_SECONDS))
+        await self.world.sleep(REBOOT_SECONDS)
         self.hands.power_on(node)
 
     # --- what clients need ------------------------------------------------------------------------

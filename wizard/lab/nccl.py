@@ -11,7 +11,6 @@ collectives, an unknown mpirun option or an unreachable host fails as Open MPI 4
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -405,7 +404,7 @@ async def _fail(
     world: World, nodes: list[NodeState], pids: list[int], error: str, err: Write
 ) -> None:
     """The ring's first QP fails: NCCL's warning and the job aborted, a few seconds in."""
-    await asyncio.sleep(world.wall_seconds(5.0))
+    await world.sleep(5.0)
     pid = pids[0]
     peer = nodes[1 % len(nodes)]
     err(
@@ -443,7 +442,7 @@ async def _table(world: World, w: Write, base: str, sweep: _Sweep, n: int, plan:
     cells: list[float] = []
     while size <= sweep.max_b:
         line, t_us = _row(collective, size, n, plan.busbw)
-        await asyncio.sleep(world.wall_seconds(t_us * 2 * (sweep.iters + sweep.warmup) / 1e6))
+        await world.sleep(t_us * 2 * (sweep.iters + sweep.warmup) / 1e6)
         w(line + "\n")
         _t, _alg, bus = timing(collective, n, size, plan.busbw)
         cells += [bus, bus / 1.01]

@@ -291,7 +291,7 @@ def _connect(world: World, reg: Registry, ip: str, port: int, err: Write) -> Ses
 async def _stall(world: World, sess: Session, o: Options, err: Write) -> None:
     """A run whose QP never completes: perftest gives up after its retries, and so does the
     server's handshake."""
-    await asyncio.sleep(world.wall_seconds(min(o.duration or STALL_SECONDS, STALL_SECONDS)))
+    await world.sleep(min(o.duration or STALL_SECONDS, STALL_SECONDS))
     sess.failed = EXCHANGE_FAILED
     sess.done.set()
     err(" Completion with error at client\n")
@@ -326,8 +326,8 @@ async def _measure(world: World, ids: list[int], o: Options, size: int) -> tuple
         seconds = o.duration if o.duration is not None else 5.0
     else:
         seconds = o.iters * size * 8 / max(rate, 0.01) / 1e9
-    await asyncio.sleep(world.wall_seconds(seconds / 2))
+    await world.sleep(seconds / 2)
     mid = [traffic.result(i) for i in ids]
     total = sum(r.gbps for r in mid if r is not None)
-    await asyncio.sleep(world.wall_seconds(seconds / 2))
+    await world.sleep(seconds / 2)
     return size_gbps(total, size, o.qps * len(ids)), seconds

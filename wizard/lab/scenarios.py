@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from wizard.errors import ScenarioError
 from wizard.lab import boots, nmprofiles, nodetools, renderer, scenario_facts
 from wizard.lab import faults as fault_mod
+from wizard.lab.clock import Clock
 from wizard.lab.facts import Facts
 from wizard.lab.switchport import CRS804, CRS812, new_switch
 from wizard.lab.traffic import Traffic
@@ -273,9 +274,10 @@ def build_world(
     scenario: Scenario,
     *,
     time_scale: float = 1.0,
-    clock: Callable[[], float] | None = None,
+    clock: Clock | Callable[[], float] | None = None,
 ) -> World:
-    """The world of `scenario`; `clock` injects the simulated clock (tests advance it)."""
+    """The world of `scenario`; `clock` injects lab time (a test passes a `ManualClock` and
+    advances it)."""
     world = World(seed=scenario.seed, time_scale=time_scale, name=scenario.name, clock=clock)
     world.facts = scenario.facts
     Traffic(world)

@@ -9,11 +9,11 @@ parts of the world are in `elements`, the path of a frame across switches in `l2
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from wizard.lab import hostconfig, l2path
+from wizard.lab.clock import Clock, as_clock
 from wizard.lab.elements import (
     DEFAULT_SYSCTLS,
     GOOD_FIRMWARE,
@@ -72,20 +72,18 @@ class World:
         seed: int = 0,
         time_scale: float = 1.0,
         name: str = "lab",
-        clock: Callable[[], float] | None = None,
+        clock: Clock | Callable[[], float] | None = None,
     ) -> None:
         self.name = name
-        self._clock = clock  # an injected simulated clock (tests advance it instead of sleeping)
+        # lab time: real time `time_scale` times faster, unless a clock is injected (a test
+        # passes a `ManualClock` and advances it instead of sleeping)
+        self.clock = as_clock(clock, time_scale)
         self.seed = seed
         self.rng = random.Random(seed)
-        self.time_scale = time_scale
         self.nodes: dict[str, NodeState] = {}
         self.switches: dict[str, SwitchLike] = {}
         self.switch_models: dict[str, str] = {}
         self.cables: list[Cable] = []
-        self._mono0 = time.monotonic()
-        self._sim0 = time.time()
-        self._offset = 0.0
         self.on_change: list[Callable[[str], None]] = []
         # the fabric as built ("node/netdev" -> "switch/port"): the inventory's cabling plan,
         # which stays what it was while hands move cables around (direct-connect test)
@@ -98,21 +96,24 @@ class World:
 
     # --- clock --------------------------------------------------------------------------------
 
+    @property
+    def time_scale(self) -> float:
+        """How much faster than life lab time runs."""
+        return self.clock.time_scale
+
     def now(self) -> float:
         """Simulated wall clock (seconds since the epoch)."""
-        if self._clock is not None:
-            return self._clock() + self._offset
-        return self._sim0 + (time.monotonic() - self._mono0) * self.time_scale
+        return self.clock.now()
 
     def set_clock(self, sim_now: float) -> None:
-        if self._clock is not None:
-            self._offset = sim_now - self._clock()
-            return
-        self._mono0 = time.monotonic()
-        self._sim0 = sim_now
+        self.clock.set(sim_now)
 
     def wall_seconds(self, sim_seconds: float) -> float:
-        return sim_seconds / self.time_scale
+        return self.clock.wall_seconds(sim_seconds)
+
+    async def sleep(self, sim_seconds: float) -> None:
+        """Wait until `sim_seconds` of lab time have passed."""
+        await self.clock.sleep(sim_seconds)
 
     def changed(self, what: str) -> None:
         for f in list(self.on_change):

@@ -4,7 +4,6 @@ and, with `-M do`, a frame that fits every MTU on it.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 from wizard.lab.hostcmds.registry import MGMT_IF, Ctx, command
@@ -101,7 +100,7 @@ async def _ping(ctx: Ctx, args: list[str]) -> int:
             rtt = 0.05 + world.rng.uniform(0, 0.03)
             ctx.out(f"{size + 8} bytes from {target}: icmp_seq={seq} ttl=64 time={rtt:.3f} ms\n")
             received += 1
-    await asyncio.sleep(world.wall_seconds(max(0, count - 1) * 1.0))
+    await world.sleep(max(0, count - 1) * 1.0)
     ms = int((count - 1) * 1000 + world.rng.uniform(20, 60))
     loss = 100 - received * 100 // count
     err_part = f", +{errors} errors" if errors else ""

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from wizard.lab import nodetools
@@ -30,7 +29,7 @@ async def _exit(ctx: Ctx, args: list[str]) -> int:
 
 @command("sleep")
 async def _sleep(ctx: Ctx, args: list[str]) -> int:
-    await asyncio.sleep(ctx.world.wall_seconds(float(args[0]) if args else 0.0))
+    await ctx.world.sleep(float(args[0]) if args else 0.0)
     return 0
 
 
@@ -46,7 +45,7 @@ async def _timeout(ctx: Ctx, args: list[str]) -> int:
     seconds = float(args[0].rstrip("s"))
     run = ctx.host.exec(args[1:], ctx.out, ctx.err, ctx.stdin, login=ctx.login, root=ctx.root)
     try:
-        return await asyncio.wait_for(run, ctx.world.wall_seconds(seconds))
+        return await ctx.world.clock.wait_for(run, seconds)
     except TimeoutError:
         return 124
 

@@ -69,7 +69,7 @@ async def _netplan_try(ctx: Ctx, args: list[str]) -> int:
     if "\n" in ctx.stdin:
         ctx.out("Configuration accepted.\n")
         return 0
-    await asyncio.sleep(world.wall_seconds(timeout))
+    await world.sleep(timeout)
     _netplan_restore(world, node, before)
     ctx.out("Reverting.\n")
     return 78
@@ -186,7 +186,7 @@ async def _systemd_run(ctx: Ctx, args: list[str]) -> int:
     command_line = list(rest)
 
     async def fire() -> None:
-        await asyncio.sleep(world.wall_seconds(delay))
+        await world.sleep(delay)
         host.timers.pop(unit, None)
         await host.exec(command_line, null, null, "", root=True)
         world.changed(f"systemd-run:{unit}")
