@@ -134,8 +134,12 @@ class ManualClock(Clock):
         return sum(1 for _d, _n, fut in self._sleepers if not fut.done())
 
     async def advance(self, sim_seconds: float) -> None:
-        """Move lab time `sim_seconds` on, waking every sleeper due on the way."""
-        target = self.t + sim_seconds
+        """Move lab time `sim_seconds` on, waking every sleeper due on the way (what was
+        ready to run runs first, so a task just started is already waiting)."""
+        await self._advance_to(self.t + sim_seconds)
+
+    async def _advance_to(self, target: float) -> None:
+        await _settle()
         while self._sleepers and self._sleepers[0][0] <= target:
             deadline, _n, fut = heapq.heappop(self._sleepers)
             if fut.done():  # its waiter was cancelled
@@ -143,8 +147,35 @@ class ManualClock(Clock):
             self.t = max(self.t, deadline)
             fut.set_result(None)
             await _settle()
-        self.t = target
+        self.t = max(self.t, target)
         await _settle()
+
+    async def run(self, aw: Awaitable[T], *, limit: float = 86_400.0) -> T:
+        """`aw` to its end, moving lab time on to the next deadline whenever all it does is
+        wait on this clock (at most `limit` seconds of lab time, then `TimeoutError`)."""
+        task = asyncio.ensure_future(aw)
+        until = self.t + limit
+        idle = 0
+        while not task.done():
+            await _settle(1)
+            if task.done():
+                break
+            due = [d for d, _n, fut in self._sleepers if not fut.done()]
+            if not due:
+                idle += 1
+                if idle > _IDLE_TURNS:  # waiting on something no lab time will bring
+                    task.cancel()
+                    raise TimeoutError("waiting on something other than the lab clock")
+                continue
+            idle = 0
+            if min(due) > until:
+                task.cancel()
+                raise TimeoutError(f"still waiting after {limit:g} s of lab time")
+            await self._advance_to(min(due))
+        return task.result()
+
+
+_IDLE_TURNS = 10_000  # event-loop turns `ManualClock.run` waits with nobody on the clock
 
 
 async def _settle(rounds: int = 8) -> None:
