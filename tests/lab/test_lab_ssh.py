@@ -11,6 +11,8 @@ import pytest
 import yaml
 
 from wizard.lab import Lab
+from wizard.lab.clock import ManualClock
+from wizard.lab.lab import REBOOT_SECONDS
 
 pytestmark = pytest.mark.lab
 
@@ -131,21 +133,32 @@ async def test_openssh_client_logs_in_with_the_written_files() -> None:
 
 
 async def test_reboot_command_drops_the_session_and_node_returns() -> None:
-    async with Lab("healthy-2node-direct", time_scale=1000) as lab:
+    clock = ManualClock()
+    async with Lab("healthy-2node-direct", clock=clock) as lab:
         opts = {
             "username": "fabwiz",
             "client_keys": [str(lab.key_path)],
             "known_hosts": str(lab.known_hosts_path),
         }
-        boot0 = lab.world.nodes["spark1"].boot_id
+        node = lab.world.nodes["spark1"]
+        boot0 = node.boot_id
+        powered: list[bool] = []
+        off = asyncio.Event()
+
+        def seen(name: str, on: bool) -> None:
+            powered.append(on)
+            if name == "spark1" and not on:
+                off.set()
+
+        lab.hands.power_listeners.append(seen)
         async with asyncssh.connect("127.0.0.1", lab.node_port("spark1"), **opts) as c:
             r = await c.run("sudo -n reboot")
             assert r.exit_status == 0
-        for _ in range(100):
-            await asyncio.sleep(0.02)
-            n = lab.world.nodes["spark1"]
-            if n.powered and n.boot_id != boot0:
-                break
+        await asyncio.wait_for(off.wait(), 10)
+        await clock.advance(REBOOT_SECONDS - 1)
+        assert not node.powered  # a reboot takes its time in lab time, not in real time
+        await clock.advance(1)
+        assert node.powered and node.boot_id != boot0 and powered == [False, True]
         async with asyncssh.connect("127.0.0.1", lab.node_port("spark1"), **opts) as c:
             r = await c.run("cat /proc/sys/kernel/random/boot_id")
             assert r.stdout.strip() != boot0
