@@ -10,7 +10,7 @@ import asyncssh
 import pytest
 import yaml
 
-from wizard.lab import Lab
+from wizard.lab import Lab, scenarios
 from wizard.lab.clock import ManualClock
 from wizard.lab.lab import REBOOT_SECONDS
 
@@ -134,7 +134,9 @@ async def test_openssh_client_logs_in_with_the_written_files() -> None:
 
 async def test_reboot_command_drops_the_session_and_node_returns() -> None:
     clock = ManualClock()
-    async with Lab("healthy-2node-direct", clock=clock) as lab:
+    scenario = scenarios.load("healthy-2node-direct")
+    world = scenarios.build_world(scenario, clock=clock)
+    async with Lab(scenario, world=world) as lab:
         opts = {
             "username": "fabwiz",
             "client_keys": [str(lab.key_path)],

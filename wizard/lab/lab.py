@@ -25,7 +25,6 @@ import yaml
 
 from wizard.lab import scenarios as scenario_mod
 from wizard.lab import state as lab_state
-from wizard.lab.clock import Clock
 from wizard.lab.control import ControlServer, Dispatcher
 from wizard.lab.hands import Hands
 from wizard.lab.hostcmds import Host
@@ -82,8 +81,8 @@ def claim_private_dir(directory: Path) -> Path:
 class Lab:
     """A running lab. `async with Lab("crs804-three-bugs") as lab: ...`
 
-    `clock` injects lab time (a test passes a `ManualClock` and advances it); without one the
-    lab runs `time_scale` times faster than life.
+    The lab runs `time_scale` times faster than life, or on the clock of the `world` it is
+    given (a test builds one on a `ManualClock` and advances it).
     """
 
     def __init__(
@@ -97,12 +96,11 @@ class Lab:
         state_file: str | Path | None = None,
         control: bool = True,
         inventory_name: str = "inventory.yaml",
-        clock: Clock | None = None,
     ) -> None:
         self.state_file = Path(state_file) if state_file is not None else None
         self.resumed = False
         if world is None and self.state_file is not None and self.state_file.exists():
-            world, saved = lab_state.load(self.state_file, time_scale=time_scale, clock=clock)
+            world, saved = lab_state.load(self.state_file, time_scale=time_scale)
             self.resumed = True
             if saved is not None and not isinstance(scenario, Scenario):
                 scenario = Scenario.model_validate(saved)
@@ -115,9 +113,7 @@ class Lab:
             directory = self._tmp.name
             (Path(directory) / MARKER).write_text("fabwiz lab folder\n")
         self.directory = Path(directory)
-        self._world = world or scenario_mod.build_world(
-            self.scenario, time_scale=time_scale, clock=clock
-        )
+        self._world = world or scenario_mod.build_world(self.scenario, time_scale=time_scale)
         self.hands = Hands(self._world)
         self.hands.power_listeners.append(self._power_changed)
         self.dispatch = Dispatcher(self._world, self.hands)

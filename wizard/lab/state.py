@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import FabwizError
-from wizard.lab.clock import Clock
 from wizard.lab.facts import Facts
 from wizard.lab.switchport import switch_from_state
 from wizard.lab.traffic import Traffic
@@ -56,9 +55,7 @@ def save(world: World, path: Path, scenario: dict[str, Any] | None = None) -> No
         raise
 
 
-def load(
-    path: Path, *, time_scale: float | None = None, clock: Clock | None = None
-) -> tuple[World, dict[str, Any] | None]:
+def load(path: Path, *, time_scale: float | None = None) -> tuple[World, dict[str, Any] | None]:
     """The saved world (and the scenario it came from, if recorded)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -66,17 +63,14 @@ def load(
         raise FabwizError(f"{path}: cannot read the lab state: {exc}") from None
     if not isinstance(data, dict) or data.get("version") != VERSION:
         raise FabwizError(f"{path}: not a fabwiz lab state (version {VERSION})")
-    return restore(data, time_scale=time_scale, clock=clock), data.get("scenario")
+    return restore(data, time_scale=time_scale), data.get("scenario")
 
 
-def restore(
-    data: dict[str, Any], *, time_scale: float | None = None, clock: Clock | None = None
-) -> World:
+def restore(data: dict[str, Any], *, time_scale: float | None = None) -> World:
     world = World(
         seed=int(data.get("seed", 0)),
         time_scale=float(time_scale or data.get("time_scale", 1.0)),
         name=str(data.get("name", "lab")),
-        clock=clock,
     )
     world.set_clock(float(data["now"]))
     # the facts (containers, processes, renderers, firmware...) as they were, changes included
