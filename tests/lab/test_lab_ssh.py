@@ -84,16 +84,18 @@ async def test_perftest_pair_over_ssh_and_counters_move() -> None:
         ):
             cnt = "cat /sys/class/infiniband/roceP2p1s0f0/ports/1/counters/port_xmit_data"
             before = int((await c1.run(cnt)).stdout)
-            server = asyncio.create_task(
-                c2.run("ib_write_bw -d roceP2p1s0f0 -x 3 -q 1 -D 5 -F --report_gbits")
+            server = await c2.create_process(
+                "ib_write_bw -d roceP2p1s0f0 -x 3 -q 1 -D 5 -F --report_gbits"
             )
-            await asyncio.sleep(0.05)
+            banner = ""
+            while "Waiting for client to connect" not in banner:  # it listens: start the client
+                banner += await asyncio.wait_for(server.stdout.readline(), 10)
             r = await c1.run(
                 "ib_write_bw -d roceP2p1s0f0 -x 3 -q 1 -D 5 -F --report_gbits 10.9.2.2"
             )
-            s = await server
+            s = await server.wait()
             assert r.exit_status == 0 and s.exit_status == 0, r.stderr
-            assert "Waiting for client to connect" in str(s.stdout)
+            assert " #bytes" in str(s.stdout)  # the server's own results follow
             line = next(x for x in str(r.stdout).splitlines() if x.startswith(" 65536"))
             assert float(line.split()[3]) == pytest.approx(111.86, rel=0.01)
             after = int((await c1.run(cnt)).stdout)
