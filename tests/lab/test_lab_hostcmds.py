@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from wizard.lab import scenarios
+from wizard.lab.clock import ManualClock
 from wizard.lab.hostcmds import Host
 from wizard.lab.perftest import Registry
 from wizard.lab.world import World
@@ -18,20 +19,37 @@ parsers = pytest.importorskip("wizard.parsers.perftest", reason="parsers not in 
 
 
 class Node:
-    def __init__(self, w: World, reg: Registry, name: str) -> None:
-        self.host = Host(w, w.nodes[name], reg)
+    """One node's shell on a world whose lab time moves only as its commands wait on it."""
 
-    async def run(self, script: str, stdin: str = "") -> tuple[str, str, int]:
+    def __init__(self, w: World, clock: ManualClock, reg: Registry, name: str) -> None:
+        self.host = Host(w, w.nodes[name], reg)
+        self.clock = clock
+        self.reg = reg
+
+    async def _run(self, script: str, stdin: str) -> tuple[str, str, int]:
         out: list[str] = []
         err: list[str] = []
         rc = await self.host.run(script, out.append, err.append, stdin=stdin)
         return "".join(out), "".join(err), rc
 
+    async def run(self, script: str, stdin: str = "") -> tuple[str, str, int]:
+        """The script to its end, lab time moving on whenever it only waits for lab time."""
+        return await self.clock.run(self._run(script, stdin))
 
-def lab(name: str, time_scale: float = 200.0) -> tuple[World, dict[str, Node]]:
-    w = scenarios.build_world(scenarios.load(name), time_scale=time_scale)
+    async def serve(self, script: str) -> asyncio.Task[tuple[str, str, int]]:
+        """Start a server (ib_write_bw or iperf3 without a peer); back once it listens."""
+        before = len(self.reg.servers) + len(self.reg.iperf)
+        task = asyncio.create_task(self._run(script, ""))
+        while len(self.reg.servers) + len(self.reg.iperf) == before and not task.done():
+            await asyncio.sleep(0)
+        return task
+
+
+def lab(name: str) -> tuple[World, dict[str, Node]]:
+    clock = ManualClock()
+    w = scenarios.build_world(scenarios.load(name), clock=clock)
     reg = Registry()
-    return w, {n: Node(w, reg, n) for n in w.nodes}
+    return w, {n: Node(w, clock, reg, n) for n in w.nodes}
 
 
 # --- the shell subset --------------------------------------------------------------------------
@@ -174,10 +192,7 @@ async def test_ib_write_bw_pair_and_stall() -> None:
     from wizard.parsers import perftest
 
     _w, n = lab("healthy-4node-crs804")
-    server = asyncio.create_task(
-        n["spark2"].run("ib_write_bw -d rocep1s0f0 -x 3 -q 1 -D 5 -F --report_gbits")
-    )
-    await asyncio.sleep(0.01)
+    server = await n["spark2"].serve("ib_write_bw -d rocep1s0f0 -x 3 -q 1 -D 5 -F --report_gbits")
     out, err, rc = await n["spark1"].run(
         "ib_write_bw -d rocep1s0f0 -x 3 -q 1 -D 5 -F --report_gbits 10.9.1.2"
     )
@@ -189,10 +204,7 @@ async def test_ib_write_bw_pair_and_stall() -> None:
     assert perftest.parse_perftest(sout).waiting_for_client
 
     _w, n = lab("fault-switch-qos-pfc-stall")
-    server = asyncio.create_task(
-        n["spark2"].run("ib_write_bw -d rocep1s0f0 -x 3 -q 1 -D 5 -F --report_gbits")
-    )
-    await asyncio.sleep(0.01)
+    server = await n["spark2"].serve("ib_write_bw -d rocep1s0f0 -x 3 -q 1 -D 5 -F --report_gbits")
     out, err, rc = await n["spark1"].run(
         "ib_write_bw -d rocep1s0f0 -x 3 -q 1 -D 5 -F --report_gbits 10.9.1.2 2>&1"
     )
@@ -216,14 +228,14 @@ async def test_nccl_all_reduce_healthy_and_hca_prefix() -> None:
         "mpirun --allow-run-as-root -np 2 -H spark1,spark2 -x NCCL_DEBUG=INFO "
         "/home/fabwiz/nccl-tests/build/all_reduce_perf -b 1G -e 4G -f 2 -g 1"
     )
-    _w, n = lab("healthy-2node-direct", time_scale=500)
+    _w, n = lab("healthy-2node-direct")
     out, _e, rc = await n["spark1"].run(cmd)
     r = nccl.parse_nccl(out)
     assert rc == 0 and r.transport == "IB"
     assert r.largest_size_busbw == pytest.approx(26.58, rel=0.05)
     assert r.net_ib_device_count == 2
 
-    _w, n = lab("nccl-hca-prefix", time_scale=500)
+    _w, n = lab("nccl-hca-prefix")
     env, _e, rc = await n["spark1"].run("bash -lc 'env | grep ^NCCL_'")
     assert env == "NCCL_IB_HCA=rocep1s0f\n" and rc == 0
     # mpirun from a plain ssh command reads no /etc/profile.d: NCCL sees no filter
@@ -247,7 +259,7 @@ async def test_nccl_all_reduce_healthy_and_hca_prefix() -> None:
 async def test_nccl_socket_fallback_from_nccl_conf() -> None:
     from wizard.parsers import nccl
 
-    _w, n = lab("fault-nccl-socket-fallback", time_scale=2000)
+    _w, n = lab("fault-nccl-socket-fallback")
     out, _e, rc = await n["spark1"].run("cat /etc/nccl.conf")
     assert out == "NCCL_IB_DISABLE=1\n"
     out, _e, rc = await n["spark1"].run(
@@ -326,7 +338,7 @@ async def test_sysctl_fix() -> None:
 
 
 async def test_netplan_try_reverts_without_confirmation() -> None:
-    w, n = lab("fault-host-mtu", time_scale=10000)
+    w, n = lab("fault-host-mtu")
     s = n["spark2"]
     node = w.nodes["spark2"]
     good = node.files["/etc/netplan/40-cx7.yaml"].replace("mtu: 1500", "mtu: 9000")
@@ -340,11 +352,10 @@ async def test_netplan_try_reverts_without_confirmation() -> None:
 async def test_iperf3_single_stream_is_cpu_bound_parallel_reaches_93() -> None:
     from wizard.parsers import iperf3
 
-    _w, n = lab("healthy-2node-direct", time_scale=1000)
+    _w, n = lab("healthy-2node-direct")
 
     async def measure(streams: int) -> float:
-        server = asyncio.create_task(n["spark2"].run("iperf3 -s -1"))
-        await asyncio.sleep(0.01)
+        server = await n["spark2"].serve("iperf3 -s -1")
         out, err, rc = await n["spark1"].run(f"iperf3 -c 10.9.1.2 -P {streams} -t 5 -J")
         await server
         assert rc == 0, err

@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from wizard.lab import scenarios
+from wizard.lab.clock import ManualClock
 from wizard.lab.facts import Facts
 from wizard.lab.hostcmds import Host
 from wizard.lab.perftest import Registry
@@ -20,30 +21,49 @@ REAL = shutil.which("ib_write_bw")
 
 
 class Node:
-    def __init__(self, w: World, reg: Registry, name: str) -> None:
-        self.host = Host(w, w.nodes[name], reg)
+    """One node's shell on a world whose lab time moves only as its commands wait on it."""
 
-    async def run(self, script: str) -> tuple[str, str, int]:
+    def __init__(self, w: World, clock: ManualClock, reg: Registry, name: str) -> None:
+        self.host = Host(w, w.nodes[name], reg)
+        self.clock = clock
+        self.reg = reg
+
+    async def _run(self, script: str) -> tuple[str, str, int]:
         out: list[str] = []
         err: list[str] = []
         rc = await self.host.run(script, out.append, err.append)
         return "".join(out), "".join(err), rc
+
+    async def run(self, script: str) -> tuple[str, str, int]:
+        """The script to its end, lab time moving on whenever it only waits for lab time."""
+        return await self.clock.run(self._run(script))
+
+    def start(self, script: str) -> asyncio.Task[tuple[str, str, int]]:
+        return asyncio.create_task(self._run(script))
+
+    async def serve(self, script: str) -> asyncio.Task[tuple[str, str, int]]:
+        """Start an `ib_write_bw` server; back once it listens (or has refused to)."""
+        before = len(self.reg.servers)
+        task = self.start(script)
+        while len(self.reg.servers) == before and not task.done():
+            await asyncio.sleep(0)
+        return task
 
 
 def lab(name: str, facts: Facts | None = None) -> tuple[World, dict[str, Node]]:
     s = scenarios.load(name)
     if facts is not None:
         s = s.model_copy(update={"facts": facts})
-    w = scenarios.build_world(s, time_scale=500.0)
+    clock = ManualClock()
+    w = scenarios.build_world(s, clock=clock)
     reg = Registry()
-    return w, {n: Node(w, reg, n) for n in w.nodes}
+    return w, {n: Node(w, clock, reg, n) for n in w.nodes}
 
 
 async def pair(n: dict[str, Node], server: str, client: str) -> tuple[tuple[str, str, int], ...]:
-    srv = asyncio.create_task(n["spark2"].run(server))
-    await asyncio.sleep(0.02)
+    srv = await n["spark2"].serve(server)
     cli = await n["spark1"].run(client)
-    return cli, await srv
+    return cli, await n["spark2"].clock.run(srv)
 
 
 REFUSED = [
@@ -265,13 +285,12 @@ async def test_cpu_util_adds_its_column() -> None:
 
 async def test_server_whose_client_died_fails_its_handshake() -> None:
     _w, n = lab("healthy-2node-direct")
-    srv = asyncio.create_task(n["spark2"].run("ib_write_bw -d rocep1s0f0 -x 3 --run_infinitely"))
-    await asyncio.sleep(0.02)
-    cli = asyncio.create_task(
-        n["spark1"].run("ib_write_bw -d rocep1s0f0 -x 3 --run_infinitely 10.9.1.2")
-    )
-    await asyncio.sleep(0.1)
+    clock = n["spark1"].clock
+    srv = await n["spark2"].serve("ib_write_bw -d rocep1s0f0 -x 3 --run_infinitely")
+    cli = n["spark1"].start("ib_write_bw -d rocep1s0f0 -x 3 --run_infinitely 10.9.1.2")
+    await clock.advance(50)  # the client runs a while, then goes away
+    assert not cli.done()
     cli.cancel()
-    out, err, rc = await asyncio.wait_for(srv, 5)
+    out, err, rc = await clock.run(srv)
     assert rc == 1 and err == " Failed to exchange data between server and clients\n"
     assert "Waiting for client to connect" in out and " #bytes" in out

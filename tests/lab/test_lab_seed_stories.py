@@ -66,11 +66,20 @@ async def rail_test(
 ) -> tuple[int, str]:
     """One ib_write_bw pair (server on dst, client on src): exit status and client output."""
     cmd = f"ib_write_bw -d {dev} -x 3 -q {qps} -D 2 -F --report_gbits"
-    server = asyncio.create_task(conns[dst].run(cmd))
-    await asyncio.sleep(0.05)
+    server = await listening(conns[dst], cmd)
     r = await conns[src].run(f"{cmd} {dst_ip}")
-    await server
+    await server.wait()
     return r.exit_status or 0, str(r.stdout) + str(r.stderr)
+
+
+async def listening(conn: asyncssh.SSHClientConnection, cmd: str) -> asyncssh.SSHClientProcess[str]:
+    """An ib_write_bw server started over SSH, once it says it waits for its client."""
+    server = await conn.create_process(cmd)
+    while "Waiting for client to connect" not in await asyncio.wait_for(
+        server.stdout.readline(), 10
+    ):
+        pass
+    return server
 
 
 def gbps(out: str) -> float:
@@ -87,8 +96,7 @@ def busbw(out: str) -> float:
 async def cpu_during_test(lab: Lab, conns: dict[str, asyncssh.SSHClientConnection]) -> int:
     """The switch's cpu-load read over the API while a rail test runs."""
     cmd = "ib_write_bw -d rocep1s0f0 -x 3 -D 60 -F --report_gbits"
-    server = asyncio.create_task(conns["spark4"].run(cmd))
-    await asyncio.sleep(0.05)
+    server = await listening(conns["spark4"], cmd)
     client = asyncio.create_task(conns["spark1"].run(f"{cmd} 10.9.1.4"))
     for _ in range(500):  # until the flow runs (the client connected)
         if lab.world.traffic.flows:
@@ -104,8 +112,37 @@ async def cpu_during_test(lab: Lab, conns: dict[str, asyncssh.SSHClientConnectio
 
     load = await asyncio.to_thread(read)
     await client
-    await server
+    await server.wait()
     return load
+
+
+def _fix_split_cage(lab: Lab) -> None:
+    """Seed 000's first fix: the DD legs leave the management bridge; the chip offloads roce-br."""
+    api = api_for(lab, "crs804")
+    try:
+        ports = api.path("interface", "bridge", "port")
+        ids = [
+            p[".id"]
+            for p in ports
+            if p["bridge"] == "bridge" and "qsfp56-dd" in str(p["interface"])
+        ]
+        ports.remove(*ids)
+        logs = [str(e["message"]) for e in api.path("log")]
+        assert any('activated on bridge "roce-br"' in m for m in logs)
+    finally:
+        api.close()
+
+
+def _qos_off(lab: Lab) -> None:
+    """Seed 000's second fix: the DD legs trust nothing and pause nothing."""
+    api = api_for(lab, "crs804")
+    try:
+        qos = api.path("interface", "ethernet", "switch", "qos", "port")
+        for q in list(qos):
+            if "qsfp56-dd" in str(q["name"]):
+                qos.update(**{".id": q[".id"], "trust-l3": "ignore", "pfc": "disabled"})
+    finally:
+        api.close()
 
 
 async def test_seed_000_three_bugs_walk_the_seed_numbers() -> None:
@@ -122,38 +159,13 @@ async def test_seed_000_three_bugs_walk_the_seed_numbers() -> None:
         assert busbw(str(r.stdout)) == pytest.approx(0.46, rel=0.05)
 
         # 2. the split cage fixed: the chip offloads, and the lossless QoS now stalls RDMA
-        def fix_offload() -> None:
-            api = api_for(lab, "crs804")
-            try:
-                ports = api.path("interface", "bridge", "port")
-                ids = [
-                    p[".id"]
-                    for p in ports
-                    if p["bridge"] == "bridge" and "qsfp56-dd" in str(p["interface"])
-                ]
-                ports.remove(*ids)
-                logs = [str(e["message"]) for e in api.path("log")]
-                assert any('activated on bridge "roce-br"' in m for m in logs)
-            finally:
-                api.close()
-
-        await asyncio.to_thread(fix_offload)
+        await asyncio.to_thread(_fix_split_cage, lab)
         rc, out = await rail_test(conns, "spark1", "spark4", "10.9.1.4")
         assert rc != 0 and "Failed status 12: wr_id 0 syndrom 0x81" in out
         assert await cpu_during_test(lab, conns) <= 5
 
         # 3. QoS off: spark1 -> spark4 runs at line rate, the duplicated nodes' frames vanish
-        def qos_off() -> None:
-            api = api_for(lab, "crs804")
-            try:
-                qos = api.path("interface", "ethernet", "switch", "qos", "port")
-                for q in list(qos):
-                    if "qsfp56-dd" in str(q["name"]):
-                        qos.update(**{".id": q[".id"], "trust-l3": "ignore", "pfc": "disabled"})
-            finally:
-                api.close()
-
-        await asyncio.to_thread(qos_off)
+        await asyncio.to_thread(_qos_off, lab)
         rc, out = await rail_test(conns, "spark1", "spark4", "10.9.1.4")
         assert rc == 0 and gbps(out) == pytest.approx(109.2, rel=0.01)
         before = lab.world.nodes["spark1"].rails[0].counters["tx_packets_phy"]
@@ -192,12 +204,11 @@ async def test_seed_003_six_nodes_4_47_and_4_85_to_109() -> None:
             ("roceP2p1s0f0", "10.9.2.2", 18516),
         ):
             c = cmd.format(dev=dev, port=port)
-            runs.append((asyncio.create_task(conns["spark2"].run(c)), c, ip))
-        await asyncio.sleep(0.05)
+            runs.append((await listening(conns["spark2"], c), c, ip))
         clients = [asyncio.create_task(conns["spark1"].run(f"{c} {ip}")) for _, c, ip in runs]
         outs = [await t for t in clients]
         for s, _, _ in runs:
-            await s
+            await s.wait()
         both = sum(gbps(str(r.stdout)) for r in outs)
         assert both == pytest.approx(4.85, rel=0.02)
 

@@ -10,7 +10,9 @@ import asyncssh
 import pytest
 import yaml
 
-from wizard.lab import Lab
+from wizard.lab import Lab, scenarios
+from wizard.lab.clock import ManualClock
+from wizard.lab.lab import REBOOT_SECONDS
 
 pytestmark = pytest.mark.lab
 
@@ -82,16 +84,18 @@ async def test_perftest_pair_over_ssh_and_counters_move() -> None:
         ):
             cnt = "cat /sys/class/infiniband/roceP2p1s0f0/ports/1/counters/port_xmit_data"
             before = int((await c1.run(cnt)).stdout)
-            server = asyncio.create_task(
-                c2.run("ib_write_bw -d roceP2p1s0f0 -x 3 -q 1 -D 5 -F --report_gbits")
+            server = await c2.create_process(
+                "ib_write_bw -d roceP2p1s0f0 -x 3 -q 1 -D 5 -F --report_gbits"
             )
-            await asyncio.sleep(0.05)
+            banner = ""
+            while "Waiting for client to connect" not in banner:  # it listens: start the client
+                banner += await asyncio.wait_for(server.stdout.readline(), 10)
             r = await c1.run(
                 "ib_write_bw -d roceP2p1s0f0 -x 3 -q 1 -D 5 -F --report_gbits 10.9.2.2"
             )
-            s = await server
+            s = await server.wait()
             assert r.exit_status == 0 and s.exit_status == 0, r.stderr
-            assert "Waiting for client to connect" in str(s.stdout)
+            assert " #bytes" in str(s.stdout)  # the server's own results follow
             line = next(x for x in str(r.stdout).splitlines() if x.startswith(" 65536"))
             assert float(line.split()[3]) == pytest.approx(111.86, rel=0.01)
             after = int((await c1.run(cnt)).stdout)
@@ -131,21 +135,34 @@ async def test_openssh_client_logs_in_with_the_written_files() -> None:
 
 
 async def test_reboot_command_drops_the_session_and_node_returns() -> None:
-    async with Lab("healthy-2node-direct", time_scale=1000) as lab:
+    clock = ManualClock()
+    scenario = scenarios.load("healthy-2node-direct")
+    world = scenarios.build_world(scenario, clock=clock)
+    async with Lab(scenario, world=world) as lab:
         opts = {
             "username": "fabwiz",
             "client_keys": [str(lab.key_path)],
             "known_hosts": str(lab.known_hosts_path),
         }
-        boot0 = lab.world.nodes["spark1"].boot_id
+        node = lab.world.nodes["spark1"]
+        boot0 = node.boot_id
+        powered: list[bool] = []
+        off = asyncio.Event()
+
+        def seen(name: str, on: bool) -> None:
+            powered.append(on)
+            if name == "spark1" and not on:
+                off.set()
+
+        lab.hands.power_listeners.append(seen)
         async with asyncssh.connect("127.0.0.1", lab.node_port("spark1"), **opts) as c:
             r = await c.run("sudo -n reboot")
             assert r.exit_status == 0
-        for _ in range(100):
-            await asyncio.sleep(0.02)
-            n = lab.world.nodes["spark1"]
-            if n.powered and n.boot_id != boot0:
-                break
+        await asyncio.wait_for(off.wait(), 10)
+        await clock.advance(REBOOT_SECONDS - 1)
+        assert not node.powered  # a reboot takes its time in lab time, not in real time
+        await clock.advance(1)
+        assert node.powered and node.boot_id != boot0 and powered == [False, True]
         async with asyncssh.connect("127.0.0.1", lab.node_port("spark1"), **opts) as c:
             r = await c.run("cat /proc/sys/kernel/random/boot_id")
             assert r.stdout.strip() != boot0

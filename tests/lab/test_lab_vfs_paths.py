@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from wizard.lab import scenarios
-from wizard.lab.hostcmds import (
-    Host,
-    _glob,
+from wizard.lab.hostcmds import Host
+from wizard.lab.hostcmds.vfs import (
     _rail_ib_paths,
     _rail_net_paths,
     _rail_sysfs,
+    glob_match,
     vfs_paths,
 )
 from wizard.lab.perftest import Registry
@@ -41,14 +41,14 @@ def host() -> Host:
 
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_a_pattern_finds_what_a_glob_over_every_path_finds(host: Host, pattern: str) -> None:
-    assert _glob(vfs_paths(host, pattern), pattern) == _glob(vfs_paths(host), pattern)
+    assert glob_match(vfs_paths(host, pattern), pattern) == glob_match(vfs_paths(host), pattern)
 
 
 def test_counters_glob_lists_no_gid_table(host: Host) -> None:
     pattern = "/sys/class/infiniband/*/ports/1/counters/port_xmit_data"
     listed = vfs_paths(host, pattern)
     assert not [p for p in listed if "/gids/" in p or "/gid_attrs/" in p]
-    found = _glob(listed, pattern)
+    found = glob_match(listed, pattern)
     assert len(found) == len(host.node.rails) == 4
     assert len(listed) < len(vfs_paths(host)) // 5
 

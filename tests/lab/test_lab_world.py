@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from wizard.errors import ScenarioError
 from wizard.lab import scenarios
+from wizard.lab.clock import ManualClock
 from wizard.lab.hands import Hands
 from wizard.lab.physics import FlowSpec, flow
 from wizard.lab.world import End, World
@@ -29,38 +29,45 @@ def world(name: str, time_scale: float = 1000.0) -> World:
     return scenarios.build_world(scenarios.load(name), time_scale=time_scale)
 
 
+def stopped_world(name: str) -> tuple[World, ManualClock]:
+    """A world whose lab time moves only when the test moves it."""
+    clock = ManualClock()
+    return scenarios.build_world(scenarios.load(name), clock=clock), clock
+
+
 # --- traffic and counters -------------------------------------------------------------------
 
 
 def test_counters_advance_with_simulated_time() -> None:
-    w = world("healthy-2node-direct")
+    w, clock = stopped_world("healthy-2node-direct")
     tx = w.nodes["spark1"].rail("rocep1s0f0")
     rx = w.nodes["spark2"].rail("rocep1s0f0")
     assert tx is not None and rx is not None
     before_tx, before_rx = tx.counters["port_xmit_data"], rx.counters["port_rcv_data"]
     ids = w.traffic.start([FlowSpec("spark1", "rocep1s0f0", "spark2", "rocep1s0f0")])
     t0 = w.traffic.last_settled  # the simulated instant the flow started
-    time.sleep(0.01)  # 10 s of simulated time at scale 1000
+    clock.set(clock.now() + 10.0)  # 10 s of lab time
     w.traffic.settle()
     dt = w.traffic.last_settled - t0
+    assert dt == 10.0
     words = tx.counters["port_xmit_data"] - before_tx
     gbps = words * 4 * 8 / dt / 1e9
     assert 100.0 < gbps < 125.0  # ~111.86 of payload plus RoCE headers on the wire
     assert rx.counters["port_rcv_data"] - before_rx == pytest.approx(words, rel=0.01)
     w.traffic.stop(ids)
     frozen = tx.counters["port_xmit_data"]
-    time.sleep(0.005)
+    clock.set(clock.now() + 5.0)
     w.traffic.settle()
     assert tx.counters["port_xmit_data"] == frozen
 
 
 def test_stalled_flow_counters_sender_climbs_receiver_flat() -> None:
-    w = world("fault-switch-qos-pfc-stall")
+    w, clock = stopped_world("fault-switch-qos-pfc-stall")
     tx = w.nodes["spark1"].rail("rocep1s0f0")
     rx = w.nodes["spark2"].rail("rocep1s0f0")
     assert tx is not None and rx is not None
     ids = w.traffic.start([FlowSpec("spark1", "rocep1s0f0", "spark2", "rocep1s0f0")])
-    time.sleep(0.005)
+    clock.set(clock.now() + 5.0)
     w.traffic.settle()
     assert tx.counters["tx_packets_phy"] > 0
     assert tx.counters["local_ack_timeout_err"] > 0

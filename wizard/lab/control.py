@@ -37,6 +37,19 @@ inject FAULT_ID [NODE|SWITCH ...]   inject a fault of FAULTS.md
 help"""
 
 
+# the actions that take one node (or switch) name after another
+_PER_TARGET: dict[str, Callable[[Hands, str], Any]] = {
+    "drain": Hands.ac_drain,
+    "ac-drain": Hands.ac_drain,
+    "reboot": Hands.reboot,
+    "power-off": Hands.power_off,
+    "power-on": Hands.power_on,
+    "firmware": Hands.firmware_update,
+    "firmware-update": Hands.firmware_update,
+    "reboot-switch": Hands.reboot_switch,
+}
+
+
 @dataclass
 class Dispatcher:
     """Turns an action word and string arguments into a hands call on one world."""
@@ -52,16 +65,9 @@ class Dispatcher:
             return HELP
         if a == "status":
             return self.status()
-        if a in ("drain", "ac-drain"):
-            return [h.ac_drain(n) for n in self._need(args, 1)]
-        if a == "reboot":
-            return [h.reboot(n) for n in self._need(args, 1)]
-        if a == "power-off":
-            return [h.power_off(n) for n in self._need(args, 1)]
-        if a == "power-on":
-            return [h.power_on(n) for n in self._need(args, 1)]
-        if a in ("firmware", "firmware-update"):
-            return [h.firmware_update(n) for n in self._need(args, 1)]
+        per_target = _PER_TARGET.get(a)
+        if per_target is not None:
+            return [per_target(h, n) for n in self._need(args, 1)]
         if a == "recable":
             node, port, dest = self._need(args, 3)[:3]
             return h.recable(node, port, dest)
@@ -71,27 +77,31 @@ class Dispatcher:
         if a == "reseat":
             node, port = self._need(args, 2)[:2]
             return h.reseat(node, port)
-        if a == "reboot-switch":
-            return [h.reboot_switch(s) for s in self._need(args, 1)]
         if a == "inject":
-            fid, *targets = self._need(args, 1)
-            nodes = [t for t in targets if t in self.world.nodes] or None
-            switches = [t for t in targets if t in self.world.switches] or None
-            fault_mod.inject(self.world, fid, nodes=nodes, switches=switches)
-            if self.world.traffic is not None:
-                self.world.traffic.recompute()
-            self.world.changed("inject")
-            return f"injected {fid}" + (f" on {', '.join(targets)}" if targets else "")
+            return self._inject(args)
         if a == "perform":
-            data = json.loads(args[0]) if args else {}
-            action_obj = PhysicalAction(
-                kind=data["kind"],
-                nodes=tuple(data.get("nodes", ())),
-                instructions=str(data.get("instructions", "")),
-                cables=tuple((str(a), str(b), str(c)) for a, b, c in data.get("cables", ())),
-            )
-            return h.perform_now(action_obj)
+            return self._perform(args)
         raise FabwizError(f"unknown action {action!r}", hint="type `help` for the list")
+
+    def _inject(self, args: list[str]) -> str:
+        fid, *targets = self._need(args, 1)
+        nodes = [t for t in targets if t in self.world.nodes] or None
+        switches = [t for t in targets if t in self.world.switches] or None
+        fault_mod.inject(self.world, fid, nodes=nodes, switches=switches)
+        if self.world.traffic is not None:
+            self.world.traffic.recompute()
+        self.world.changed("inject")
+        return f"injected {fid}" + (f" on {', '.join(targets)}" if targets else "")
+
+    def _perform(self, args: list[str]) -> Any:
+        data = json.loads(args[0]) if args else {}
+        action_obj = PhysicalAction(
+            kind=data["kind"],
+            nodes=tuple(data.get("nodes", ())),
+            instructions=str(data.get("instructions", "")),
+            cables=tuple((str(a), str(b), str(c)) for a, b, c in data.get("cables", ())),
+        )
+        return self.hands.perform_now(action_obj)
 
     @staticmethod
     def _need(args: list[str], n: int) -> list[str]:

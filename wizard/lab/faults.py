@@ -9,6 +9,7 @@ every GB10 prints anyway (the 27 W line in dmesg, "GPU Direct RDMA Disabled" in 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -132,94 +133,136 @@ def inject(
         return
     for name in targets:
         node = world.nodes[name]
-        _host_fault(world, node, fault_id, params)
+        inject = _HOST_INJECTORS.get(fault_id)
+        if inject is not None:
+            inject(world, node, params)
 
 
-def _host_fault(world: World, node: NodeState, fault_id: str, params: dict[str, Any]) -> None:
-    if fault_id == "host.pfc-enabled":
-        node.pfc_boot = tuple(params.get("pfc", PFC_PRIO3))
-        for rail in node.rails:
-            rail.pfc = node.pfc_boot
-    elif fault_id == "host.mtu":
-        mtu = int(params.get("mtu", 1500))
-        _netplan_edit(node, {netdev: {"mtu": mtu} for netdev, *_x in RAIL_LAYOUT})
-        world.apply_netplan(node)
-    elif fault_id == "host.same-subnet-rails":
-        _netplan_edit(
-            node,
-            {
-                netdev: {"addresses": [f"10.9.1.{node.index + 10 * (r - 1)}/24"]}
-                for r, (netdev, *_x) in enumerate(RAIL_LAYOUT, start=1)
-            },
-        )
-        world.apply_netplan(node)
-    elif fault_id == "host.arp-sysctls":
-        node.files.pop("/etc/sysctl.d/98-roce.conf", None)
-        node.sysctls.update(
-            {
-                "net.ipv4.conf.all.arp_ignore": "0",
-                "net.ipv4.conf.all.arp_announce": "0",
-                "net.ipv4.conf.all.rp_filter": "2",
+def _inject_pfc_enabled(world: World, node: NodeState, params: dict[str, Any]) -> None:
+    node.pfc_boot = tuple(params.get("pfc", PFC_PRIO3))
+    for rail in node.rails:
+        rail.pfc = node.pfc_boot
+
+
+def _inject_mtu(world: World, node: NodeState, params: dict[str, Any]) -> None:
+    mtu = int(params.get("mtu", 1500))
+    _netplan_edit(node, {netdev: {"mtu": mtu} for netdev, *_x in RAIL_LAYOUT})
+    world.apply_netplan(node)
+
+
+def _inject_same_subnet_rails(world: World, node: NodeState, params: dict[str, Any]) -> None:
+    _netplan_edit(
+        node,
+        {
+            netdev: {"addresses": [f"10.9.1.{node.index + 10 * (r - 1)}/24"]}
+            for r, (netdev, *_x) in enumerate(RAIL_LAYOUT, start=1)
+        },
+    )
+    world.apply_netplan(node)
+
+
+def _inject_arp_sysctls(world: World, node: NodeState, params: dict[str, Any]) -> None:
+    node.files.pop("/etc/sysctl.d/98-roce.conf", None)
+    node.sysctls.update(
+        {
+            "net.ipv4.conf.all.arp_ignore": "0",
+            "net.ipv4.conf.all.arp_announce": "0",
+            "net.ipv4.conf.all.rp_filter": "2",
+        }
+    )
+
+
+def _inject_ipv6_on_fabric(world: World, node: NodeState, params: dict[str, Any]) -> None:
+    _netplan_edit(
+        node,
+        {
+            netdev: {
+                "link-local": ["ipv6"],
+                "dhcp6": True,
+                # the IPv6 address first: its GIDs come before the IPv4 ones
+                "addresses": [f"fd00:9:{r}::{node.index}/64", f"10.9.{r}.{node.index}/24"],
             }
+            for r, (netdev, *_x) in enumerate(RAIL_LAYOUT, start=1)
+        },
+    )
+    world.apply_netplan(node)
+
+
+def _inject_half_unused(world: World, node: NodeState, params: dict[str, Any]) -> None:
+    _netplan_edit(node, {r.netdev: None for r in node.rails if r.half == "B"})
+    world.apply_netplan(node)
+
+
+def _inject_rail_down(world: World, node: NodeState, params: dict[str, Any]) -> None:
+    port = params.get("port")
+    if port is None:
+        cabled = [p for p in (1, 0) if world.cable_at(End("node", node.name, f"port{p}"))]
+        port = cabled[0] if cabled else 0
+    cable = world.cable_at(End("node", node.name, f"port{int(port)}"))
+    if cable is not None:
+        cable.seated = False
+        world.unplug_effects(cable)
+
+
+def _inject_pcie_width(world: World, node: NodeState, params: dict[str, Any]) -> None:
+    node.pcie_width = int(params.get("width", 2))
+    world.boot_log(node)
+
+
+def _inject_cx7_throttled(world: World, node: NodeState, params: dict[str, Any]) -> None:
+    node.firmware = str(params.get("firmware", OLD_FIRMWARE))
+    node.throttled = True
+    world.boot_log(node)
+
+
+def _inject_cx7_degraded(world: World, node: NodeState, params: dict[str, Any]) -> None:
+    node.susceptible = True
+    node.degraded = True
+
+
+def _inject_hca_filter(world: World, node: NodeState, params: dict[str, Any]) -> None:
+    value = str(params.get("value", "rocep1s0f"))
+    # where the job's environment carries it: the shell profile (default), or a NCCL config
+    # file (`/etc/nccl.conf`, the lab login's `~/.nccl.conf`), which NCCL itself reads
+    where = str(params.get("file", "/etc/profile.d/nccl.sh"))
+    if where == "/etc/profile.d/nccl.sh":
+        node.files[where] = f"export NCCL_IB_HCA={value}\n"
+    elif where in ("/etc/nccl.conf", "~/.nccl.conf"):
+        node.files[where.replace("~", "/home/fabwiz", 1)] = f"NCCL_IB_HCA={value}\n"
+    else:
+        raise FabwizError(
+            f"nccl.hca-filter: file {where!r} is not one NCCL reads "
+            "(/etc/profile.d/nccl.sh, /etc/nccl.conf, ~/.nccl.conf)"
         )
-    elif fault_id == "host.ipv6-on-fabric":
-        _netplan_edit(
-            node,
-            {
-                netdev: {
-                    "link-local": ["ipv6"],
-                    "dhcp6": True,
-                    # the IPv6 address first: its GIDs come before the IPv4 ones
-                    "addresses": [f"fd00:9:{r}::{node.index}/64", f"10.9.{r}.{node.index}/24"],
-                }
-                for r, (netdev, *_x) in enumerate(RAIL_LAYOUT, start=1)
-            },
-        )
-        world.apply_netplan(node)
-    elif fault_id == "host.half-unused":
-        _netplan_edit(node, {r.netdev: None for r in node.rails if r.half == "B"})
-        world.apply_netplan(node)
-    elif fault_id == "host.rail-down":
-        port = params.get("port")
-        if port is None:
-            cabled = [p for p in (1, 0) if world.cable_at(End("node", node.name, f"port{p}"))]
-            port = cabled[0] if cabled else 0
-        cable = world.cable_at(End("node", node.name, f"port{int(port)}"))
-        if cable is not None:
-            cable.seated = False
-            world.unplug_effects(cable)
-    elif fault_id == "host.pcie-width":
-        node.pcie_width = int(params.get("width", 2))
-        world.boot_log(node)
-    elif fault_id == "host.cx7-throttled":
-        node.firmware = str(params.get("firmware", OLD_FIRMWARE))
-        node.throttled = True
-        world.boot_log(node)
-    elif fault_id == "host.cx7-degraded":
-        node.susceptible = True
-        node.degraded = True
-    elif fault_id == "nccl.hca-filter":
-        value = str(params.get("value", "rocep1s0f"))
-        # where the job's environment carries it: the shell profile (default), or a NCCL config
-        # file (`/etc/nccl.conf`, the lab login's `~/.nccl.conf`), which NCCL itself reads
-        where = str(params.get("file", "/etc/profile.d/nccl.sh"))
-        if where == "/etc/profile.d/nccl.sh":
-            node.files[where] = f"export NCCL_IB_HCA={value}\n"
-        elif where in ("/etc/nccl.conf", "~/.nccl.conf"):
-            node.files[where.replace("~", "/home/fabwiz", 1)] = f"NCCL_IB_HCA={value}\n"
-        else:
-            raise FabwizError(
-                f"nccl.hca-filter: file {where!r} is not one NCCL reads "
-                "(/etc/profile.d/nccl.sh, /etc/nccl.conf, ~/.nccl.conf)"
-            )
-    elif fault_id == "nccl.socket-fallback":
-        line = str(params.get("line", "NCCL_IB_DISABLE=1"))
-        node.files["/etc/nccl.conf"] = f"{line}\n"
-    elif fault_id == "process.undrained-measurement":
-        for port in (0, 1):
-            if world.port_link(node.name, port):
-                world.link_transition(node.name, port, up=False)
-                world.link_transition(node.name, port, up=True)
+
+
+def _inject_socket_fallback(world: World, node: NodeState, params: dict[str, Any]) -> None:
+    line = str(params.get("line", "NCCL_IB_DISABLE=1"))
+    node.files["/etc/nccl.conf"] = f"{line}\n"
+
+
+def _inject_undrained_measurement(world: World, node: NodeState, params: dict[str, Any]) -> None:
+    for port in (0, 1):
+        if world.port_link(node.name, port):
+            world.link_transition(node.name, port, up=False)
+            world.link_transition(node.name, port, up=True)
+
+
+_HOST_INJECTORS: dict[str, Callable[[World, NodeState, dict[str, Any]], None]] = {
+    "host.pfc-enabled": _inject_pfc_enabled,
+    "host.mtu": _inject_mtu,
+    "host.same-subnet-rails": _inject_same_subnet_rails,
+    "host.arp-sysctls": _inject_arp_sysctls,
+    "host.ipv6-on-fabric": _inject_ipv6_on_fabric,
+    "host.half-unused": _inject_half_unused,
+    "host.rail-down": _inject_rail_down,
+    "host.pcie-width": _inject_pcie_width,
+    "host.cx7-throttled": _inject_cx7_throttled,
+    "host.cx7-degraded": _inject_cx7_degraded,
+    "nccl.hca-filter": _inject_hca_filter,
+    "nccl.socket-fallback": _inject_socket_fallback,
+    "process.undrained-measurement": _inject_undrained_measurement,
+}
 
 
 def _switch_fault(

@@ -27,7 +27,9 @@ def _guid(mac: str) -> str:
     return ":".join(raw[i : i + 2].hex() for i in range(0, 8, 2))
 
 
-def ibv_devinfo(world: World, node: NodeState, args: list[str], out: Write, err: Write) -> int:
+def _options(args: list[str], out: Write, err: Write) -> tuple[str, int, bool] | None:
+    """ibv_devinfo's device, port and `-l`, or None when it refused the command line (its
+    message and usage already written)."""
     dev = ""
     port = 0
     listing = False
@@ -41,7 +43,7 @@ def ibv_devinfo(world: World, node: NodeState, args: list[str], out: Write, err:
             if len(hits) != 1:
                 err(f"ibv_devinfo: unrecognized option '{a}'\n")
                 out(USAGE)
-                return 255
+                return None
             key = "-" + _LONG[hits[0]]
             value = v if eq else None
         elif len(a) > 2 and a[:2] in ("-d", "-i"):
@@ -51,7 +53,7 @@ def ibv_devinfo(world: World, node: NodeState, args: list[str], out: Write, err:
             if value is None:
                 err(f"ibv_devinfo: option requires an argument -- '{key[1]}'\n")
                 out(USAGE)
-                return 255
+                return None
             if key == "-d":
                 dev = value
             elif value.isdigit():
@@ -60,11 +62,19 @@ def ibv_devinfo(world: World, node: NodeState, args: list[str], out: Write, err:
             listing = True
         elif key == "-v":
             err("ibv_devinfo: the lab does not model the verbose attribute dump (-v)\n")
-            return 255
+            return None
         elif a.startswith("-"):
             err(f"ibv_devinfo: invalid option -- '{a[1:2]}'\n")
             out(USAGE)
-            return 255
+            return None
+    return dev, port, listing
+
+
+def ibv_devinfo(world: World, node: NodeState, args: list[str], out: Write, err: Write) -> int:
+    options = _options(args, out, err)
+    if options is None:
+        return 255
+    dev, port, listing = options
     rails = sorted(node.rails, key=lambda r: (r.half, r.port))
     if listing:
         out(f"{len(rails)} HCA{'s' if len(rails) != 1 else ''} found:\n")

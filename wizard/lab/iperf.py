@@ -36,6 +36,33 @@ def _rail_for(node: NodeState, target: str, bind: str | None) -> RailState | Non
     return None
 
 
+async def _serve(
+    servers: dict[tuple[str, int], asyncio.Event],
+    node: NodeState,
+    port: int,
+    *,
+    out: Write,
+    err: Write,
+) -> int:
+    """`iperf3 -s`: listens until a client's test is over (one test, like `-1`)."""
+    key = (node.name, port)
+    if key in servers:
+        err("iperf3: error - unable to start listener for connections: Address already in use\n")
+        return 1
+    out(
+        "-----------------------------------------------------------\n"
+        f"Server listening on {port} (test #1)\n"
+        "-----------------------------------------------------------\n"
+    )
+    done = asyncio.Event()
+    servers[key] = done
+    try:
+        await done.wait()
+    finally:
+        servers.pop(key, None)
+    return 0
+
+
 async def run(
     world: World,
     servers: dict[tuple[str, int], asyncio.Event],
@@ -62,24 +89,7 @@ async def run(
         elif a == "-c":
             target = next(it, None)
     if server:
-        key = (node.name, port)
-        if key in servers:
-            err(
-                "iperf3: error - unable to start listener for connections: Address already in use\n"
-            )
-            return 1
-        out(
-            "-----------------------------------------------------------\n"
-            f"Server listening on {port} (test #1)\n"
-            "-----------------------------------------------------------\n"
-        )
-        done = asyncio.Event()
-        servers[key] = done
-        try:
-            await done.wait()
-        finally:
-            servers.pop(key, None)
-        return 0
+        return await _serve(servers, node, port, out=out, err=err)
     if target is None:
         err("iperf3: parameter error - must either be a client (-c) or server (-s)\n")
         return 1
@@ -95,7 +105,7 @@ async def run(
         return _fail(out, err, as_json, "unable to connect to server: No route to host")
     wire = f.gbps if not f.stalled else 109.2  # TCP rides the lossy class
     gbps = min(STREAM_GBPS * streams, TCP_EFFICIENCY * wire) * (1 + world.rng.uniform(-0.01, 0.01))
-    await asyncio.sleep(world.wall_seconds(seconds))
+    await world.sleep(seconds)
     servers[(dst_node.name, port)].set()
     nbytes = int(gbps * 1e9 / 8 * seconds)
     if as_json:

@@ -79,7 +79,11 @@ def claim_private_dir(directory: Path) -> Path:
 
 
 class Lab:
-    """A running lab. `async with Lab("crs804-three-bugs") as lab: ...`"""
+    """A running lab. `async with Lab("crs804-three-bugs") as lab: ...`
+
+    The lab runs `time_scale` times faster than life, or on the clock of the `world` it is
+    given (a test builds one on a `ManualClock` and advances it).
+    """
 
     def __init__(
         self,
@@ -320,7 +324,7 @@ class Lab:
         self.hands.power_off(node)
         if kind == "poweroff":
             return
-        await asyncio.sleep(self.world.wall_seconds(REBOOT_SECONDS))
+        await self.world.sleep(REBOOT_SECONDS)
         self.hands.power_on(node)
 
     # --- what clients need ------------------------------------------------------------------------

@@ -11,7 +11,6 @@ collectives, an unknown mpirun option or an unreachable host fails as Open MPI 4
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -282,18 +281,35 @@ def _resolve(world: World, h: str) -> NodeState | None:
 _RULE = "--------------------------------------------------------------------------\n"
 
 
-async def run(
-    world: World,
-    first: NodeState,
-    *,
-    mpi: MpiArgs,
-    login_env: Callable[[NodeState], dict[str, str]],
-    out: Write,
-    err: Write,
-) -> int:
-    if mpi.error:
-        err(f"{mpi.error}\nType 'mpirun --help' for usage.\n")
-        return 1
+@dataclass
+class _Sweep:
+    """The sizes and iterations of an nccl-tests run (`-b`, `-e`, `-f`, `-n`, `-w`)."""
+
+    min_b: int
+    max_b: int
+    factor: int
+    iters: int
+    warmup: int
+
+
+def _sweep(prog_args: list[str]) -> _Sweep | None:
+    a = prog_args
+    opts = {a[i]: a[i + 1] for i in range(len(a) - 1) if a[i].startswith("-")}
+    try:
+        return _Sweep(
+            min_b=parse_size(opts.get("-b", "1G")),
+            max_b=parse_size(opts.get("-e", "4G")),
+            factor=int(opts.get("-f", "2")),
+            iters=int(opts.get("-n", "20")),
+            warmup=int(opts.get("-w", "1")),
+        )
+    except ValueError:
+        return None
+
+
+def _job_nodes(world: World, first: NodeState, mpi: MpiArgs, err: Write) -> list[NodeState] | int:
+    """The nodes the job's ranks run on (from `-H` and the hostfile), or the exit status of
+    mpirun when it cannot reach one (its message written)."""
     hosts = list(mpi.hosts)
     if mpi.hostfile:
         text = first.files.get(mpi.hostfile)
@@ -317,7 +333,24 @@ async def run(
             err(_ORTE_DIED)
             return 255
         nodes.append(node)
-    nodes = nodes[: max(1, mpi.np)] if len(nodes) >= mpi.np else nodes
+    return nodes[: max(1, mpi.np)] if len(nodes) >= mpi.np else nodes
+
+
+async def run(
+    world: World,
+    first: NodeState,
+    *,
+    mpi: MpiArgs,
+    login_env: Callable[[NodeState], dict[str, str]],
+    out: Write,
+    err: Write,
+) -> int:
+    if mpi.error:
+        err(f"{mpi.error}\nType 'mpirun --help' for usage.\n")
+        return 1
+    nodes = _job_nodes(world, first, mpi, err)
+    if isinstance(nodes, int):
+        return nodes
     base = mpi.program.rsplit("/", 1)[-1].removesuffix("_mpi")
     if base not in _PROGRAMS:
         err(
@@ -328,29 +361,36 @@ async def run(
         if max(mpi.np, len(nodes)) > 1:
             err(f"{max(mpi.np, len(nodes))} total processes failed to start\n")
         return 132
-    collective = base.removesuffix("_perf")
-    a = mpi.prog_args
-    opts = {a[i]: a[i + 1] for i in range(len(a) - 1) if a[i].startswith("-")}
-    try:
-        min_b = parse_size(opts.get("-b", "1G"))
-        max_b = parse_size(opts.get("-e", "4G"))
-        factor = int(opts.get("-f", "2"))
-        iters = int(opts.get("-n", "20"))
-        warmup = int(opts.get("-w", "1"))
-    except ValueError:
+    sweep = _sweep(mpi.prog_args)
+    if sweep is None:
         err("Invalid size or option\n")
         return 1
     launcher = login_env(first)
     envs = [job_env(node, login_env(node), mpi, launcher) for node in nodes]
     plan = ring(world, [n.name for n in nodes], envs)
     pids = [n.next_pid() for n in nodes]
-    n = len(nodes)
-    w = out
+    _header(out, base, sweep, nodes, pids)
+    if any(e.get("NCCL_DEBUG", "").upper() in ("INFO", "TRACE") for e in envs):
+        out("\n".join(_info_lines(world, nodes, pids, envs, plan)) + "\n")
+    ids = world.traffic.start(list(plan.flows)) if plan.flows and not plan.error else []
+    try:
+        if plan.error:
+            await _fail(world, nodes, pids, plan.error, err)
+            return 1
+        await _table(world, out, base, sweep, len(nodes), plan)
+        return 0
+    finally:
+        if ids:
+            world.traffic.stop(ids)
+
+
+def _header(w: Write, base: str, sweep: _Sweep, nodes: list[NodeState], pids: list[int]) -> None:
     w("# nccl-tests version 2.18.3 nccl-headers=22809 nccl-library=22809\n")
     w(f"# Collective test starting: {base}\n")
     w(
-        f"# nThread 1 nGpus 1 minBytes {min_b} maxBytes {max_b} step: {factor}(factor) "
-        f"warmup iters: {warmup} iters: {iters} agg iters: 1 validation: 1 graph: 0 unalign: 0\n"
+        f"# nThread 1 nGpus 1 minBytes {sweep.min_b} maxBytes {sweep.max_b} "
+        f"step: {sweep.factor}(factor) warmup iters: {sweep.warmup} iters: {sweep.iters} "
+        "agg iters: 1 validation: 1 graph: 0 unalign: 0\n"
     )
     w("#\n# Using devices\n")
     for rank, (node, pid) in enumerate(zip(nodes, pids, strict=True)):
@@ -358,60 +398,61 @@ async def run(
             f"#  Rank {rank:2d} Group  0 Pid {pid:6d} on {node.name:>10} device  0 [000f:01:00] "
             "NVIDIA GB10\n"
         )
-    if any(e.get("NCCL_DEBUG", "").upper() in ("INFO", "TRACE") for e in envs):
-        w("\n".join(_info_lines(world, nodes, pids, envs, plan)) + "\n")
-    ids = world.traffic.start(list(plan.flows)) if plan.flows and not plan.error else []
-    try:
-        if plan.error:
-            await asyncio.sleep(world.wall_seconds(5.0))
-            pid = pids[0]
-            peer = nodes[1 % n]
-            err(
-                f"\n[{_stamp(world)}] {nodes[0].name}:{pid}:{pid + 11} [0] transport/net_ib.cc:2470 "
-                f"NCCL WARN NET/IB : Got completion from peer {peer.name}<53488> with status=12 "
-                "opcode=0 len=0 vendor err 129 (Send)\n"
-            )
-            err(
-                f"{nodes[0].name}: Test NCCL failure common.cu:401 "
-                f"'{plan.error} / '\n .. {nodes[0].name} pid {pid}: Test failure common.cu:1620\n"
-            )
-            err(
-                f"{_RULE}Primary job  terminated normally, but 1 process returned\n"
-                f"a non-zero exit code. Per user-direction, the job has been aborted.\n{_RULE}"
-            )
-            return 1
-        w("#\n")
-        w(
-            "#                                                              out-of-place"
-            "                       in-place          \n"
-        )
-        w(
-            "#       size         count      type   redop    root     time   algbw   busbw"
-            "  #wrong     time   algbw   busbw  #wrong \n"
-        )
-        w(
-            "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)"
-            "             (us)  (GB/s)  (GB/s)         \n"
-        )
-        size = min_b
-        cells: list[float] = []
-        while size <= max_b:
-            line, t_us = _row(collective, size, n, plan.busbw)
-            await asyncio.sleep(world.wall_seconds(t_us * 2 * (iters + warmup) / 1e6))
-            w(line + "\n")
-            _t, _alg, bus = timing(collective, n, size, plan.busbw)
-            cells += [bus, bus / 1.01]
-            if factor <= 1:
-                break
-            size *= factor
-        avg = sum(cells) / len(cells) if cells else 0.0
-        w("# Out of bounds values : 0 OK\n")
-        w(f"# Avg bus bandwidth    : {avg:g} \n")
-        w(f"#\n# Collective test concluded: {base}\n#\n")
-        return 0
-    finally:
-        if ids:
-            world.traffic.stop(ids)
+
+
+async def _fail(
+    world: World, nodes: list[NodeState], pids: list[int], error: str, err: Write
+) -> None:
+    """The ring's first QP fails: NCCL's warning and the job aborted, a few seconds in."""
+    await world.sleep(5.0)
+    pid = pids[0]
+    peer = nodes[1 % len(nodes)]
+    err(
+        f"\n[{_stamp(world)}] {nodes[0].name}:{pid}:{pid + 11} [0] transport/net_ib.cc:2470 "
+        f"NCCL WARN NET/IB : Got completion from peer {peer.name}<53488> with status=12 "
+        "opcode=0 len=0 vendor err 129 (Send)\n"
+    )
+    err(
+        f"{nodes[0].name}: Test NCCL failure common.cu:401 "
+        f"'{error} / '\n .. {nodes[0].name} pid {pid}: Test failure common.cu:1620\n"
+    )
+    err(
+        f"{_RULE}Primary job  terminated normally, but 1 process returned\n"
+        f"a non-zero exit code. Per user-direction, the job has been aborted.\n{_RULE}"
+    )
+
+
+async def _table(world: World, w: Write, base: str, sweep: _Sweep, n: int, plan: Ring) -> None:
+    """The result table, one row per size as its iterations finish, and the average."""
+    collective = base.removesuffix("_perf")
+    w("#\n")
+    w(
+        "#                                                              out-of-place"
+        "                       in-place          \n"
+    )
+    w(
+        "#       size         count      type   redop    root     time   algbw   busbw"
+        "  #wrong     time   algbw   busbw  #wrong \n"
+    )
+    w(
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)"
+        "             (us)  (GB/s)  (GB/s)         \n"
+    )
+    size = sweep.min_b
+    cells: list[float] = []
+    while size <= sweep.max_b:
+        line, t_us = _row(collective, size, n, plan.busbw)
+        await world.sleep(t_us * 2 * (sweep.iters + sweep.warmup) / 1e6)
+        w(line + "\n")
+        _t, _alg, bus = timing(collective, n, size, plan.busbw)
+        cells += [bus, bus / 1.01]
+        if sweep.factor <= 1:
+            break
+        size *= sweep.factor
+    avg = sum(cells) / len(cells) if cells else 0.0
+    w("# Out of bounds values : 0 OK\n")
+    w(f"# Avg bus bandwidth    : {avg:g} \n")
+    w(f"#\n# Collective test concluded: {base}\n#\n")
 
 
 def _stamp(world: World) -> str:

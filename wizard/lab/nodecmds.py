@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 
 from wizard.lab import nodetools
-from wizard.lab.hostcmds import COMMANDS, MGMT_IF, Ctx, Host, command
+from wizard.lab.hostcmds.interp import Host
+from wizard.lab.hostcmds.registry import COMMANDS, MGMT_IF, Ctx, command
 from wizard.lab.nccl import MpiArgs
 from wizard.lab.world import NodeState, World
 

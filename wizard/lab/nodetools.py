@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from wizard.lab.facts import NodeFacts
 
 if TYPE_CHECKING:
-    from wizard.lab.hostcmds import Ctx, Host
+    from wizard.lab.hostcmds.interp import Host
+    from wizard.lab.hostcmds.registry import Ctx
     from wizard.lab.world import NodeState, World
 
 # tool -> (package, path); "~" is the user's home
@@ -119,7 +120,7 @@ def sudo_refusal(ctx: Ctx, opts: list[str], argv: list[str]) -> tuple[str, int] 
 
 async def sudo_list(ctx: Ctx, argv: list[str]) -> int:
     """`sudo -l CMD ARGS`: the command's full path and arguments when allowed, else exit 1."""
-    from wizard.lab.hostcmds import COMMANDS
+    from wizard.lab.hostcmds.registry import COMMANDS
 
     name = argv[0]
     base = name.rsplit("/", 1)[-1]

@@ -225,17 +225,9 @@ async def run_client(
     if rail is None:
         return 1
     ip = o.server_ip or ""
-    sess: Session | None = None
-    for owner, _r in world.owners(ip):
-        sess = reg.servers.get((owner.name, o.port))
-        if sess is not None:
-            break
+    sess = _connect(world, reg, ip, o.port, err)
     if sess is None:
-        err(f"Couldn't connect to {ip}:{o.port}\n")
-        err("Unable to open file descriptor for socket connection")
-        err(" Unable to init the socket connection\n")
         return 1
-    del reg.servers[(sess.node, o.port)]
     server = world.nodes[sess.node]
     srail = sess.rail
     bidir = o.bidir or sess.opts.bidir
@@ -265,24 +257,9 @@ async def run_client(
     out(results_header(o))
     try:
         if stalled:
-            await asyncio.sleep(world.wall_seconds(min(o.duration or STALL_SECONDS, STALL_SECONDS)))
-            sess.failed = EXCHANGE_FAILED
-            sess.done.set()
-            err(" Completion with error at client\n")
-            err(" Failed status 12: wr_id 0 syndrom 0x81\n")
-            err(f"scnt={128 * o.qps}, ccnt=0\n")
-            err(" Failed to complete run_iter_bw function successfully\n")
+            await _stall(world, sess, o, err)
             return 1
-        rows = []
-        for size in sizes(o):
-            rate, seconds = await _measure(world, ids, o, size)
-            cpu = min(100.0, rate * CPU_PER_GBPS)
-            rows.append(result_row(o, size, rate, seconds, cpu))
-            out(rows[-1])
-            if o.run_infinitely:
-                while True:  # until the session goes away (SIGHUP/SIGINT cancel the task)
-                    rate, seconds = await _measure(world, ids, o, size)
-                    out(result_row(o, size, rate, seconds, cpu))
+        rows = await _rows(world, ids, o, out)
     except asyncio.CancelledError:
         # the client went away mid-run: the server's next handshake read fails
         sess.failed = sess.failed or EXCHANGE_FAILED
@@ -297,6 +274,48 @@ async def run_client(
     return 0
 
 
+def _connect(world: World, reg: Registry, ip: str, port: int, err: Write) -> Session | None:
+    """The server session listening on `ip`'s node and `port`, taken off the registry (a
+    server serves one client), or None when nothing listens there (perftest's error written)."""
+    for owner, _r in world.owners(ip):
+        sess = reg.servers.get((owner.name, port))
+        if sess is not None:
+            del reg.servers[(sess.node, port)]
+            return sess
+    err(f"Couldn't connect to {ip}:{port}\n")
+    err("Unable to open file descriptor for socket connection")
+    err(" Unable to init the socket connection\n")
+    return None
+
+
+async def _stall(world: World, sess: Session, o: Options, err: Write) -> None:
+    """A run whose QP never completes: perftest gives up after its retries, and so does the
+    server's handshake."""
+    await world.sleep(min(o.duration or STALL_SECONDS, STALL_SECONDS))
+    sess.failed = EXCHANGE_FAILED
+    sess.done.set()
+    err(" Completion with error at client\n")
+    err(" Failed status 12: wr_id 0 syndrom 0x81\n")
+    err(f"scnt={128 * o.qps}, ccnt=0\n")
+    err(" Failed to complete run_iter_bw function successfully\n")
+
+
+async def _rows(world: World, ids: list[int], o: Options, out: Write) -> list[str]:
+    """One result row per message size, written as each finishes (`--run_infinitely`: the first
+    size again and again, until the session goes away)."""
+    rows = []
+    for size in sizes(o):
+        rate, seconds = await _measure(world, ids, o, size)
+        cpu = min(100.0, rate * CPU_PER_GBPS)
+        rows.append(result_row(o, size, rate, seconds, cpu))
+        out(rows[-1])
+        if o.run_infinitely:
+            while True:  # until the session goes away (SIGHUP/SIGINT cancel the task)
+                rate, seconds = await _measure(world, ids, o, size)
+                out(result_row(o, size, rate, seconds, cpu))
+    return rows
+
+
 async def _measure(world: World, ids: list[int], o: Options, size: int) -> tuple[float, float]:
     """Run one size for its duration (or iterations); the rate the flows had half-way."""
     traffic = world.traffic
@@ -307,8 +326,8 @@ async def _measure(world: World, ids: list[int], o: Options, size: int) -> tuple
         seconds = o.duration if o.duration is not None else 5.0
     else:
         seconds = o.iters * size * 8 / max(rate, 0.01) / 1e9
-    await asyncio.sleep(world.wall_seconds(seconds / 2))
+    await world.sleep(seconds / 2)
     mid = [traffic.result(i) for i in ids]
     total = sum(r.gbps for r in mid if r is not None)
-    await asyncio.sleep(world.wall_seconds(seconds / 2))
+    await world.sleep(seconds / 2)
     return size_gbps(total, size, o.qps * len(ids)), seconds

@@ -10,6 +10,7 @@ accepted exactly when perftest accepts them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from wizard.lab.perftest_usage import USAGE
@@ -141,8 +142,8 @@ def _strtol(text: str) -> int | None:
         return None
 
 
-def _tokens(args: list[str]) -> tuple[list[tuple[str, str | None]], list[str], Parsed | None]:
-    """getopt_long with GNU permutation: (option key, value) pairs and the operands."""
+def _short_specs() -> dict[str, int]:
+    """Each short option letter of `SHORT` and whether it takes an argument (getopt's `:`)."""
     shorts: dict[str, int] = {}
     i = 0
     while i < len(SHORT):
@@ -150,8 +151,64 @@ def _tokens(args: list[str]) -> tuple[list[tuple[str, str | None]], list[str], P
         takes = i + 1 < len(SHORT) and SHORT[i + 1] == ":"
         shorts[letter] = 1 if takes else 0
         i += 2 if takes else 1
+    return shorts
+
+
+Token = tuple[str, str | None]
+
+
+def _long_option(a: str, args: list[str], k: int) -> tuple[Token, int] | Parsed:
+    """`--name[=value]` (a unique prefix of a name will do); its value may be the next word.
+    The token and the index of the next word, or the refusal."""
     longs = {name: (has_arg, letter) for name, has_arg, letter in LONG}
-    out: list[tuple[str, str | None]] = []
+    name, eq, value = a[2:].partition("=")
+    hits = [name] if name in longs else [n for n, _h, _l in LONG if n.startswith(name)]
+    if not hits:
+        return _bad_flag(f"unrecognized option '--{name}'")
+    if len(hits) > 1:
+        poss = " ".join(f"'--{h}'" for h in hits)
+        return _bad_flag(f"option '--{name}' is ambiguous; possibilities: {poss}")
+    full = hits[0]
+    has_arg, _letter = longs[full]
+    if has_arg == 0 and eq:
+        return _bad_flag(f"option '--{full}' doesn't allow an argument")
+    if has_arg == 1 and not eq:
+        if k >= len(args):
+            return _bad_flag(f"option '--{full}' requires an argument")
+        value = args[k]
+        k += 1
+    return (full, value if has_arg else None), k
+
+
+def _short_options(
+    a: str, args: list[str], k: int, shorts: dict[str, int]
+) -> tuple[list[Token], int] | Parsed:
+    """A cluster of short options (`-abVALUE`, `-a -b VALUE`): its tokens and the index of the
+    next word, or the refusal."""
+    out: list[Token] = []
+    j = 1
+    while j < len(a):
+        letter = a[j]
+        j += 1
+        if letter not in shorts:
+            return _bad_flag(f"invalid option -- '{letter}'")
+        if shorts[letter]:
+            value = a[j:]
+            if not value:
+                if k >= len(args):
+                    return _bad_flag(f"option requires an argument -- '{letter}'")
+                value = args[k]
+                k += 1
+            out.append((letter, value))
+            break
+        out.append((letter, None))
+    return out, k
+
+
+def _tokens(args: list[str]) -> tuple[list[Token], list[str], Parsed | None]:
+    """getopt_long with GNU permutation: (option key, value) pairs and the operands."""
+    shorts = _short_specs()
+    out: list[Token] = []
     operands: list[str] = []
     k = 0
     while k < len(args):
@@ -161,47 +218,129 @@ def _tokens(args: list[str]) -> tuple[list[tuple[str, str | None]], list[str], P
             operands += args[k:]
             break
         if a.startswith("--"):
-            name, eq, value = a[2:].partition("=")
-            hits = [name] if name in longs else [n for n, _h, _l in LONG if n.startswith(name)]
-            if not hits:
-                return [], [], _bad_flag(f"unrecognized option '--{name}'")
-            if len(hits) > 1:
-                poss = " ".join(f"'--{h}'" for h in hits)
-                return [], [], _bad_flag(f"option '--{name}' is ambiguous; possibilities: {poss}")
-            full = hits[0]
-            has_arg, _letter = longs[full]
-            if has_arg == 0 and eq:
-                return [], [], _bad_flag(f"option '--{full}' doesn't allow an argument")
-            if has_arg == 1 and not eq:
-                if k >= len(args):
-                    return [], [], _bad_flag(f"option '--{full}' requires an argument")
-                value = args[k]
-                k += 1
-            out.append((full, value if has_arg else None))
-            continue
-        if a.startswith("-") and len(a) > 1:
-            j = 1
-            while j < len(a):
-                letter = a[j]
-                j += 1
-                if letter not in shorts:
-                    return [], [], _bad_flag(f"invalid option -- '{letter}'")
-                if shorts[letter]:
-                    value = a[j:]
-                    if not value:
-                        if k >= len(args):
-                            return [], [], _bad_flag(f"option requires an argument -- '{letter}'")
-                        value = args[k]
-                        k += 1
-                    out.append((letter, value))
-                    break
-                out.append((letter, None))
-            continue
-        operands.append(a)
+            got = _long_option(a, args, k)
+            if isinstance(got, Parsed):
+                return [], [], got
+            token, k = got
+            out.append(token)
+        elif a.startswith("-") and len(a) > 1:
+            cluster = _short_options(a, args, k, shorts)
+            if isinstance(cluster, Parsed):
+                return [], [], cluster
+            tokens, k = cluster
+            out += tokens
+        else:
+            operands.append(a)
     return out, operands, None
 
 
 _CANON = {letter: name for name, _h, letter in LONG if letter}
+
+
+@dataclass(frozen=True)
+class _Number:
+    """A numeric option: the `Options` field it sets, perftest's refusal of a value that is not
+    a number, the range it accepts and its refusal of one outside it (None: the first one)."""
+
+    field: str
+    not_a_number: str
+    ok: Callable[[int], bool] | None = None
+    out_of_range: str | None = None
+
+
+_NUMBERS = {
+    "gid-index": _Number(
+        "gid",
+        " Gid index argument {v} should be uint8_t",
+        lambda n: 0 <= n <= 64,
+        " Gid index should be between 0 and 64",
+    ),
+    "ib-port": _Number(
+        "ib_port",
+        " IB Port argument {v} should be uint8_t",
+        lambda n: n >= 1,
+        "IB Port can't be less than 1",
+    ),
+    "qp": _Number(
+        "qps",
+        " num of Qps argument {v} should be int",
+        lambda n: 1 <= n <= 16384,
+        " num of Qps should be between 1 and 16384",
+    ),
+    "iters": _Number(
+        "iters",
+        " Iteration num argument {v} should be uint64_t",
+        lambda n: 5 <= n <= MAX_ITERS,
+        f" Iteration num should be between 5 and {MAX_ITERS}",
+    ),
+    "duration": _Number(
+        "duration",
+        " Duration period argument {v} should be int",
+        lambda n: n > 0,
+        " Duration period must be positive",
+    ),
+    "port": _Number("port", " Port argument {v} should be int"),
+    "tos": _Number("tos", " TOS argument {v} should be int", lambda n: 0 <= n <= 256),
+    "mtu": _Number("mtu", " MTU argument {v} should be int"),
+}
+
+# the options that only switch something on
+_SWITCHES = {
+    "all": "all_sizes",
+    "bidirectional": "bidir",
+    "report_gbits": "gbits",
+    "cpu_util": "cpu_util",
+    "run_infinitely": "run_infinitely",
+    "rdma_cm": "rdma_cm",
+    "version": "version",
+    "help": "help",
+}
+
+
+def _number(o: Options, rule: _Number, v: str) -> Parsed | None:
+    n = _strtol(v)
+    if n is None:
+        return _refused(rule.not_a_number.format(v=v))
+    if rule.ok is not None and not rule.ok(n):
+        return _refused((rule.out_of_range or rule.not_a_number).format(v=v))
+    setattr(o, rule.field, float(n) if rule.field == "duration" else n)
+    return None
+
+
+def _size(o: Options, v: str) -> Parsed | None:
+    """`-s SIZE`, with perftest's K and M suffixes."""
+    text, factor = v, 1
+    if text.endswith("K"):
+        text, factor = text[:-1], 1024
+    elif text.endswith("M"):
+        text, factor = text[:-1], 1024 * 1024
+    n = _strtol(text) or 0
+    if not 1 <= n * factor <= MAX_SIZE:
+        return Parsed(
+            Options(),
+            stderr=f" Message Size should be between 1 and {MAX_SIZE}\n"
+            " Parser function exited with Error\n",
+            status=1,
+        )
+    o.size = n * factor
+    return None
+
+
+def _apply(o: Options, name: str, v: str) -> Parsed | None:
+    """Set one option on `o`; the refusal when perftest rejects its value."""
+    if name in _NUMBERS:
+        return _number(o, _NUMBERS[name], v)
+    if name in _SWITCHES:
+        setattr(o, _SWITCHES[name], True)
+    elif name == "ib-dev":
+        o.device = v
+    elif name == "size":
+        return _size(o, v)
+    elif name == "force-link":
+        if v not in ("IB", "ETHERNET"):
+            return _refused("Invalid link layer value should be IB or ETHERNET.")
+        o.force_link = v
+    return None
 
 
 def parse(args: list[str]) -> Parsed:
@@ -213,94 +352,9 @@ def parse(args: list[str]) -> Parsed:
     for key, value in tokens:
         name = _CANON.get(key, key)
         o.seen.append(name)
-        v = value or ""
-        if name == "ib-dev":
-            o.device = v
-        elif name == "gid-index":
-            n = _strtol(v)
-            if n is None:
-                return _refused(f" Gid index argument {v} should be uint8_t")
-            if not 0 <= n <= 64:
-                return _refused(" Gid index should be between 0 and 64")
-            o.gid = n
-        elif name == "ib-port":
-            n = _strtol(v)
-            if n is None:
-                return _refused(f" IB Port argument {v} should be uint8_t")
-            if n < 1:
-                return _refused("IB Port can't be less than 1")
-            o.ib_port = n
-        elif name == "qp":
-            n = _strtol(v)
-            if n is None:
-                return _refused(f" num of Qps argument {v} should be int")
-            if not 1 <= n <= 16384:
-                return _refused(" num of Qps should be between 1 and 16384")
-            o.qps = n
-        elif name == "size":
-            text, factor = v, 1
-            if text.endswith("K"):
-                text, factor = text[:-1], 1024
-            elif text.endswith("M"):
-                text, factor = text[:-1], 1024 * 1024
-            n = _strtol(text) or 0
-            if not 1 <= n * factor <= MAX_SIZE:
-                return Parsed(
-                    Options(),
-                    stderr=f" Message Size should be between 1 and {MAX_SIZE}\n"
-                    " Parser function exited with Error\n",
-                    status=1,
-                )
-            o.size = n * factor
-        elif name == "iters":
-            n = _strtol(v)
-            if n is None:
-                return _refused(f" Iteration num argument {v} should be uint64_t")
-            if not 5 <= n <= MAX_ITERS:
-                return _refused(f" Iteration num should be between 5 and {MAX_ITERS}")
-            o.iters = n
-        elif name == "duration":
-            n = _strtol(v)
-            if n is None:
-                return _refused(f" Duration period argument {v} should be int")
-            if n <= 0:
-                return _refused(" Duration period must be positive")
-            o.duration = float(n)
-        elif name == "port":
-            n = _strtol(v)
-            if n is None:
-                return _refused(f" Port argument {v} should be int")
-            o.port = n
-        elif name == "tos":
-            n = _strtol(v)
-            if n is None or not 0 <= n <= 256:
-                return _refused(f" TOS argument {v} should be int")
-            o.tos = n
-        elif name == "mtu":
-            n = _strtol(v)
-            if n is None:
-                return _refused(f" MTU argument {v} should be int")
-            o.mtu = n
-        elif name == "force-link":
-            if v not in ("IB", "ETHERNET"):
-                return _refused("Invalid link layer value should be IB or ETHERNET.")
-            o.force_link = v
-        elif name == "all":
-            o.all_sizes = True
-        elif name == "bidirectional":
-            o.bidir = True
-        elif name == "report_gbits":
-            o.gbits = True
-        elif name == "cpu_util":
-            o.cpu_util = True
-        elif name == "run_infinitely":
-            o.run_infinitely = True
-        elif name == "rdma_cm":
-            o.rdma_cm = True
-        elif name == "version":
-            o.version = True
-        elif name == "help":
-            o.help = True
+        refused = _apply(o, name, value or "")
+        if refused is not None:
+            return refused
     if o.help:
         return Parsed(o, stdout=USAGE, status=1)
     if o.version:

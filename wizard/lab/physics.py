@@ -210,39 +210,12 @@ def solve(world: World, flows: list[FlowSpec], *, noise: bool = True) -> list[Fl
             if node.throttled or node.degraded:
                 cap = min(cap, DEGRADED)
         caps[i] = cap
-        uses[i].append(("half", sn.name, sr.half, "tx"))
-        uses[i].append(("half", dn.name, dr.half, "rx"))
-        uses[i].append(("nic", sn.name, "tx"))
-        uses[i].append(("nic", dn.name, "rx"))
-        for sw in dict.fromkeys(software):
-            uses[i].append(("cpu", sw))
-        uses[i].append(("wire", sn.name, str(sr.port), "tx"))
-        uses[i].append(("wire", dn.name, str(dr.port), "rx"))
-        for a, b in path.isl:
-            uses[i].append(("isl", a, b))
+        uses[i] = _uses(sn, sr, dn, dr, software, path)
     capacity: dict[tuple[str, ...], float] = {}
     for i in live:
         for res in uses[i]:
-            if res in capacity:
-                continue
-            if res[0] == "half":
-                node = world.nodes[res[1]]
-                both_dirs = half_dirs[(node.name, res[2])] == {"tx", "rx"}
-                c = pcie_half_gbps(node.pcie_width)
-                capacity[res] = c * PCIE_DUPLEX_FACTOR if both_dirs else c
-            elif res[0] == "nic":
-                capacity[res] = NODE_NIC_GBPS
-            elif res[0] == "cpu":
-                capacity[res] = cpu_forwarding(world.switch_models.get(res[1], "")).total_gbps
-            elif res[0] == "wire":
-                mtu = min(info[j].mtu for j in live if res in uses[j])
-                capacity[res] = _wire_gbps(world, res[1], int(res[2]), mtu)
-            else:
-                good = wire_goodput(200.0)
-                on_it = [j for j in live if res in uses[j]]
-                demand = sum(caps[j] for j in on_it)
-                oversubscribed = len(on_it) > 1 and demand > good
-                capacity[res] = good * DCQCN_LINK_EFFICIENCY if oversubscribed else good
+            if res not in capacity:
+                capacity[res] = _capacity(world, res, live, caps, uses, info, half_dirs)
     rates = _fill(live, caps, uses, capacity)
     out: list[FlowResult] = []
     for i, base in enumerate(info):
@@ -251,6 +224,58 @@ def solve(world: World, flows: list[FlowSpec], *, noise: bool = True) -> list[Fl
             rate *= 1.0 + world.rng.uniform(-0.0015, 0.0015)
         out.append(FlowResult(rate, base.stalled, base.reason, base.path, base.mtu, base.software))
     return out
+
+
+def _uses(
+    sn: NodeState,
+    sr: RailState,
+    dn: NodeState,
+    dr: RailState,
+    software: tuple[str, ...],
+    path: L2Path,
+) -> list[tuple[str, ...]]:
+    """The shared resources a flow uses: a PCIe half and the NIC at each end, the CPU of each
+    switch that forwards it in software, the cable at each end, and every ISL it crosses."""
+    uses: list[tuple[str, ...]] = [
+        ("half", sn.name, sr.half, "tx"),
+        ("half", dn.name, dr.half, "rx"),
+        ("nic", sn.name, "tx"),
+        ("nic", dn.name, "rx"),
+    ]
+    uses += [("cpu", sw) for sw in dict.fromkeys(software)]
+    uses.append(("wire", sn.name, str(sr.port), "tx"))
+    uses.append(("wire", dn.name, str(dr.port), "rx"))
+    uses += [("isl", a, b) for a, b in path.isl]
+    return uses
+
+
+def _capacity(
+    world: World,
+    res: tuple[str, ...],
+    live: list[int],
+    caps: list[float],
+    uses: list[list[tuple[str, ...]]],
+    info: list[FlowResult],
+    half_dirs: dict[tuple[str, str], set[str]],
+) -> float:
+    """What one shared resource carries, given the live flows on it."""
+    if res[0] == "half":
+        node = world.nodes[res[1]]
+        both_dirs = half_dirs[(node.name, res[2])] == {"tx", "rx"}
+        c = pcie_half_gbps(node.pcie_width)
+        return c * PCIE_DUPLEX_FACTOR if both_dirs else c
+    if res[0] == "nic":
+        return NODE_NIC_GBPS
+    if res[0] == "cpu":
+        return cpu_forwarding(world.switch_models.get(res[1], "")).total_gbps
+    if res[0] == "wire":
+        mtu = min(info[j].mtu for j in live if res in uses[j])
+        return _wire_gbps(world, res[1], int(res[2]), mtu)
+    good = wire_goodput(200.0)
+    on_it = [j for j in live if res in uses[j]]
+    demand = sum(caps[j] for j in on_it)
+    oversubscribed = len(on_it) > 1 and demand > good
+    return good * DCQCN_LINK_EFFICIENCY if oversubscribed else good
 
 
 def _wire_gbps(world: World, node: str, port: int, mtu: int = 4096) -> float:

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from wizard.errors import ScenarioError
 from wizard.lab import boots, nmprofiles, nodetools, renderer, scenario_facts
 from wizard.lab import faults as fault_mod
+from wizard.lab.clock import Clock
 from wizard.lab.facts import Facts
 from wizard.lab.switchport import CRS804, CRS812, new_switch
 from wizard.lab.traffic import Traffic
@@ -273,9 +274,10 @@ def build_world(
     scenario: Scenario,
     *,
     time_scale: float = 1.0,
-    clock: Callable[[], float] | None = None,
+    clock: Clock | Callable[[], float] | None = None,
 ) -> World:
-    """The world of `scenario`; `clock` injects the simulated clock (tests advance it)."""
+    """The world of `scenario`; `clock` injects lab time (a test passes a `ManualClock` and
+    advances it)."""
     world = World(seed=scenario.seed, time_scale=time_scale, name=scenario.name, clock=clock)
     world.facts = scenario.facts
     Traffic(world)
@@ -284,43 +286,8 @@ def build_world(
         world.add_node(f"spark{i}", i).powered = False
     nodetools.apply_naming(world)
     names = switch_names(t)
-    for name, spec in zip(names, t.switches, strict=True):
-        switch = new_switch(name, spec.model, clock=world.now)
-        told = scenario.facts.switches.get(name)
-        if told is not None and told.routeros_version:
-            from wizard.lab.routeros.switch import SwitchState
-
-            if isinstance(switch, SwitchState):
-                switch.routeros_version = told.routeros_version
-        world.add_switch(name, spec.model, switch)
-    if not t.switches:
-        for p in range(t.cables_per_node):
-            world.connect(End("node", "spark1", f"port{p}"), End("node", "spark2", f"port{p}"))
-    else:
-        multi = len(t.switches) > 1
-        slots = [
-            (name, port)
-            for i, (name, spec) in enumerate(zip(names, t.switches, strict=True))
-            for port in _node_ports(spec.model, multi, _middle(i, len(names), t.isl))
-        ]
-        if multi:
-            # fill the DD legs of each switch first, as the 003 build did (4 + 2)
-            slots.sort(key=lambda s: (not s[1].startswith("qsfp56-dd"), names.index(s[0])))
-        k = 0
-        for i in range(1, t.nodes + 1):
-            for p in range(t.cables_per_node):
-                sw, port = slots[k]
-                k += 1
-                world.connect(End("node", f"spark{i}", f"port{p}"), End("switch", sw, port))
-        if multi and t.isl:
-            for i, (a, b, sa, sb) in enumerate(
-                zip(names, names[1:], t.switches, t.switches[1:], strict=False)
-            ):
-                out = _second_isl_port(sa.model) if i > 0 else _isl_port(sa.model)
-                world.connect(End("switch", a, out), End("switch", b, _isl_port(sb.model)))
-        for name, spec in zip(names, t.switches, strict=True):
-            if spec.uplink:
-                world.connect(End("switch", name, "ether1"), End("campus", "campus", "lan"))
+    _add_switches(world, scenario, names)
+    _cable(world, t, names)
     world.planned_cabling = world.current_cabling()
     for node in world.nodes.values():
         world.boot(node)
@@ -339,3 +306,49 @@ def build_world(
     scenario_facts.apply(world)  # also: the legs the faults bounced have come up since
     world.traffic.recompute()
     return world
+
+
+def _add_switches(world: World, scenario: Scenario, names: list[str]) -> None:
+    """The topology's switches, each on the world's clock, at the RouterOS the facts tell."""
+    for name, spec in zip(names, scenario.topology.switches, strict=True):
+        switch = new_switch(name, spec.model, clock=world.now)
+        told = scenario.facts.switches.get(name)
+        if told is not None and told.routeros_version:
+            from wizard.lab.routeros.switch import SwitchState
+
+            if isinstance(switch, SwitchState):
+                switch.routeros_version = told.routeros_version
+        world.add_switch(name, spec.model, switch)
+
+
+def _cable(world: World, t: Topology, names: list[str]) -> None:
+    """The cables as built: node legs to switch ports (or node to node without a switch), the
+    ISLs of a chain of switches, and the campus uplinks."""
+    if not t.switches:
+        for p in range(t.cables_per_node):
+            world.connect(End("node", "spark1", f"port{p}"), End("node", "spark2", f"port{p}"))
+        return
+    multi = len(t.switches) > 1
+    slots = [
+        (name, port)
+        for i, (name, spec) in enumerate(zip(names, t.switches, strict=True))
+        for port in _node_ports(spec.model, multi, _middle(i, len(names), t.isl))
+    ]
+    if multi:
+        # fill the DD legs of each switch first, as the 003 build did (4 + 2)
+        slots.sort(key=lambda s: (not s[1].startswith("qsfp56-dd"), names.index(s[0])))
+    k = 0
+    for i in range(1, t.nodes + 1):
+        for p in range(t.cables_per_node):
+            sw, port = slots[k]
+            k += 1
+            world.connect(End("node", f"spark{i}", f"port{p}"), End("switch", sw, port))
+    if multi and t.isl:
+        for i, (a, b, sa, sb) in enumerate(
+            zip(names, names[1:], t.switches, t.switches[1:], strict=False)
+        ):
+            out = _second_isl_port(sa.model) if i > 0 else _isl_port(sa.model)
+            world.connect(End("switch", a, out), End("switch", b, _isl_port(sb.model)))
+    for name, spec in zip(names, t.switches, strict=True):
+        if spec.uplink:
+            world.connect(End("switch", name, "ether1"), End("campus", "campus", "lan"))

@@ -4,7 +4,7 @@ Supported: words with '...' and "..." quoting and backslash escapes, `$?` / `$VA
 expansion, globs on unquoted words (against the node's virtual filesystem), `;`, newlines,
 `&&`, `||`, pipes (`a | grep x`), redirections `2>&1`, `>&2`, `2>/dev/null`, `>/dev/null`,
 `> FILE`, `>> FILE`, `< FILE`, `#` comments, and `while LIST; do LIST; done` loops (see
-`split_loops`). Commands themselves live in `hostcmds.py`.
+`split_loops`). Commands themselves live in `hostcmds/`.
 """
 
 from __future__ import annotations
@@ -48,129 +48,148 @@ class ShellSyntaxError(Exception):
 
 def tokenize(script: str, variables: dict[str, str]) -> list[Word | str]:
     """Words (already expanded) and operator strings."""
-    out: list[Word | str] = []
-    i, n = 0, len(script)
-    cur: list[str] = []
-    have = False
-    glob = False
-    tilde = False
-    quoted = False
+    return _Lexer(script, variables).run()
 
-    def flush() -> None:
-        nonlocal cur, have, glob, tilde, quoted
-        if have:
-            out.append(Word("".join(cur), glob, tilde, quoted))
-        cur, have, glob, tilde, quoted = [], False, False, False, False
 
-    def expand(j: int) -> tuple[str, int]:
-        # script[j] == "$"
+class _Lexer:
+    """One pass over a script: quoting, `$` expansion, comments, redirections and operators."""
+
+    def __init__(self, script: str, variables: dict[str, str]) -> None:
+        self.script, self.n, self.variables = script, len(script), variables
+        self.i = 0
+        self.out: list[Word | str] = []
+        self.cur: list[str] = []
+        self.have = self.glob = self.tilde = self.quoted = False
+
+    def run(self) -> list[Word | str]:
+        script, n = self.script, self.n
+        while self.i < n:
+            c = script[self.i]
+            if c in " \t":
+                self.flush()
+                self.i += 1
+            elif c == "#" and not self.have:
+                while self.i < n and script[self.i] != "\n":
+                    self.i += 1
+            elif c == "\\":
+                self.backslash()
+            elif c == "'":
+                self.single_quoted()
+            elif c == '"':
+                self.double_quoted()
+            elif c == "$":
+                val, self.i = self.expand(self.i)
+                self.cur.append(val)
+                self.have = True
+            elif c in "<>" or (
+                c in "12" and self.i + 1 < n and script[self.i + 1] == ">" and not self.have
+            ):
+                self.redirection(c)
+            elif script.startswith("&&", self.i) or script.startswith("||", self.i):
+                self.flush()
+                self.out.append(script[self.i : self.i + 2])
+                self.i += 2
+            elif c in ";|&\n":
+                self.flush()
+                self.out.append(c)
+                self.i += 1
+            else:
+                self.plain(c)
+        self.flush()
+        return self.out
+
+    def flush(self) -> None:
+        if self.have:
+            self.out.append(Word("".join(self.cur), self.glob, self.tilde, self.quoted))
+        self.cur, self.have, self.glob, self.tilde, self.quoted = [], False, False, False, False
+
+    def expand(self, j: int) -> tuple[str, int]:
+        """`$?`, `${NAME}` or `$NAME` at `j` (script[j] == "$"): its value and where it ends."""
+        script, n = self.script, self.n
         if j + 1 < n and script[j + 1] == "?":
             return STATUS, j + 2
         if j + 1 < n and script[j + 1] == "{":
             end = script.find("}", j)
             if end < 0:
                 raise ShellSyntaxError("bad substitution")
-            return variables.get(script[j + 2 : end], ""), end + 1
+            return self.variables.get(script[j + 2 : end], ""), end + 1
         k = j + 1
         while k < n and (script[k].isalnum() or script[k] == "_"):
             k += 1
         if k == j + 1:
             return "$", j + 1
-        return variables.get(script[j + 1 : k], ""), k
+        return self.variables.get(script[j + 1 : k], ""), k
 
-    while i < n:
-        c = script[i]
-        if c in " \t":
-            flush()
-            i += 1
-            continue
-        if c == "#" and not have:
-            while i < n and script[i] != "\n":
-                i += 1
-            continue
-        if c == "\\":
-            if i + 1 < n and script[i + 1] == "\n":
-                i += 2
+    def backslash(self) -> None:
+        script, i = self.script, self.i
+        if i + 1 < self.n and script[i + 1] == "\n":
+            self.i += 2  # a line continuation
+            return
+        if i + 1 < self.n:
+            self.cur.append(script[i + 1])
+            self.have = self.quoted = True
+        self.i += 2
+
+    def single_quoted(self) -> None:
+        end = self.script.find("'", self.i + 1)
+        if end < 0:
+            raise ShellSyntaxError("unexpected EOF while looking for matching `''")
+        self.cur.append(self.script[self.i + 1 : end])
+        self.have = self.quoted = True
+        self.i = end + 1
+
+    def double_quoted(self) -> None:
+        """`"..."`: `$` expands, a backslash escapes only `"`, `\\`, `$`, a backquote, a newline."""
+        script, n = self.script, self.n
+        self.i += 1
+        self.have = self.quoted = True
+        while True:
+            if self.i >= n:
+                raise ShellSyntaxError("unexpected EOF while looking for matching `\"'")
+            ch = script[self.i]
+            if ch == '"':
+                self.i += 1
+                return
+            if ch == "\\" and self.i + 1 < n and script[self.i + 1] in '"\\$`\n':
+                self.cur.append(script[self.i + 1])
+                self.i += 2
                 continue
-            if i + 1 < n:
-                cur.append(script[i + 1])
-                have = quoted = True
-            i += 2
-            continue
-        if c == "'":
-            end = script.find("'", i + 1)
-            if end < 0:
-                raise ShellSyntaxError("unexpected EOF while looking for matching `''")
-            cur.append(script[i + 1 : end])
-            have = quoted = True
-            i = end + 1
-            continue
-        if c == '"':
-            i += 1
-            have = quoted = True
-            while True:
-                if i >= n:
-                    raise ShellSyntaxError("unexpected EOF while looking for matching `\"'")
-                ch = script[i]
-                if ch == '"':
-                    i += 1
-                    break
-                if ch == "\\" and i + 1 < n and script[i + 1] in '"\\$`\n':
-                    cur.append(script[i + 1])
-                    i += 2
-                    continue
-                if ch == "$":
-                    val, i = expand(i)
-                    cur.append(val)
-                    continue
-                cur.append(ch)
-                i += 1
-            continue
-        if c == "$":
-            val, i = expand(i)
-            cur.append(val)
-            have = True
-            continue
-        # redirections: [n]>&m, [n]>file, >>, <
-        if c in "<>" or (c in "12" and i + 1 < n and script[i + 1] == ">" and not have):
-            flush()
-            j = i
-            fd = 1
-            if c in "12":
-                fd = int(c)
-                j += 1
-            if script[j] == "<":
-                fd = 0
-                j += 1
-                op = "<"
-            elif script.startswith(">>", j):
-                j += 2
-                op = ">>"
-            else:
-                j += 1
-                op = ">"
-            out.append(f"{fd}{op}")
-            i = j
-            continue
-        if script.startswith("&&", i) or script.startswith("||", i):
-            flush()
-            out.append(script[i : i + 2])
-            i += 2
-            continue
-        if c in ";|&\n":
-            flush()
-            out.append(c)
-            i += 1
-            continue
+            if ch == "$":
+                val, self.i = self.expand(self.i)
+                self.cur.append(val)
+                continue
+            self.cur.append(ch)
+            self.i += 1
+
+    def redirection(self, c: str) -> None:
+        """`[n]>&m`, `[n]>file`, `>>`, `<`: the operator as `"<fd><op>"`."""
+        self.flush()
+        script, j = self.script, self.i
+        fd = 1
+        if c in "12":
+            fd = int(c)
+            j += 1
+        if script[j] == "<":
+            fd = 0
+            j += 1
+            op = "<"
+        elif script.startswith(">>", j):
+            j += 2
+            op = ">>"
+        else:
+            j += 1
+            op = ">"
+        self.out.append(f"{fd}{op}")
+        self.i = j
+
+    def plain(self, c: str) -> None:
         if c in "*?":
-            glob = True
-        if c == "~" and not have:
-            tilde = True
-        cur.append(c)
-        have = True
-        i += 1
-    flush()
-    return out
+            self.glob = True
+        if c == "~" and not self.have:
+            self.tilde = True
+        self.cur.append(c)
+        self.have = True
+        self.i += 1
 
 
 def parse(tokens: list[Word | str]) -> list[Pipeline]:

@@ -1,7 +1,7 @@
 """One real SSH server (asyncssh) per emulated node, on 127.0.0.1.
 
 Key and password authentication for the lab user, a host key per node, exec requests run
-through the node's tiny sh (`hostcmds.Host`), and a bare interactive shell for humans. A node
+through the node's tiny sh (`hostcmds.interp.Host`), and a bare interactive shell for humans. A node
 that is powered off drops new connections, as an unreachable host does.
 """
 

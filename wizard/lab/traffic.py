@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from wizard.lab import pause
 from wizard.lab.physics import FlowResult, FlowSpec, solve
-from wizard.lab.world import World
+from wizard.lab.world import RailState, World
 
 STALL_RETRY_PPS = 2048.0  # one window of 64 KiB writes in 4 KiB frames per retry period
 STALL_TIMEOUTS_PER_S = 8.0  # local ACK timeouts per second on a stalled QP
@@ -110,61 +110,80 @@ class Traffic:
             if sr is None or dr is None:
                 continue
             if r.stalled:
-                if r.path is not None and r.path.ok:
-                    pk = STALL_RETRY_PPS * dt
-                    sr.bump("tx_packets_phy", pk)
-                    sr.bump("tx_bytes_phy", pk * 4154)
-                    sr.bump("port_xmit_packets", pk)
-                    sr.bump("port_xmit_data", pk * 4154 / 4)
-                    if not r.reason.startswith("duplicate IP"):
-                        # the QP's retries time out (a lossless-QoS stall); frames sent to a
-                        # MAC that ARP flux resolved wrongly just vanish (seed 000)
-                        sr.bump("local_ack_timeout_err", STALL_TIMEOUTS_PER_S * dt)
-                        sr.bump("roce_adp_retrans", STALL_TIMEOUTS_PER_S * dt)
-                    first = r.path.hops[0] if r.path.hops else None
-                    if first is not None and first.lossless and first.offloaded:
-                        # the lossless queue never drains: the switch keeps the sender paused
-                        n = pause.held(sr, dt)
-                        world.switches[first.switch].add_port_pause(first.ingress, tx=n)
+                self._settle_stalled(r, sr, dt)
                 continue
-            nbytes = r.gbps * 1e9 / 8 * dt
-            frame = r.mtu + 58
-            pkts = nbytes / r.mtu
-            wire = pkts * frame
-            for rail, way in ((sr, "tx"), (dr, "rx")):
-                rail.bump(f"{way}_bytes_phy", wire)
-                rail.bump(f"{way}_packets_phy", pkts)
-                rail.bump(f"{way}_prio3_packets", pkts)
-            sr.bump("port_xmit_data", wire / 4)
-            sr.bump("port_xmit_packets", pkts)
-            dr.bump("port_rcv_data", wire / 4)
-            dr.bump("port_rcv_packets", pkts)
-            dr.bump("rx_write_requests", pkts)
-            if r.software:
-                # the switch CPU drops the rest: the sender sees sequence errors and CNPs
-                sr.bump("packet_seq_err", SOFTWARE_SEQ_ERR_PER_S * dt)
-                dr.bump("np_cnp_sent", SOFTWARE_CNP_PER_S * dt)
-                sr.bump("rp_cnp_handled", SOFTWARE_CNP_PER_S * dt)
-            if r.path is not None and r.path.isl:
-                shared = sum(
-                    1
-                    for b in self.flows.values()
-                    if b.result.path is not None and set(b.result.path.isl) & set(r.path.isl)
-                )
-                if shared > 1:
-                    sr.bump("packet_seq_err", ISL_SHARED_SEQ_ERR_PER_S * dt)
-                    dr.bump("np_cnp_sent", 40 * dt)
-                    sr.bump("rp_cnp_handled", 40 * dt)
-            n = pause.incast(dr, sr, arriving[(spec.dst, spec.dst_rail)], dt)
-            if n and r.path is not None and r.path.hops:
-                last = r.path.hops[-1]  # a lossy switch port counts the frames and drops them
-                world.switches[last.switch].add_port_pause(last.egress, rx=n)
-            elif n:
-                sr.bump("rx_pause_ctrl_phy", n)  # a direct cable: the sender gets them
-                sr.bump("rx_prio3_pause", n)
-            if r.path is not None:
-                for hop in r.path.hops:
-                    sw = world.switches[hop.switch]
-                    n_b, n_p = int(wire), int(pkts)
-                    sw.add_port_traffic(hop.ingress, 0, n_b, 0, n_p)
-                    sw.add_port_traffic(hop.egress, n_b, 0, n_p, 0)
+            self._settle_flowing(r, sr, dr, arriving[(spec.dst, spec.dst_rail)], dt)
+
+    def _settle_stalled(self, r: FlowResult, sr: RailState, dt: float) -> None:
+        """A stalled flow for `dt` seconds: its QP retries, and times out unless ARP flux sent
+        its frames to a wrong MAC; a lossless first hop keeps the sender paused."""
+        if r.path is None or not r.path.ok:
+            return
+        pk = STALL_RETRY_PPS * dt
+        sr.bump("tx_packets_phy", pk)
+        sr.bump("tx_bytes_phy", pk * 4154)
+        sr.bump("port_xmit_packets", pk)
+        sr.bump("port_xmit_data", pk * 4154 / 4)
+        if not r.reason.startswith("duplicate IP"):
+            # the QP's retries time out (a lossless-QoS stall); frames sent to a
+            # MAC that ARP flux resolved wrongly just vanish (seed 000)
+            sr.bump("local_ack_timeout_err", STALL_TIMEOUTS_PER_S * dt)
+            sr.bump("roce_adp_retrans", STALL_TIMEOUTS_PER_S * dt)
+        first = r.path.hops[0] if r.path.hops else None
+        if first is not None and first.lossless and first.offloaded:
+            # the lossless queue never drains: the switch keeps the sender paused
+            n = pause.held(sr, dt)
+            self.world.switches[first.switch].add_port_pause(first.ingress, tx=n)
+
+    def _settle_flowing(
+        self, r: FlowResult, sr: RailState, dr: RailState, arriving: int, dt: float
+    ) -> None:
+        """A flowing flow for `dt` seconds: the bytes and packets on both rails and every switch
+        port on its path, the errors of a software-forwarded or shared-ISL path, and the pause
+        frames of an incast onto `dr`."""
+        world = self.world
+        nbytes = r.gbps * 1e9 / 8 * dt
+        frame = r.mtu + 58
+        pkts = nbytes / r.mtu
+        wire = pkts * frame
+        for rail, way in ((sr, "tx"), (dr, "rx")):
+            rail.bump(f"{way}_bytes_phy", wire)
+            rail.bump(f"{way}_packets_phy", pkts)
+            rail.bump(f"{way}_prio3_packets", pkts)
+        sr.bump("port_xmit_data", wire / 4)
+        sr.bump("port_xmit_packets", pkts)
+        dr.bump("port_rcv_data", wire / 4)
+        dr.bump("port_rcv_packets", pkts)
+        dr.bump("rx_write_requests", pkts)
+        if r.software:
+            # the switch CPU drops the rest: the sender sees sequence errors and CNPs
+            sr.bump("packet_seq_err", SOFTWARE_SEQ_ERR_PER_S * dt)
+            dr.bump("np_cnp_sent", SOFTWARE_CNP_PER_S * dt)
+            sr.bump("rp_cnp_handled", SOFTWARE_CNP_PER_S * dt)
+        if r.path is not None and r.path.isl and self._isl_shared(r.path.isl):
+            sr.bump("packet_seq_err", ISL_SHARED_SEQ_ERR_PER_S * dt)
+            dr.bump("np_cnp_sent", 40 * dt)
+            sr.bump("rp_cnp_handled", 40 * dt)
+        n = pause.incast(dr, sr, arriving, dt)
+        if n and r.path is not None and r.path.hops:
+            last = r.path.hops[-1]  # a lossy switch port counts the frames and drops them
+            world.switches[last.switch].add_port_pause(last.egress, rx=n)
+        elif n:
+            sr.bump("rx_pause_ctrl_phy", n)  # a direct cable: the sender gets them
+            sr.bump("rx_prio3_pause", n)
+        if r.path is not None:
+            for hop in r.path.hops:
+                sw = world.switches[hop.switch]
+                n_b, n_p = int(wire), int(pkts)
+                sw.add_port_traffic(hop.ingress, 0, n_b, 0, n_p)
+                sw.add_port_traffic(hop.egress, n_b, 0, n_p, 0)
+
+    def _isl_shared(self, isl: tuple[tuple[str, str], ...]) -> bool:
+        """Whether more than one flow crosses one of these ISLs."""
+        crossing = set(isl)
+        shared = sum(
+            1
+            for b in self.flows.values()
+            if b.result.path is not None and set(b.result.path.isl) & crossing
+        )
+        return shared > 1

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from wizard.lab.routeros.menus import PREFIXES, MenuError, find_menu
+from wizard.lab.routeros.menus_base import Menu
 from wizard.lab.routeros.query import normalise
 from wizard.lab.routeros.switch import ScriptRun, SwitchState, parse_duration
 
@@ -242,20 +243,50 @@ def _execute(
     words = tokenize(command)
     if not words:
         return path, 0.0
+    if words[0].startswith(":"):
+        return _builtin(sw, path, words, owner)
+    new_path, words = _walk(path, words)
+    if not words:
+        return new_path, 0.0
+    verb, rest = words[0], words[1:]
+    if new_path == ("system",) and verb == "reboot":
+        sw.reboot()
+        return new_path, 0.0
+    if verb in ("print", "export"):
+        return new_path, 0.0
+    menu = find_menu(new_path)
+    if menu is None:
+        raise ScriptError(f"no such command or directory ({'/'.join(new_path)})")
+    if verb == "unset":
+        _unset(sw, menu, new_path, rest)
+    else:
+        _edit(sw, menu, new_path, verb, rest)
+    return new_path, 0.0
+
+
+def _builtin(
+    sw: SwitchState, path: tuple[str, ...], words: list[str], owner: str
+) -> tuple[tuple[str, ...], float]:
+    """`:delay`, `:log`, `:put` and `:do`."""
     head = words[0]
-    if head.startswith(":"):
-        if head == ":delay":
-            return path, parse_duration(words[1] if len(words) > 1 else "1s")
-        if head == ":log":
-            level = words[1] if len(words) > 1 else "info"
-            sw.log(f"script,{level}", " ".join(words[2:]))
-            return path, 0.0
-        if head == ":put":
-            return path, 0.0
-        if head == ":do":
-            return _do(sw, path, words[1:], owner)
-        raise ScriptError(f"unsupported command {head}")
+    if head == ":delay":
+        return path, parse_duration(words[1] if len(words) > 1 else "1s")
+    if head == ":log":
+        level = words[1] if len(words) > 1 else "info"
+        sw.log(f"script,{level}", " ".join(words[2:]))
+        return path, 0.0
+    if head == ":put":
+        return path, 0.0
+    if head == ":do":
+        return _do(sw, path, words[1:], owner)
+    raise ScriptError(f"unsupported command {head}")
+
+
+def _walk(path: tuple[str, ...], words: list[str]) -> tuple[tuple[str, ...], list[str]]:
+    """The menu path a command names (absolute `/a/b` or relative words) and the words left
+    from its verb on."""
     cur = list(path)
+    head = words[0]
     if head.startswith("/"):
         cur = [w for w in head.split("/") if w]
         words = words[1:]
@@ -266,31 +297,23 @@ def _execute(
         if nxt not in PREFIXES:
             raise ScriptError(f"bad command name {words[0]} (line 1 column 1)")
         cur.append(words.pop(0))
-    new_path = tuple(cur)
-    if not words:
-        return new_path, 0.0
-    verb, rest = words[0], words[1:]
-    if new_path == ("system",) and verb == "reboot":
-        sw.reboot()
-        return new_path, 0.0
-    if verb == "print":
-        return new_path, 0.0
-    if verb == "export":
-        return new_path, 0.0
-    menu = find_menu(new_path)
-    if menu is None:
-        raise ScriptError(f"no such command or directory ({'/'.join(new_path)})")
-    if verb == "unset":
-        # `unset [find ...] path-cost` or `unset numbers=X value-name=path-cost`
-        ids = [i for w in rest if w.startswith("[") for i in _find(sw, new_path, w)]
-        words = [w for w in rest if not w.startswith("[")]
-        names = [w.split("=", 1)[1] if w.startswith("value-name=") else w for w in words]
-        if not any(w.startswith("[") for w in rest) and names:
-            ids, names = names[0].removeprefix("numbers=").split(","), names[1:]
-        if ids:
-            menu.unset(sw, ",".join(ids), names)
-        return new_path, 0.0
-    refs, attrs = _split_args(sw, new_path, rest)
+    return tuple(cur), words
+
+
+def _unset(sw: SwitchState, menu: Menu, path: tuple[str, ...], rest: list[str]) -> None:
+    """`unset [find ...] path-cost` or `unset numbers=X value-name=path-cost`."""
+    ids = [i for w in rest if w.startswith("[") for i in _find(sw, path, w)]
+    words = [w for w in rest if not w.startswith("[")]
+    names = [w.split("=", 1)[1] if w.startswith("value-name=") else w for w in words]
+    if not any(w.startswith("[") for w in rest) and names:
+        ids, names = names[0].removeprefix("numbers=").split(","), names[1:]
+    if ids:
+        menu.unset(sw, ",".join(ids), names)
+
+
+def _edit(sw: SwitchState, menu: Menu, path: tuple[str, ...], verb: str, rest: list[str]) -> None:
+    """`add`, `set`, `remove`, `enable`, `disable` on a menu."""
+    refs, attrs = _split_args(sw, path, rest)
     if verb == "add":
         if refs is not None:
             raise ScriptError(f"expected end of command (near {refs.split(',')[0][:20]!r})")
@@ -305,7 +328,6 @@ def _execute(
             menu.set(sw, refs, {"disabled": "yes" if verb == "disable" else "no"})
     else:
         raise ScriptError(f"unsupported command {verb}")
-    return new_path, 0.0
 
 
 def _block(text: str) -> str:

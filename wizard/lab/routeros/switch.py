@@ -171,6 +171,24 @@ class ScriptRun:
     resume_at: float
 
 
+def _negotiated(item: dict[str, str], dname: str, cap: float) -> float | str:
+    """The rate a cabled, enabled ether port links at, or why it does not link."""
+    autoneg = item.get("auto-negotiation") == "true"
+    if _DD_RE.match(dname):
+        if not is_lane_master(dname):
+            return "not a lane master of a 2x200G breakout"
+        if autoneg:
+            return "auto-negotiation failed: QSFP56-DD breakout legs need forced mode"
+    if autoneg or is_cpu_port(dname):
+        return cap
+    wanted = speed_gbps(item.get("speed", ""))
+    if wanted is None:
+        return "no speed set with auto-negotiation=no"
+    if wanted > cap:
+        return f"speed {item.get('speed')} exceeds the leg"
+    return wanted
+
+
 @dataclass(repr=False, eq=False)
 class SwitchState:
     """One emulated switch: configuration tables plus the physical facts the world feeds in."""
@@ -412,26 +430,9 @@ class SwitchState:
         if self._coming_up.get(dname, 0.0) > self.clock():
             return LinkStatus(False, 0.0, "", "link coming up")
         cap = max_rate_gbps(dname)
-        autoneg = item.get("auto-negotiation") == "true"
-        if _DD_RE.match(dname):
-            if not is_lane_master(dname):
-                return LinkStatus(False, 0.0, "", "not a lane master of a 2x200G breakout")
-            if autoneg:
-                return LinkStatus(
-                    False,
-                    0.0,
-                    "",
-                    "auto-negotiation failed: QSFP56-DD breakout legs need forced mode",
-                )
-        if autoneg or is_cpu_port(dname):
-            rate = cap
-        else:
-            wanted = speed_gbps(item.get("speed", ""))
-            if wanted is None:
-                return LinkStatus(False, 0.0, "", "no speed set with auto-negotiation=no")
-            if wanted > cap:
-                return LinkStatus(False, 0.0, "", f"speed {item.get('speed')} exceeds the leg")
-            rate = wanted
+        rate = _negotiated(item, dname, cap)
+        if isinstance(rate, str):
+            return LinkStatus(False, 0.0, "", rate)
         fec_mode = item.get("fec-mode", "auto")
         if is_cpu_port(dname):
             fec = "off"
@@ -670,13 +671,29 @@ class SwitchState:
         """Re-derive offload and link state after a change, logging what RouterOS would log."""
         bounced = [self._default_name(p) for p in bounced]
         for port in bounced:
-            if self._link_seen.get(port):
-                self._log_link(port, False)
-                self.counters.setdefault(port, _Counters()).link_downs += 1
-            self._link_seen[port] = False
-            if self.link_up_delay_s > 0 and not is_cpu_port(port):
-                # the PHY retrains: the leg comes up link_up_delay_s later (see tick)
-                self._coming_up[port] = self.clock() + self.link_up_delay_s
+            self._bounce(port)
+        self._track_links(bounced)
+        self._track_offload()
+        for host in self.tables["bridge-host"]:
+            host["external"] = "true" if self.hw_offload(host["on-interface"]) else "false"
+        if notify:
+            for port in bounced:
+                self.notify("link-bounced", port)
+            self.notify("config-changed", "")
+
+    def _bounce(self, port: str) -> None:
+        """A leg a change bounced goes down (logged and counted if it was up) and, unless it is
+        the CPU port, retrains for `link_up_delay_s`."""
+        if self._link_seen.get(port):
+            self._log_link(port, False)
+            self.counters.setdefault(port, _Counters()).link_downs += 1
+        self._link_seen[port] = False
+        if self.link_up_delay_s > 0 and not is_cpu_port(port):
+            # the PHY retrains: the leg comes up link_up_delay_s later (see tick)
+            self._coming_up[port] = self.clock() + self.link_up_delay_s
+
+    def _track_links(self, bounced: list[str]) -> None:
+        """Log and count each ether port's link going up or down since last seen."""
         for item in self.tables["interface"]:
             if item.get("type") != "ether":
                 continue
@@ -702,6 +719,9 @@ class SwitchState:
                         f"{item['name']} module auto-initialization failed, try forced-mode",
                     )
                 self._link_seen[dname] = status.up
+
+    def _track_offload(self) -> None:
+        """Log hardware offloading deactivated or activated on a bridge, as RouterOS does."""
         holder = self.hw_offloaded_bridge()
         now: dict[str, tuple[str, ...]] = {}
         if holder is not None:
@@ -725,12 +745,6 @@ class SwitchState:
                     f'hardware offloading activated on bridge "{bridge}" ports: ' + ",".join(ports),
                 )
         self._offload_seen = now
-        for host in self.tables["bridge-host"]:
-            host["external"] = "true" if self.hw_offload(host["on-interface"]) else "false"
-        if notify:
-            for port in bounced:
-                self.notify("link-bounced", port)
-            self.notify("config-changed", "")
 
     def _log_link(self, port: str, up: bool) -> None:
         item = self.ether(port)
