@@ -3,6 +3,8 @@
 `CHECKS` is the single list: `fabwiz check` runs all of them (the traffic ones with `--perf`),
 the engine picks them per step, `by_fault` finds the check that judges a fault id.
 `make_context` builds the judges' Context from a sweep and the inventory's settings.
+`PASTED_RULES` are the checks' rules for one pasted output (`fabwiz analyze`), in the same order;
+`PASTED_ONLY` the rules for outputs no check judges.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flows.base import Check, Context
+from flows.base import Check, Context, PastedRule
 from flows.checks import (
+    benign_iperf,
     benign_pcie27w,
     host_addressing,
     host_arp,
@@ -64,7 +67,14 @@ CHECKS: tuple[Check, ...] = (
 )
 
 # Not judged by any check: the iperf red herring needs an iperf3 run the sweep does not make.
-NOT_CHECKED = ("benign.iperf-single-stream",)
+NOT_CHECKED = (benign_iperf.FAULT,)
+
+# every check's rules for one pasted output, in bisection order
+PASTED_RULES: tuple[tuple[Check, PastedRule], ...] = tuple(
+    (c, rule) for c in CHECKS for rule in c.pasted
+)
+# fault id -> its rule, for pasted outputs that no check judges (the sweep makes no such run)
+PASTED_ONLY: tuple[tuple[str, PastedRule], ...] = ((benign_iperf.FAULT, benign_iperf.RULE),)
 
 
 def by_fault(fault: str) -> Check:

@@ -5,6 +5,8 @@ frames leave the NIC and vanish (`host.duplicate-ip`). Several rails of one node
 confuse the kernel's source selection (`host.same-subnet-rails`). A fabric netdev below MTU 9000
 drops RoCE jumbo frames (`host.mtu`). IPv6 addresses on fabric netdevs shift the RoCE GID
 indices (`host.ipv6-on-fabric`). Good: rail N -> 10.9.N.<host>/24, MTU 9000, no inet6.
+A pasted `ip` output is judged as one node whose rails are its fabric netdevs; a pasted
+`ping -M do` that fails locally with "message too long" is the sender's `host.mtu`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from flows import netplan, plans
-from flows.base import Check, Context, Observations
+from flows.base import Check, Context, Observations, PastedRule
 from flows.checks._common import (
     IBDEV,
     IP_ADDR,
@@ -22,9 +24,15 @@ from flows.checks._common import (
     Unreadable,
     configured,
     listing,
+    pasted_context,
+    pasted_ip,
+    pasted_judge,
+    pasted_rails,
     rails_judged_from,
 )
-from wizard.model import Evidence, FixPlan, Rail, Verdict
+from wizard.errors import ParseError
+from wizard.model import Evidence, FixPlan, Rail, Status, Verdict
+from wizard.parsers.ping import parse_ping
 
 ADDR_CMD = IP_ADDR.command
 LINK_CMD = IP_LINK.command
@@ -130,6 +138,35 @@ def fix(a: Addressing, verdict: Verdict, ctx: Context) -> FixPlan | None:
     return plans.netplan_plan(verdict, ctx)
 
 
+def judge_pasted_ip(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted `ip -j addr` / `ip -br addr` / `ip addr`: its fabric netdevs as one node's rails."""
+    ip = pasted_ip(text)
+    if ip is None:
+        return []
+    rails = pasted_rails(ip)
+    return pasted_judge(CHECK, Addressing(rails, ()), pasted_context(ctx, rails))
+
+
+def judge_pasted_ping(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted `ping -M do -s <size>` refused locally: the sending netdev's MTU is too small."""
+    try:
+        r = parse_ping(text)
+    except ParseError:
+        return []
+    if not r.mtu_errors:
+        return []
+    return [
+        Verdict(
+            "host.mtu",
+            Status.FAIL,
+            f"ping -M do -s {r.payload}: local error 'message too long, mtu="
+            f"{r.reported_mtu}': the sending netdev MTU is below the packet size",
+            targets=tuple(t for t in (r.interface,) if t),
+            check=CHECK.id,
+        )
+    ]
+
+
 CHECK = Check(
     id="host.duplicate-ip",
     title="Host addressing (unique, one subnet per rail, MTU, no IPv6)",
@@ -140,4 +177,8 @@ CHECK = Check(
     parse=parse,
     judge=judge,
     fix=fix,
+    pasted=(
+        PastedRule(("ip-json", "ip-brief", "ip-text"), judge_pasted_ip),
+        PastedRule(("ping",), judge_pasted_ping),
+    ),
 )

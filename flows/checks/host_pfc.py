@@ -13,16 +13,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flows import plans
-from flows.base import Check, Context, Observations
+from flows.base import Check, Context, Observations, PastedRule
 from flows.checks._common import (
     MLNX_QOS,
     Finding,
     Unreadable,
     listing,
     node_rails,
+    pasted_host,
     read,
     sudo_command,
 )
+from wizard.errors import ParseError
 from wizard.model import Evidence, FixPlan, Verdict
 from wizard.parsers.mlnx_qos import parse_mlnx_qos
 
@@ -76,6 +78,16 @@ def judge(h: HostPfc, ctx: Context) -> list[Verdict]:
     ]
 
 
+def judge_pasted(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted `mlnx_qos -i <netdev>` output, as the one rail it names."""
+    try:
+        netdev = parse_mlnx_qos(text).interface or "unnamed"
+    except ParseError:
+        netdev = "unnamed"
+    obs, one = pasted_host(text, ctx, MLNX_QOS, netdev)
+    return CHECK.run(obs, one)
+
+
 def fix(h: HostPfc, verdict: Verdict, ctx: Context) -> FixPlan | None:
     return plans.host_pfc_plan(verdict, ctx)
 
@@ -90,4 +102,5 @@ CHECK = Check(
     parse=parse,
     judge=judge,
     fix=fix,
+    pasted=(PastedRule(("mlnx_qos",), judge_pasted),),
 )

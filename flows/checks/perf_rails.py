@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from flows import plans
-from flows.base import Check, Context, Observations
+from flows.base import Check, Context, Observations, PastedRule
 from flows.checks import (
     host_addressing,
     host_pcie,
@@ -26,7 +26,9 @@ from flows.checks import (
 )
 from flows.checks._common import Finding, listing, undrained
 from wizard import pairs
+from wizard.errors import ParseError
 from wizard.model import Evidence, FixPlan, Measurement, Status, Verdict
+from wizard.parsers.perftest import parse_perftest
 
 FAULTS = (
     "host.cx7-degraded",
@@ -496,6 +498,84 @@ def fix(r: RailRuns, verdict: Verdict, ctx: Context) -> FixPlan | None:
     return None
 
 
+def _pasted(fault: str, status: Status, summary: str, *targets: str) -> Verdict:
+    return Verdict(fault, status, summary, tuple(t for t in targets if t), check=CHECK.id)
+
+
+def judge_pasted(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted ib_write_bw (perftest) output: its bandwidth band or its error, with the faults
+    a single run cannot tell apart (it does not show the switch's config)."""
+    try:
+        r = parse_perftest(text)
+    except ParseError:
+        return []
+    exp = ctx.expectations
+    out: list[Verdict] = []
+    dev = r.device or ""
+    if r.error_kind == "retry-exceeded":
+        why = (
+            f"{r.test} ended in transport retry exceeded (status 12): the RoCE connection "
+            "formed but data never arrived"
+        )
+        out.append(
+            _pasted(
+                "switch.qos-pfc-stall",
+                Status.FAIL,
+                f"{why}: lossless QoS/PFC stalling the offloaded path, or host.duplicate-ip "
+                "(frames vanish to a duplicated address)",
+                dev,
+            )
+        )
+        out.append(
+            _pasted(
+                "host.duplicate-ip",
+                Status.FAIL,
+                f"{why}: a duplicated fabric IPv4 (ARP flux), or switch.qos-pfc-stall",
+                dev,
+            )
+        )
+        return out
+    bw = r.bw_avg_gbps
+    if bw is None or r.latency or not r.rows:
+        return out
+    lo, hi = exp.degraded_band_gbps
+    if 9.0 <= bw <= exp.software_forwarding_max_gbps:
+        out.append(
+            _pasted(
+                "switch.offload-split-cage",
+                Status.FAIL,
+                f"{bw:.2f} Gb/s is the ~9.5-10 Gb/s software-forwarding signature: the "
+                "switch CPU forwards the fabric bridge (switch.offload-split-cage, "
+                "switch.offload-second-bridge or switch.offload-disabled); on a direct "
+                "cable it would be host.cx7-degraded instead",
+                dev,
+            )
+        )
+    elif lo <= bw <= hi:
+        out.append(
+            _pasted(
+                "host.cx7-degraded",
+                Status.FAIL,
+                f"{bw:.2f} Gb/s is in the {lo:g}-{hi:g} Gb/s stale-initialisation band of "
+                "a CX7 on a 200G link: host.cx7-degraded (AC drain clears it) or "
+                "host.cx7-throttled (firmware power throttle)",
+                dev,
+            )
+        )
+    elif bw < lo and bw <= exp.rstp_detour_max_gbps:
+        out.append(
+            _pasted(
+                "switch.rstp-isl-blocked",
+                Status.WARN,
+                f"{bw:.2f} Gb/s single flow: an RSTP detour through the campus network "
+                "(switch.rstp-isl-blocked), or software forwarding plus stalls "
+                "(switch.offload-split-cage)",
+                dev,
+            )
+        )
+    return out
+
+
 CHECK = Check(
     id="host.cx7-degraded",
     title="Rail bandwidth (ib_write_bw, single QP)",
@@ -507,4 +587,5 @@ CHECK = Check(
     judge=judge,
     fix=fix,
     needs_traffic=True,
+    pasted=(PastedRule(("perftest",), judge_pasted),),
 )

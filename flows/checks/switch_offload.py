@@ -11,6 +11,8 @@ the switch says: the latest "hardware offloading activated/deactivated" log line
 MACs learned `D` (CPU) instead of `E` (chip), and `cpu-load` during a transfer (`--perf`).
 Good: every fabric port in one bridge with `hw=yes` and the `H` flag (`hw-offload=true`), the
 activation line for that bridge, the nodes' MACs external, the switch CPU ~0 % under traffic.
+A pasted bridge-port print or export shows `hw=no` and the missing `H` flag, not which ports are
+in use nor the other bridges: a port without offload is reported with the causes it may have.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import re
 from dataclasses import dataclass, replace
 
 from flows import plans
-from flows.base import Check, Context, Observations
+from flows.base import Check, Context, Observations, PastedRule
 from flows.checks import forwarding
 from flows.checks._common import (
     SW_BRIDGE,
@@ -33,9 +35,11 @@ from flows.checks._common import (
     Finding,
     Unreadable,
     default_names,
+    fabric_port,
     is_cpu_port,
     is_true,
     listing,
+    pasted_routeros,
     rows,
 )
 from wizard.mgmt import MANAGEMENT_PROBES
@@ -361,6 +365,58 @@ def fix(off: Offload, verdict: Verdict, ctx: Context) -> FixPlan | None:
     return plans.offload_plan(off, verdict, ctx)
 
 
+def _pasted_ports(text: str) -> tuple[list[str], list[str]]:
+    """(fabric ports with hw=no, fabric ports without hardware offload) of a pasted output."""
+    r = pasted_routeros(text)
+    if r is None:
+        return [], []
+    no_hw: list[str] = []
+    no_offload: list[str] = []
+    for i, row in enumerate(r.rows):
+        name = row.get("name") or row.get("interface")
+        if not fabric_port(name):
+            continue
+        unflagged = "hw" in row and r.format == "cli-table" and r.flags and "H" not in r.flags[i]
+        if row.get("hw") is False:
+            no_hw.append(str(name))
+        elif row.get("hw-offload") is False or unflagged:
+            no_offload.append(str(name))
+    for item in r.items("/interface/bridge/port"):
+        port = item.args.get("interface")
+        if fabric_port(port) and item.args.get("hw") == "no":
+            no_hw.append(str(port))
+    return no_hw, no_offload
+
+
+def judge_pasted(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted `/interface/bridge/port` print, API reply or export."""
+    no_hw, no_offload = _pasted_ports(text)
+    out = []
+    if no_hw:
+        out.append(
+            Verdict(
+                "switch.offload-disabled",
+                Status.FAIL,
+                "fabric bridge ports with hw=no: " + ", ".join(no_hw),
+                targets=tuple(no_hw),
+                check=CHECK.id,
+            )
+        )
+    if no_offload:
+        out.append(
+            Verdict(
+                "switch.offload-split-cage",
+                Status.FAIL,
+                "fabric bridge ports without hardware offload (no H flag / "
+                "hw-offload=false): the switch CPU forwards them (~10 Gb/s); split cage "
+                "or a second bridge (switch.offload-second-bridge)",
+                targets=tuple(no_offload),
+                check=CHECK.id,
+            )
+        )
+    return out
+
+
 CHECK = Check(
     id="switch.offload-split-cage",
     title="Bridge hardware offload",
@@ -381,4 +437,5 @@ CHECK = Check(
     parse=parse,
     judge=judge,
     fix=fix,
+    pasted=(PastedRule(("routeros",), judge_pasted),),
 )

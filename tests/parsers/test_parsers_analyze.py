@@ -43,10 +43,11 @@ FINDINGS = {  # (folder, file) -> {(fault, status)}
     },
     ("iproute2", "ip-j-addr-spark1-dup-ip-two-rails.json"): {
         ("host.duplicate-ip", "fail"),
-        ("host.ipv6-on-fabric", "warn"),
+        ("host.ipv6-on-fabric", "fail"),  # the addressing check's status
         ("host.mtu", "fail"),
     },
-    ("sysctl", "sysctl-arp-defaults.txt"): {("host.arp-sysctls", "fail")},
+    # a pasted sysctl does not show whether its host has several addressed rails
+    ("sysctl", "sysctl-arp-defaults.txt"): {("host.arp-sysctls", "unknown")},
     ("sysctl", "sysctl-w-arp-roce.txt"): set(),
     ("lspci", "gb10-lspci-vvv-lnkcap-lnksta-x4.txt"): set(),
     ("ping", "ping-M-do-s1433-message-too-long-mtu1460-failure.txt"): {("host.mtu", "fail")},
