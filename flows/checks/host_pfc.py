@@ -25,7 +25,7 @@ from flows.checks._common import (
     sudo_command,
 )
 from wizard.errors import ParseError
-from wizard.model import Evidence, FixPlan, Verdict
+from wizard.model import Evidence, FixPlan, Status, Verdict
 from wizard.parsers.mlnx_qos import parse_mlnx_qos
 
 
@@ -63,7 +63,9 @@ def judge(h: HostPfc, ctx: Context) -> list[Verdict]:
         cmd = sudo_command(MLNX_QOS).replace("{netdev}", r.netdev)
         target = f"{r.node}/{r.netdev}"
         if r.pfc is None:
-            f.unknown.append(Evidence(target, cmd, "no PFC line in the output", "PFC all 0"))
+            f.unknown.append(
+                Evidence(target, cmd, "no PFC line in the output", "PFC all 0", Status.UNKNOWN)
+            )
             continue
         ev = Evidence(target, cmd, "PFC " + ",".join(map(str, r.pfc)), "PFC 0,0,0,0,0,0,0,0")
         if any(r.pfc):

@@ -154,7 +154,9 @@ def judge(m: SwitchMtu, ctx: Context) -> list[Verdict]:
         ):
             f.fail(ev)
         elif p.l2mtu is None or p.mtu is None:
-            f.unknown.append(Evidence(ev.target, CMD, "no l2mtu/mtu in the reply", ev.expected))
+            f.unknown.append(
+                Evidence(ev.target, CMD, "no l2mtu/mtu in the reply", ev.expected, Status.UNKNOWN)
+            )
         else:
             f.ok(ev)
     _judge_pings(m, ctx, f)
