@@ -622,8 +622,7 @@ def user_conf_plan(
         instructions="Edit the login user's ~/.nccl.conf (NCCL reads it before /etc/nccl.conf, "
         "on every rank), then re-check: " + "; ".join(changes),
     )
-    plan = _physical(verdict, action, "change ~/.nccl.conf by hand", bounces=False)
-    return dataclasses.replace(plan, verify_traffic=False)
+    return _physical(verdict, action, "change ~/.nccl.conf by hand", bounces=False)
 
 
 def _host_then_job(
@@ -664,8 +663,7 @@ def job_env_plan(verdict: Verdict, ctx: Context) -> FixPlan | None:
         nodes=nodes,
         instructions="Change the job's environment by hand, then re-check: " + "; ".join(changes),
     )
-    plan = _physical(verdict, action, "change the job's environment by hand", bounces=False)
-    return dataclasses.replace(plan, verify_traffic=False)
+    return _physical(verdict, action, "change the job's environment by hand", bounces=False)
 
 
 # --- physical actions -------------------------------------------------------------------------

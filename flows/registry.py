@@ -66,9 +66,6 @@ CHECKS: tuple[Check, ...] = (
     nccl_job.CHECK,  # after perf_nccl: the job's run is judged against the canonical one
 )
 
-# Not judged by any check: the iperf red herring needs an iperf3 run the sweep does not make.
-NOT_CHECKED = (benign_iperf.FAULT,)
-
 # every check's rules for one pasted output, in bisection order
 PASTED_RULES: tuple[tuple[Check, PastedRule], ...] = tuple(
     (c, rule) for c in CHECKS for rule in c.pasted

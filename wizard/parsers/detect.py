@@ -218,9 +218,3 @@ def parse(kind: str, text: str) -> Any:
     if parser is None:
         raise ParseError("output not recognised", tool=kind, raw=text)
     return parser(text)
-
-
-def detect_and_parse(text: str) -> tuple[str, Any]:
-    """(kind, parsed result); the parser's ParseError propagates with the raw text."""
-    kind = detect(text)
-    return kind, parse(kind, text)
