@@ -327,12 +327,7 @@ def replay_session(
     context: Context | None = None,
 ) -> ReplayResult:
     """Re-judge every recorded verdict from the recorded outputs; rows say where they differ."""
-    all_checks = tuple(checks) if checks is not None else registered_checks()
-    by_id = {c.id: c for c in all_checks}
-    by_fault: dict[str, Check] = {}
-    for c in all_checks:
-        for fault in c.faults:
-            by_fault.setdefault(fault, c)
+    by_id, by_fault = _lookups(tuple(checks) if checks is not None else registered_checks())
     base = context or context_from_session(loaded)
     recorded_cabling = bool(base.cabling)
 
@@ -382,25 +377,40 @@ def replay_session(
     for key, (replayed, error) in cache.items():
         if error:
             warnings.append(error)
-            continue
-        step, check_id, at = group_step[key]
-        for r in replayed:
-            if not _judged_at(step, r.fault):
-                continue  # the wizard judges this fault in another step of the bisection
-            if r.fault not in recorded_in_group[key] and r.is_finding:
-                rows.append(
-                    ReplayRow(
-                        step=step,
-                        fault=r.fault,
-                        check=check_id,
-                        recorded=None,
-                        replayed=r.status,
-                        replayed_targets=r.targets,
-                        replayed_summary=r.summary,
-                        at=at,
-                    )
-                )
+        else:
+            rows.extend(_unrecorded(replayed, group_step[key], recorded_in_group[key]))
     return ReplayResult(rows=tuple(rows), checks_run=len(cache), warnings=tuple(warnings))
+
+
+def _lookups(checks: tuple[Check, ...]) -> tuple[dict[str, Check], dict[str, Check]]:
+    """The checks by id, and by each fault id (the first check that reports it)."""
+    by_fault: dict[str, Check] = {}
+    for c in checks:
+        for fault in c.faults:
+            by_fault.setdefault(fault, c)
+    return {c.id: c for c in checks}, by_fault
+
+
+def _unrecorded(
+    replayed: list[Verdict], where: tuple[str, str, float], recorded: set[str]
+) -> list[ReplayRow]:
+    """The replay's findings that no verdict of that step and check recorded."""
+    step, check_id, at = where
+    return [
+        ReplayRow(
+            step=step,
+            fault=r.fault,
+            check=check_id,
+            recorded=None,
+            replayed=r.status,
+            replayed_targets=r.targets,
+            replayed_summary=r.summary,
+            at=at,
+        )
+        for r in replayed
+        # a fault the wizard judges in another step of the bisection is not this step's
+        if _judged_at(step, r.fault) and r.fault not in recorded and r.is_finding
+    ]
 
 
 def _row(

@@ -52,14 +52,10 @@ def parse(obs: Observations, ctx: Context) -> Addressing:
     return Addressing(tuple(rails), tuple(bad))
 
 
-def judge(a: Addressing, ctx: Context) -> list[Verdict]:
-    e = ctx.expectations
-    f = {k: Finding(k) for k in FAULTS}
-    for w in a.unreadable:
-        for k in FAULTS:
-            f[k].cannot_tell(w, "rails discovered")
+def _judge_duplicates(rails: tuple[Rail, ...], f: Finding) -> None:
+    """Each fabric address on exactly one netdev (of any node)."""
     owners: dict[str, list[Rail]] = {}
-    for r in a.rails:
+    for r in rails:
         for cidr in r.addresses:
             owners.setdefault(cidr.split("/")[0], []).append(r)
     for ip, holders in sorted(owners.items()):
@@ -71,49 +67,68 @@ def judge(a: Addressing, ctx: Context) -> list[Verdict]:
         )
         if len(holders) > 1:
             for h in holders:
-                if h.node not in f["host.duplicate-ip"].targets:
-                    f["host.duplicate-ip"].targets.append(h.node)
-            f["host.duplicate-ip"].fail(ev, target=holders[0].node)
+                if h.node not in f.targets:
+                    f.targets.append(h.node)
+            f.fail(ev, target=holders[0].node)
         else:
-            f["host.duplicate-ip"].ok(ev)
+            f.ok(ev)
+
+
+def _judge_subnets(node: str, rails: list[Rail], f: Finding) -> None:
+    """One subnet per rail of a node (the same address twice is host.duplicate-ip instead)."""
+    nets: dict[str, list[tuple[Rail, str]]] = {}
+    for r in rails:
+        for cidr in r.addresses:
+            try:
+                net = str(ipaddress.ip_interface(cidr).network)
+            except ValueError:
+                continue
+            nets.setdefault(net, []).append((r, cidr.split("/")[0]))
+    for net, members in nets.items():
+        distinct = {ip for _r, ip in members}
+        netdevs = sorted({r.netdev for r, _ip in members})
+        ev = Evidence(node, ADDR_CMD, f"{net} on {', '.join(netdevs)}", "one subnet per rail")
+        if len(netdevs) > 1 and len(distinct) > 1:
+            f.fail(ev)
+        else:
+            f.ok(ev)
+
+
+def _judge_netdevs(node: str, rails: list[Rail], ctx: Context, f: dict[str, Finding]) -> None:
+    """The MTU of each configured rail, and no inet6 on any."""
+    e = ctx.expectations
+    for r in rails:
+        if configured(r):
+            ev = Evidence(r.key, LINK_CMD, f"mtu {r.mtu}", f"mtu {e.fabric_mtu}")
+            if r.mtu and r.mtu != e.fabric_mtu:
+                f["host.mtu"].fail(ev, target=node)
+            else:
+                f["host.mtu"].ok(ev)
+        ev6 = Evidence(
+            r.key,
+            ADDR_CMD,
+            "inet6 " + (", ".join(r.ipv6) or "none"),
+            "no inet6 on fabric netdevs",
+        )
+        if r.ipv6:
+            f["host.ipv6-on-fabric"].fail(ev6, target=node)
+        else:
+            f["host.ipv6-on-fabric"].ok(ev6)
+
+
+def judge(a: Addressing, ctx: Context) -> list[Verdict]:
+    e = ctx.expectations
+    f = {k: Finding(k) for k in FAULTS}
+    for w in a.unreadable:
+        for k in FAULTS:
+            f[k].cannot_tell(w, "rails discovered")
+    _judge_duplicates(a.rails, f["host.duplicate-ip"])
     by_node: dict[str, list[Rail]] = {}
     for r in a.rails:
         by_node.setdefault(r.node, []).append(r)
     for node, rails in by_node.items():
-        nets: dict[str, list[tuple[Rail, str]]] = {}
-        for r in rails:
-            for cidr in r.addresses:
-                try:
-                    net = str(ipaddress.ip_interface(cidr).network)
-                except ValueError:
-                    continue
-                nets.setdefault(net, []).append((r, cidr.split("/")[0]))
-        for net, members in nets.items():
-            distinct = {ip for _r, ip in members}
-            netdevs = sorted({r.netdev for r, _ip in members})
-            ev = Evidence(node, ADDR_CMD, f"{net} on {', '.join(netdevs)}", "one subnet per rail")
-            # the same address twice is host.duplicate-ip, not a subnet problem
-            if len(netdevs) > 1 and len(distinct) > 1:
-                f["host.same-subnet-rails"].fail(ev)
-            else:
-                f["host.same-subnet-rails"].ok(ev)
-        for r in rails:
-            if configured(r):
-                ev = Evidence(r.key, LINK_CMD, f"mtu {r.mtu}", f"mtu {e.fabric_mtu}")
-                if r.mtu and r.mtu != e.fabric_mtu:
-                    f["host.mtu"].fail(ev, target=node)
-                else:
-                    f["host.mtu"].ok(ev)
-            ev6 = Evidence(
-                r.key,
-                ADDR_CMD,
-                "inet6 " + (", ".join(r.ipv6) or "none"),
-                "no inet6 on fabric netdevs",
-            )
-            if r.ipv6:
-                f["host.ipv6-on-fabric"].fail(ev6, target=node)
-            else:
-                f["host.ipv6-on-fabric"].ok(ev6)
+        _judge_subnets(node, rails, f["host.same-subnet-rails"])
+        _judge_netdevs(node, rails, ctx, f)
     return [
         f["host.duplicate-ip"].verdict(
             ok="every fabric address is unique",
