@@ -107,129 +107,209 @@ def parse(obs: Observations, ctx: Context) -> RailRuns:
     )
 
 
-def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
+Band = list[tuple[Measurement, Evidence, "traffic_counters.Signature | None"]]
+
+
+def _rail_evidence(m: Measurement, ctx: Context) -> Evidence:
     e = ctx.expectations
-    f = {k: Finding(k) for k in FAULTS}
+    return Evidence(
+        m.target,
+        str(m.extra.get("command", "ib_write_bw")),
+        f"{m.value:.2f} Gb/s" + (f" ({m.reason})" if m.reason else ""),
+        f">= {e.rail_pass_gate_gbps:g} Gb/s ("
+        + (
+            f"~{e.isl_shared_flow_gbps:g} with two flows on one ISL direction)"
+            if m.extra.get("isl_shared")
+            else f"~{e.rail_switched_gbps:g} through a switch)"
+        ),
+        raw=str(m.extra.get("raw", "")) or None,
+    )
+
+
+def _stall_cause(
+    m: Measurement,
+    r: RailRuns,
+    ev: Evidence,
+    sig: traffic_counters.Signature | None,
+    f: dict[str, Finding],
+) -> bool:
+    """A rail that connects but moves no data: what the config or the counters say stalls it.
+    False when nothing does (the rate is then judged like any low one)."""
+    client, server = str(m.extra.get("client", "")), str(m.extra.get("server", ""))
+    dup_pair = client in r.duplicate_nodes or server in r.duplicate_nodes
+    if dup_pair and sig is not None and sig.vanished and not sig.timeouts:
+        # frames vanish without ACK timeouts: ARP flux, even where QoS is lossless too
+        f["host.duplicate-ip"].fail(ev, target=m.target)
+    elif r.lossless:
+        f["switch.qos-pfc-stall"].fail(ev, target=m.target)
+    elif dup_pair:
+        f["host.duplicate-ip"].fail(ev, target=m.target)
+    elif r.stall_causes:
+        for k in r.stall_causes:
+            f[k].fail(ev, target=m.target)
+    elif sig is not None and sig.stalled_with_timeouts:
+        # the QoS-stall signature with no lossless port found in the config
+        f["switch.qos-pfc-stall"].fail(ev, target=m.target, warn=True)
+    elif sig is not None and sig.vanished:
+        f["host.duplicate-ip"].fail(ev, target=m.target, warn=True)
+    else:
+        return False
+    return True
+
+
+def _soft_cause(
+    m: Measurement, r: RailRuns, ctx: Context, ev: Evidence, f: dict[str, Finding]
+) -> bool:
+    """A switched rail at the software-forwarding rate: the offload fault the config shows, else
+    the switch CPU's word. False when the CPU was read and idle."""
+    max_cpu = ctx.expectations.switch_cpu_idle_max_pct
+    cpu = _cpu(m)
+    if r.offload_faults:
+        for k in r.offload_faults:
+            f[k].fail(ev, target=m.target)
+    elif cpu is not None and cpu > max_cpu:
+        # the switch CPU worked while the rail crawled: software forwarding, cause unknown
+        f["switch.offload-lost"].fail(_with_cpu(ev, cpu, max_cpu))
+    elif cpu is None:
+        # the software-forwarding signature with nothing to clear the switch: look there
+        # first (CPU, H flags), never straight at the nodes
+        f["switch.offload-lost"].fail(_with_cpu(ev, None, max_cpu), target=m.target, warn=True)
+    else:
+        return False
+    return True
+
+
+def _judge_low(
+    m: Measurement,
+    r: RailRuns,
+    ctx: Context,
+    ev: Evidence,
+    sig: traffic_counters.Signature | None,
+    f: dict[str, Finding],
+) -> bool:
+    """A rail below the gate, by its signature. False: it is in the CX7 band with no old
+    firmware, and which end is degraded is read off the whole matrix later."""
+    e = ctx.expectations
     lo, hi = e.degraded_band_gbps
-    band: list[tuple[Measurement, Evidence, traffic_counters.Signature | None]] = []
-    for m in r.runs:
-        client = str(m.extra.get("client", ""))
-        server = str(m.extra.get("server", ""))
-        ev = Evidence(
-            m.target,
-            str(m.extra.get("command", "ib_write_bw")),
-            f"{m.value:.2f} Gb/s" + (f" ({m.reason})" if m.reason else ""),
-            f">= {e.rail_pass_gate_gbps:g} Gb/s ("
-            + (
-                f"~{e.isl_shared_flow_gbps:g} with two flows on one ISL direction)"
-                if m.extra.get("isl_shared")
-                else f"~{e.rail_switched_gbps:g} through a switch)"
-            ),
-            raw=str(m.extra.get("raw", "")) or None,
+    client, server = str(m.extra.get("client", "")), str(m.extra.get("server", ""))
+    # below the gate a -b number is judged per direction: both directions of one rail share
+    # what caps it (a switch CPU's forwarding, the CX7 state), the bands are one-way rates
+    rate = m.value / 2 if m.extra.get("bidir") else m.value
+    if rate < 1.0 and _stall_cause(m, r, ev, sig, f):
+        return True
+    if (
+        _switched(m, ctx)
+        and rate <= e.software_forwarding_max_gbps
+        and _soft_cause(m, r, ctx, ev, f)
+    ):
+        return True
+    if rate <= e.rstp_detour_max_gbps and r.rstp_blocked:
+        f["switch.rstp-isl-blocked"].fail(ev, target=m.target)
+    elif client in r.narrow_pcie or server in r.narrow_pcie:
+        f["host.pcie-width"].fail(ev, target=m.target)
+    elif lo <= rate <= hi:
+        nodes = [n for n in (client, server) if n in r.old_firmware]
+        if not nodes:
+            return False
+        f["host.cx7-throttled"].fail(ev, target=nodes[0])
+    else:
+        f["host.cx7-degraded"].unknown.append(
+            Evidence(ev.target, ev.command, ev.observed, ev.expected, Status.UNKNOWN, ev.raw)
         )
-        if not m.valid:
-            # no number was taken (no GID for the address, a lost session, not yet drained):
-            # nothing is known of that pair
-            f["host.cx7-degraded"].unknown.append(
-                Evidence(
-                    ev.target,
-                    ev.command,
-                    m.reason or ev.observed,
-                    ev.expected,
-                    Status.UNKNOWN,
-                    ev.raw,
-                )
-            )
-            continue
-        sig = traffic_counters.signature(m, ctx)
-        if sig is not None and sig.link_downs:
-            # the link bounced while it ran: the number says nothing about the rail
-            f["host.cx7-degraded"].unknown.append(
-                traffic_counters.evidence(m, sig, ctx, Status.UNKNOWN)
-            )
-            continue
-        if m.extra.get("bidir") and m.value >= e.rail_pass_gate_gbps and not m.reason:
-            # -b: both directions of one rail at once, ~206 Gb/s aggregate (seed 000)
-            bi = Evidence(
-                m.target,
-                ev.command,
-                f"{m.value:.2f} Gb/s both directions",
-                f"~{e.bidir_rail_gbps:g} Gb/s aggregate (-b)",
-                raw=ev.raw,
-            )
-            if e.band(m.value, e.bidir_rail_gbps) == "pass":
-                f["host.cx7-degraded"].ok(bi)
-            else:
-                f["host.cx7-degraded"].unknown.append(replace(bi, status=Status.UNKNOWN))
-            continue
-        if m.value >= e.rail_pass_gate_gbps and not m.reason:
-            for k in FAULTS:
-                f[k].ok(ev)
-                if sig is not None and sig.seq_err:
-                    f[k].ok(traffic_counters.evidence(m, sig, ctx, Status.PASS))
-            continue
-        before = {k: len(f[k].bad) for k in FAULTS}
-        # below the gate a -b number is judged per direction: both directions of one rail share
-        # what caps it (a switch CPU's forwarding, the CX7 state), the bands are one-way rates
-        rate = m.value / 2 if m.extra.get("bidir") else m.value
-        stalled = rate < 1.0
-        switched = _switched(m, ctx)
-        soft = switched and rate <= e.software_forwarding_max_gbps
-        cpu = _cpu(m)
-        dup_pair = client in r.duplicate_nodes or server in r.duplicate_nodes
-        if stalled and dup_pair and sig is not None and sig.vanished and not sig.timeouts:
-            # frames vanish without ACK timeouts: ARP flux, even where QoS is lossless too
-            f["host.duplicate-ip"].fail(ev, target=m.target)
-        elif stalled and r.lossless:
-            f["switch.qos-pfc-stall"].fail(ev, target=m.target)
-        elif stalled and dup_pair:
-            f["host.duplicate-ip"].fail(ev, target=m.target)
-        elif stalled and r.stall_causes:
-            for k in r.stall_causes:
-                f[k].fail(ev, target=m.target)
-        elif stalled and sig is not None and sig.stalled_with_timeouts:
-            # the QoS-stall signature with no lossless port found in the config
-            f["switch.qos-pfc-stall"].fail(ev, target=m.target, warn=True)
-        elif stalled and sig is not None and sig.vanished:
-            f["host.duplicate-ip"].fail(ev, target=m.target, warn=True)
-        elif soft and r.offload_faults:
-            for k in r.offload_faults:
-                f[k].fail(ev, target=m.target)
-        elif soft and cpu is not None and cpu > e.switch_cpu_idle_max_pct:
-            # the switch CPU worked while the rail crawled: software forwarding, cause unknown
-            f["switch.offload-lost"].fail(_with_cpu(ev, cpu, e.switch_cpu_idle_max_pct))
-        elif soft and cpu is None:
-            # the software-forwarding signature with nothing to clear the switch: look there
-            # first (CPU, H flags), never straight at the nodes
-            f["switch.offload-lost"].fail(
-                _with_cpu(ev, None, e.switch_cpu_idle_max_pct), target=m.target, warn=True
-            )
-        elif rate <= e.rstp_detour_max_gbps and r.rstp_blocked:
-            f["switch.rstp-isl-blocked"].fail(ev, target=m.target)
-        elif client in r.narrow_pcie or server in r.narrow_pcie:
-            f["host.pcie-width"].fail(ev, target=m.target)
-        elif lo <= rate <= hi:
-            nodes = [n for n in (client, server) if n in r.old_firmware]
-            if nodes:
-                f["host.cx7-throttled"].fail(ev, target=nodes[0])
-            else:
-                # which end is degraded is read off the whole matrix, after every pair is seen
-                band.append((m, ev, sig))
-                continue
+    return True
+
+
+def _supporting(
+    m: Measurement,
+    sig: traffic_counters.Signature | None,
+    ctx: Context,
+    f: dict[str, Finding],
+    before: dict[str, int],
+) -> None:
+    """The QP count and the counters of a run, beside each finding it just added."""
+    qp = _qp_evidence(m)
+    if qp is not None:
+        for k in FAULTS:
+            if len(f[k].bad) > before[k]:
+                f[k].bad.append(replace(qp, status=f[k].bad[-1].status))
+    if sig is not None:
+        for k in FAULTS:
+            if len(f[k].bad) > before[k]:
+                status = f[k].bad[-1].status  # as severe as the finding it supports
+                f[k].bad.append(traffic_counters.evidence(m, sig, ctx, status))
+
+
+def _judge_passing(
+    m: Measurement,
+    ev: Evidence,
+    sig: traffic_counters.Signature | None,
+    ctx: Context,
+    f: dict[str, Finding],
+) -> bool:
+    """A run that is no evidence, or that passes: recorded as such. False for a low run."""
+    e = ctx.expectations
+    if sig is not None and sig.link_downs:
+        # the link bounced while it ran: the number says nothing about the rail
+        f["host.cx7-degraded"].unknown.append(
+            traffic_counters.evidence(m, sig, ctx, Status.UNKNOWN)
+        )
+    elif m.extra.get("bidir") and m.value >= e.rail_pass_gate_gbps and not m.reason:
+        # -b: both directions of one rail at once, ~206 Gb/s aggregate (seed 000)
+        bi = Evidence(
+            m.target,
+            ev.command,
+            f"{m.value:.2f} Gb/s both directions",
+            f"~{e.bidir_rail_gbps:g} Gb/s aggregate (-b)",
+            raw=ev.raw,
+        )
+        if e.band(m.value, e.bidir_rail_gbps) == "pass":
+            f["host.cx7-degraded"].ok(bi)
         else:
-            f["host.cx7-degraded"].unknown.append(
-                Evidence(ev.target, ev.command, ev.observed, ev.expected, Status.UNKNOWN, ev.raw)
+            f["host.cx7-degraded"].unknown.append(replace(bi, status=Status.UNKNOWN))
+    elif m.value >= e.rail_pass_gate_gbps and not m.reason:
+        for k in FAULTS:
+            f[k].ok(ev)
+            if sig is not None and sig.seq_err:
+                f[k].ok(traffic_counters.evidence(m, sig, ctx, Status.PASS))
+    else:
+        return False
+    return True
+
+
+def _judge_run(
+    m: Measurement, r: RailRuns, ctx: Context, f: dict[str, Finding], band: Band
+) -> None:
+    ev = _rail_evidence(m, ctx)
+    if not m.valid:
+        # no number was taken (no GID for the address, a lost session, not yet drained):
+        # nothing is known of that pair
+        f["host.cx7-degraded"].unknown.append(
+            Evidence(
+                ev.target, ev.command, m.reason or ev.observed, ev.expected, Status.UNKNOWN, ev.raw
             )
-        qp = _qp_evidence(m)
-        if qp is not None:
-            for k in FAULTS:
-                if len(f[k].bad) > before[k]:
-                    f[k].bad.append(replace(qp, status=f[k].bad[-1].status))
-        if sig is not None:
-            for k in FAULTS:
-                if len(f[k].bad) > before[k]:
-                    status = f[k].bad[-1].status  # as severe as the finding it supports
-                    f[k].bad.append(traffic_counters.evidence(m, sig, ctx, status))
+        )
+        return
+    sig = traffic_counters.signature(m, ctx)
+    if _judge_passing(m, ev, sig, ctx, f):
+        return
+    before = {k: len(f[k].bad) for k in FAULTS}
+    if not _judge_low(m, r, ctx, ev, sig, f):
+        band.append((m, ev, sig))
+        return
+    _supporting(m, sig, ctx, f, before)
+
+
+def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
+    f = {k: Finding(k) for k in FAULTS}
+    band: Band = []
+    for m in r.runs:
+        _judge_run(m, r, ctx, f, band)
+    return _verdicts(r, f, band, ctx)
+
+
+def _verdicts(r: RailRuns, f: dict[str, Finding], band: Band, ctx: Context) -> list[Verdict]:
+    e = ctx.expectations
+    lo, hi = e.degraded_band_gbps
     degraded = _read_matrix(f["host.cx7-degraded"], band, r.runs, ctx)
     summaries = {
         "host.cx7-degraded": degraded,
