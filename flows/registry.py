@@ -10,7 +10,7 @@ the engine picks them per step, `by_fault` finds the check that judges a fault i
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from flows.base import Check, Context, PastedRule
 from flows.checks import (
@@ -94,20 +94,29 @@ def probes_of(checks: Sequence[Check]) -> list[Probe]:
     return list(seen.values())
 
 
+class ContextSettings(TypedDict, total=False):
+    """What the judges' Context takes besides a sweep: the inventory's settings, and the rails
+    the sweep already discovered from the same observations."""
+
+    expectations: Expectations
+    cabling: Mapping[str, tuple[str, str]] | None
+    management: Mapping[str, tuple[str, ...]] | None
+    addressing: Mapping[str, Any] | None
+    known_good_firmware: str | None
+    discovered: Mapping[str, tuple[Rail, ...]] | None
+    nccl_devices: str | None
+
+
 def make_context(
     obs: Observations,
     *,
     nodes: Sequence[str],
     switches: Sequence[str],
-    expectations: Expectations = DEFAULT,
-    cabling: Mapping[str, tuple[str, str]] | None = None,
-    management: Mapping[str, tuple[str, ...]] | None = None,
-    addressing: Mapping[str, Any] | None = None,
-    known_good_firmware: str | None = None,
-    discovered: Mapping[str, tuple[Rail, ...]] | None = None,
-    nccl_devices: str | None = None,
+    **settings: Unpack[ContextSettings],
 ) -> Context:
-    rails = rails_from_observations(obs, cabling, discovered)
+    expectations = settings.get("expectations", DEFAULT)
+    cabling = settings.get("cabling")
+    rails = rails_from_observations(obs, cabling, settings.get("discovered"))
     every_cable = dict(cabling or {})
     for rs in rails.values():
         for r in rs:
@@ -119,8 +128,9 @@ def make_context(
         nodes=tuple(nodes),
         switches=tuple(switches),
         cabling=every_cable,
-        management=dict(management or {}),
-        addressing=dict(addressing or {}),
-        known_good_firmware=known_good_firmware or expectations.known_good_firmware,
-        nccl_devices=nccl_devices,
+        management=dict(settings.get("management") or {}),
+        addressing=dict(settings.get("addressing") or {}),
+        known_good_firmware=settings.get("known_good_firmware")
+        or expectations.known_good_firmware,
+        nccl_devices=settings.get("nccl_devices"),
     )
