@@ -130,7 +130,6 @@ def make_context(
         cabling=every_cable,
         management=dict(settings.get("management") or {}),
         addressing=dict(settings.get("addressing") or {}),
-        known_good_firmware=settings.get("known_good_firmware")
-        or expectations.known_good_firmware,
+        known_good_firmware=settings.get("known_good_firmware") or expectations.known_good_firmware,
         nccl_devices=settings.get("nccl_devices"),
     )

@@ -207,8 +207,8 @@ class _Scan:
             return
         elif ":" in line and not line[0].isdigit() and "address" not in line:
             self._header_line(line)
-        elif line.split()[0].isdigit():
-            self._result_row(line.split())
+        elif (fields := line.split())[0].isdigit():
+            self._result_row(fields)
 
     def _command(self, line: str) -> bool:
         """The command line itself (`ib_write_bw -d ... <server>`), once."""
