@@ -216,3 +216,21 @@ def test_registered_in_the_fabwiz_group() -> None:
     assert entry["parsed"]["test"] == "ib_write_bw"
     assert entry["parsed"]["bw_avg_gbps"] is None
     assert entry["parsed"]["error"].startswith("Couldn't connect to 192.168.125.211:18515")
+
+
+def test_a_rule_that_raises_is_unknown_naming_its_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    import flows.analyze
+    from flows.base import PastedRule
+    from flows.registry import by_fault
+
+    def broken(text: str, ctx: object) -> list[object]:
+        raise ValueError("bad row")
+
+    check = by_fault("host.pfc-enabled")
+    monkeypatch.setattr(flows.analyze, "PASTED_RULES", ((check, PastedRule(("sysctl",), broken)),))
+    result = analyze_text("net.ipv4.conf.all.arp_ignore = 1\n")
+    assert result.kind == "sysctl" and result.parsed is not None
+    (v,) = result.findings
+    assert (v.fault, v.status, v.check) == ("host.pfc-enabled", Status.UNKNOWN, check.id)
+    assert "ValueError: bad row" in v.summary
+    assert v.evidence[0].target == "fabwiz"
