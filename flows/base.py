@@ -6,6 +6,11 @@ as `Observations`. `parse` turns the observations it needs into typed values (pu
 `wizard.parsers`); `judge` compares them with the expectations table and returns one `Verdict` per
 fault id it owns, each citing its evidence. Unknown or unparseable output gives an `unknown`
 verdict carrying the raw text, never a crash and never a silent pass.
+
+A check may also judge one pasted tool output (`fabwiz analyze`): `pasted` maps an output kind
+of `wizard.parsers.detect` to the check's rule for it. The rule builds the check's observations
+from the text and runs the check's own parse and judge, so a pasted output and a sweep are judged
+by the same rules; what the text cannot show (node names, rails) is `unknown`, never a pass.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ __all__ = [
     "Context",
     "HostProbe",
     "Observations",
+    "PastedRule",
     "Probe",
     "Step",
     "SwitchProbe",
@@ -65,6 +71,21 @@ Step = Literal[
 ]
 
 
+PastedJudge = Callable[[str, Context], list[Verdict]]
+
+
+@dataclass(frozen=True, slots=True)
+class PastedRule:
+    """What a check says about one pasted output of one of `kinds` (`wizard.parsers.detect`).
+
+    `judge(text, context)` returns the verdicts the text supports: findings, `benign` red
+    herrings, and `unknown` where it lacks the context a sweep has; a `pass` is dropped by
+    `fabwiz analyze`, which lists findings only."""
+
+    kinds: tuple[str, ...]
+    judge: PastedJudge
+
+
 @dataclass(frozen=True, slots=True)
 class Check:
     """One check module's contract (STYLE.md, "What a check looks like")."""
@@ -79,6 +100,7 @@ class Check:
     judge: Callable[[Any, Context], list[Verdict]]
     fix: Callable[[Any, Verdict, Context], FixPlan | None] | None = None
     needs_traffic: bool = False  # judged from bandwidth tests (`check --perf`)
+    pasted: tuple[PastedRule, ...] = ()  # how it judges one pasted output (`fabwiz analyze`)
 
     def run(self, obs: Observations, ctx: Context) -> list[Verdict]:
         """parse then judge, stamping the check id on each verdict; a target the sweep could not

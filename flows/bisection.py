@@ -257,19 +257,9 @@ FLOW: tuple[StepSpec, ...] = (
     ),
 )
 
-STEP_IDS: tuple[str, ...] = tuple(s.id for s in FLOW)
-
 
 def step(step_id: str) -> StepSpec:
     for s in FLOW:
         if s.id == step_id:
             return s
     raise KeyError(step_id)
-
-
-def step_of_fault(fault: str) -> str:
-    """The step where a fault id is judged (preflight for anything not listed)."""
-    for s in FLOW:
-        if fault in s.faults:
-            return s.id
-    return "preflight"

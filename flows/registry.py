@@ -3,15 +3,18 @@
 `CHECKS` is the single list: `fabwiz check` runs all of them (the traffic ones with `--perf`),
 the engine picks them per step, `by_fault` finds the check that judges a fault id.
 `make_context` builds the judges' Context from a sweep and the inventory's settings.
+`PASTED_RULES` are the checks' rules for one pasted output (`fabwiz analyze`), in the same order;
+`PASTED_ONLY` the rules for outputs no check judges.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
-from flows.base import Check, Context
+from flows.base import Check, Context, PastedRule
 from flows.checks import (
+    benign_iperf,
     benign_pcie27w,
     host_addressing,
     host_arp,
@@ -63,8 +66,12 @@ CHECKS: tuple[Check, ...] = (
     nccl_job.CHECK,  # after perf_nccl: the job's run is judged against the canonical one
 )
 
-# Not judged by any check: the iperf red herring needs an iperf3 run the sweep does not make.
-NOT_CHECKED = ("benign.iperf-single-stream",)
+# every check's rules for one pasted output, in bisection order
+PASTED_RULES: tuple[tuple[Check, PastedRule], ...] = tuple(
+    (c, rule) for c in CHECKS for rule in c.pasted
+)
+# fault id -> its rule, for pasted outputs that no check judges (the sweep makes no such run)
+PASTED_ONLY: tuple[tuple[str, PastedRule], ...] = ((benign_iperf.FAULT, benign_iperf.RULE),)
 
 
 def by_fault(fault: str) -> Check:
@@ -87,20 +94,29 @@ def probes_of(checks: Sequence[Check]) -> list[Probe]:
     return list(seen.values())
 
 
+class ContextSettings(TypedDict, total=False):
+    """What the judges' Context takes besides a sweep: the inventory's settings, and the rails
+    the sweep already discovered from the same observations."""
+
+    expectations: Expectations
+    cabling: Mapping[str, tuple[str, str]] | None
+    management: Mapping[str, tuple[str, ...]] | None
+    addressing: Mapping[str, Any] | None
+    known_good_firmware: str | None
+    discovered: Mapping[str, tuple[Rail, ...]] | None
+    nccl_devices: str | None
+
+
 def make_context(
     obs: Observations,
     *,
     nodes: Sequence[str],
     switches: Sequence[str],
-    expectations: Expectations = DEFAULT,
-    cabling: Mapping[str, tuple[str, str]] | None = None,
-    management: Mapping[str, tuple[str, ...]] | None = None,
-    addressing: Mapping[str, Any] | None = None,
-    known_good_firmware: str | None = None,
-    discovered: Mapping[str, tuple[Rail, ...]] | None = None,
-    nccl_devices: str | None = None,
+    **settings: Unpack[ContextSettings],
 ) -> Context:
-    rails = rails_from_observations(obs, cabling, discovered)
+    expectations = settings.get("expectations", DEFAULT)
+    cabling = settings.get("cabling")
+    rails = rails_from_observations(obs, cabling, settings.get("discovered"))
     every_cable = dict(cabling or {})
     for rs in rails.values():
         for r in rs:
@@ -112,8 +128,8 @@ def make_context(
         nodes=tuple(nodes),
         switches=tuple(switches),
         cabling=every_cable,
-        management=dict(management or {}),
-        addressing=dict(addressing or {}),
-        known_good_firmware=known_good_firmware or expectations.known_good_firmware,
-        nccl_devices=nccl_devices,
+        management=dict(settings.get("management") or {}),
+        addressing=dict(settings.get("addressing") or {}),
+        known_good_firmware=settings.get("known_good_firmware") or expectations.known_good_firmware,
+        nccl_devices=settings.get("nccl_devices"),
     )

@@ -14,8 +14,7 @@ sent anywhere: replay is pure.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -125,32 +124,10 @@ def _judged_at(step: str, fault: str) -> bool:
 
 
 def registered_checks() -> tuple[Check, ...]:
-    """Every check of `flows.registry` (imported lazily: replay works on what this build has)."""
-    try:
-        mod = importlib.import_module("flows.registry")
-    except ModuleNotFoundError as exc:
-        if exc.name != "flows.registry":
-            raise ReplayUnavailable(
-                f"the checks cannot be loaded: {exc}", hint="reinstall fabwiz"
-            ) from exc
-        raise ReplayUnavailable(
-            "this build has no check registry (flows/registry.py), so nothing can be replayed",
-            hint="use a build that ships the checks",
-        ) from exc
-    except ImportError as exc:
-        raise ReplayUnavailable(
-            f"the checks cannot be loaded: {exc}", hint="reinstall fabwiz"
-        ) from exc
-    for name in ("CHECKS", "ALL_CHECKS", "REGISTRY"):
-        value = getattr(mod, name, None)
-        if value is not None:
-            items = value.values() if isinstance(value, Mapping) else value
-            return tuple(c for c in items if isinstance(c, Check))
-    for name in ("all_checks", "checks"):
-        fn = getattr(mod, name, None)
-        if callable(fn):
-            return tuple(c for c in fn() if isinstance(c, Check))
-    raise ReplayUnavailable("flows.registry exports no CHECKS")
+    """Every check of `flows.registry`, in bisection order (loaded when a replay needs them)."""
+    from flows.registry import CHECKS
+
+    return CHECKS
 
 
 def _rail_from_json(node: str, data: Mapping[str, Any]) -> Rail | None:
@@ -187,40 +164,23 @@ def rails_from_observations(
     return found
 
 
-def _registry_make_context() -> Callable[..., Context] | None:
-    try:
-        mod = importlib.import_module("flows.registry")
-    except ImportError:
-        return None
-    fn = getattr(mod, "make_context", None)
-    return fn if callable(fn) else None
-
-
 def _context_at(
     obs: Observations, base: Context, state: SessionState, recorded_cabling: bool
 ) -> Context:
-    """The judging context at one verdict: the one the engine builds from a sweep (through
-    `flows.registry.make_context` when this build has it), with the drain guard's history
-    as known at that moment."""
-    ctx: Context | None = None
-    make = _registry_make_context()
-    if make is not None:
-        try:
-            ctx = make(
-                obs,
-                nodes=base.nodes,
-                switches=base.switches,
-                expectations=base.expectations,
-                cabling=dict(base.cabling) if recorded_cabling else None,
-                management=base.management,
-                addressing=base.addressing,
-                known_good_firmware=base.known_good_firmware,
-            )
-        except TypeError:  # a registry with another signature: build it here instead
-            ctx = None
-    if ctx is None:
-        found = rails_from_observations(obs, dict(base.cabling) if recorded_cabling else None)
-        ctx = replace(base, rails=found)
+    """The judging context at one verdict: the one the engine builds from a sweep
+    (`flows.registry.make_context`), with the drain guard's history as known at that moment."""
+    from flows.registry import make_context
+
+    ctx = make_context(
+        obs,
+        nodes=base.nodes,
+        switches=base.switches,
+        expectations=base.expectations,
+        cabling=dict(base.cabling) if recorded_cabling else None,
+        management=base.management,
+        addressing=base.addressing,
+        known_good_firmware=base.known_good_firmware,
+    )
     return replace(
         ctx,
         rails={**base.rails, **ctx.rails},
@@ -367,12 +327,7 @@ def replay_session(
     context: Context | None = None,
 ) -> ReplayResult:
     """Re-judge every recorded verdict from the recorded outputs; rows say where they differ."""
-    all_checks = tuple(checks) if checks is not None else registered_checks()
-    by_id = {c.id: c for c in all_checks}
-    by_fault: dict[str, Check] = {}
-    for c in all_checks:
-        for fault in c.faults:
-            by_fault.setdefault(fault, c)
+    by_id, by_fault = _lookups(tuple(checks) if checks is not None else registered_checks())
     base = context or context_from_session(loaded)
     recorded_cabling = bool(base.cabling)
 
@@ -422,25 +377,40 @@ def replay_session(
     for key, (replayed, error) in cache.items():
         if error:
             warnings.append(error)
-            continue
-        step, check_id, at = group_step[key]
-        for r in replayed:
-            if not _judged_at(step, r.fault):
-                continue  # the wizard judges this fault in another step of the bisection
-            if r.fault not in recorded_in_group[key] and r.is_finding:
-                rows.append(
-                    ReplayRow(
-                        step=step,
-                        fault=r.fault,
-                        check=check_id,
-                        recorded=None,
-                        replayed=r.status,
-                        replayed_targets=r.targets,
-                        replayed_summary=r.summary,
-                        at=at,
-                    )
-                )
+        else:
+            rows.extend(_unrecorded(replayed, group_step[key], recorded_in_group[key]))
     return ReplayResult(rows=tuple(rows), checks_run=len(cache), warnings=tuple(warnings))
+
+
+def _lookups(checks: tuple[Check, ...]) -> tuple[dict[str, Check], dict[str, Check]]:
+    """The checks by id, and by each fault id (the first check that reports it)."""
+    by_fault: dict[str, Check] = {}
+    for c in checks:
+        for fault in c.faults:
+            by_fault.setdefault(fault, c)
+    return {c.id: c for c in checks}, by_fault
+
+
+def _unrecorded(
+    replayed: list[Verdict], where: tuple[str, str, float], recorded: set[str]
+) -> list[ReplayRow]:
+    """The replay's findings that no verdict of that step and check recorded."""
+    step, check_id, at = where
+    return [
+        ReplayRow(
+            step=step,
+            fault=r.fault,
+            check=check_id,
+            recorded=None,
+            replayed=r.status,
+            replayed_targets=r.targets,
+            replayed_summary=r.summary,
+            at=at,
+        )
+        for r in replayed
+        # a fault the wizard judges in another step of the bisection is not this step's
+        if _judged_at(step, r.fault) and r.fault not in recorded and r.is_finding
+    ]
 
 
 def _row(

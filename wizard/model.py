@@ -68,49 +68,6 @@ class Rail:
 
 
 @dataclass(frozen=True, slots=True)
-class Node:
-    name: str
-    host: str
-    rails: tuple[Rail, ...] = ()
-    boot_id: str = ""
-    uptime_s: float = 0.0
-    firmware: str = ""
-    reachable: bool = True
-    error: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SwitchPort:
-    name: str
-    running: bool = False
-    rate: str = ""  # "200Gbps" as RouterOS prints it
-    l2mtu: int = 0
-    mtu: int = 0
-    bridge: str | None = None
-    hw: bool = True
-    hw_offload: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Bridge:
-    name: str
-    ports: tuple[str, ...] = ()
-    vlan_filtering: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Switch:
-    name: str
-    host: str
-    model: str = ""
-    version: str = ""
-    ports: tuple[SwitchPort, ...] = ()
-    bridges: tuple[Bridge, ...] = ()
-    reachable: bool = True
-    error: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class ProbeResult:
     """What one probe returned, verbatim. Exactly what the session log records.
 
@@ -323,7 +280,6 @@ class FixPlan:
     physical: PhysicalAction | None = None
     bounces_links: bool = False
     verify_checks: tuple[str, ...] = ()  # fault ids re-judged after the change
-    verify_traffic: bool = True  # then a bandwidth test
     verify_targets: tuple[str, ...] = ()  # set: the change is for these targets of the verdict
     then: tuple[FixPlan, ...] = ()  # the verdict's other targets, each its own plan, offered next
 

@@ -5,9 +5,10 @@ a small builder that turns evidence into one verdict per fault id.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TypeVar
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from flows.base import Context, HostProbe, Observations, SwitchProbe
 from flows.jobproc import ENVIRON as PROC_ENVIRON  # noqa: F401  (a sudo probe: in the sudoers rules)
@@ -24,6 +25,12 @@ from wizard.discovery import (
 from wizard.errors import ParseError
 from wizard.model import Evidence, ProbeResult, Rail, Status, Verdict
 
+if TYPE_CHECKING:
+    from flows.base import Check
+    from wizard.parsers.ethtool import EthtoolLink
+    from wizard.parsers.iproute2 import IpResult
+    from wizard.parsers.routeros import RouterOsResult
+
 __all__ = [
     "BOOT_ID",
     "CARRIER_DOWN",
@@ -31,6 +38,7 @@ __all__ = [
     "DMESG",
     "ETHTOOL",
     "ETHTOOL_I",
+    "FABRIC_NETDEV",
     "HW_COUNTERS",
     "IBDEV",
     "IP_ADDR",
@@ -39,6 +47,7 @@ __all__ = [
     "MLNX_QOS",
     "NCCL_CONF",
     "NCCL_ENV",
+    "PASTED",
     "SW_BRIDGE",
     "SW_BRIDGE_HOST",
     "SW_BRIDGE_PORT",
@@ -56,10 +65,19 @@ __all__ = [
     "carrier_downs",
     "configured",
     "default_names",
+    "fabric_port",
     "is_cpu_port",
     "is_true",
     "listing",
     "node_rails",
+    "pasted_context",
+    "pasted_ethtool",
+    "pasted_host",
+    "pasted_ip",
+    "pasted_judge",
+    "pasted_rails",
+    "pasted_routeros",
+    "pasted_verdicts",
     "rails_or_unknown",
     "read",
     "rows",
@@ -186,6 +204,115 @@ def rows(
     if result.error is not None:
         return None, Unreadable(switch, result.command, result.error, result.text), result
     return result.rows, None, result
+
+
+# --- one pasted output (`fabwiz analyze`) ------------------------------------------------------
+
+PASTED = "this host"  # the node (or switch) a pasted output is judged as: the text names none
+
+
+def pasted_host(
+    text: str, ctx: Context, probe: HostProbe, netdev: str | None = None
+) -> tuple[Observations, Context]:
+    """A pasted host output as the one observation of one node, `PASTED`: the output of `probe`
+    (on `netdev`, its one rail, for a per-rail probe). The node's rails are otherwise not known:
+    `ctx.rails` has no entry for it unless `netdev` is given."""
+    key = probe.name if netdev is None else f"{probe.name}:{netdev}"
+    command = sudo_command(probe).replace("{netdev}", netdev or "")
+    result = ProbeResult(target=PASTED, kind="ssh", command=command, stdout=text, exit_status=0)
+    rails = {PASTED: (Rail(PASTED, netdev, rdma="", port=0, half="A"),)} if netdev else {}
+    obs = Observations(nodes={PASTED: {key: result}})
+    return obs, replace(ctx, nodes=(PASTED,), switches=(), rails=rails)
+
+
+def pasted_context(ctx: Context, rails: tuple[Rail, ...] = ()) -> Context:
+    """`ctx` for one pasted host output: one node, `PASTED`, with `rails` when the text shows
+    them (no entry at all when it does not: its rails are then not known)."""
+    return replace(ctx, nodes=(PASTED,), switches=(), rails={PASTED: rails} if rails else {})
+
+
+def pasted_judge(check: Check, parsed: Any, ctx: Context) -> list[Verdict]:
+    """`check`'s own judge on a value built from a pasted output, stamped with the check id."""
+    return [v if v.check else replace(v, check=check.id) for v in check.judge(parsed, ctx)]
+
+
+# GB10 fabric netdevs: enp1s0f0np0 (half A), enP2p1s0f1np1 (half B); mlx5-style names too
+FABRIC_NETDEV = re.compile(r"^en(?:p\d+|P\d+p\d+)s\d+f\d+np\d+$")
+_HALF_PORT = re.compile(r"^en(?:P(\d+))?p\d+s\d+f(\d+)")
+
+
+def pasted_ip(text: str) -> IpResult | None:
+    """A pasted `ip -j addr`, `ip -br addr` or `ip addr` output, parsed; None if it is not one."""
+    from wizard.parsers.detect import detect, parse
+    from wizard.parsers.iproute2 import IpResult
+
+    try:
+        value = parse(detect(text), text)
+    except ParseError:
+        return None
+    return value if isinstance(value, IpResult) else None
+
+
+def pasted_ethtool(text: str) -> tuple[EthtoolLink, ...]:
+    """The links of a pasted `ethtool <netdev>` output (none for `-i`, `--show-fec`, `-m`)."""
+    from wizard.parsers.detect import parse
+    from wizard.parsers.ethtool import EthtoolResult
+
+    try:
+        value = parse("ethtool", text)
+    except ParseError:
+        return ()
+    return value.links if isinstance(value, EthtoolResult) else ()
+
+
+def pasted_routeros(text: str) -> RouterOsResult | None:
+    """A pasted RouterOS print, API reply or export, parsed; None if it is not one."""
+    from wizard.parsers.routeros import parse_routeros
+
+    try:
+        return parse_routeros(text)
+    except ParseError:
+        return None
+
+
+def pasted_rails(ip: IpResult) -> tuple[Rail, ...]:
+    """The fabric netdevs of a pasted `ip` output as rails of `PASTED`, half and port read from
+    the GB10 names (enp1s0f1np1: half A, port 1; enP2p1s0f0np0: half B, port 0)."""
+    rails = []
+    for i in ip.interfaces:
+        m = _HALF_PORT.match(i.name)
+        if not FABRIC_NETDEV.match(i.name) or m is None:
+            continue
+        rails.append(
+            Rail(
+                node=PASTED,
+                netdev=i.name,
+                rdma="",
+                port=int(m.group(2)),
+                half="A" if int(m.group(1) or 0) == 0 else "B",
+                mac=(i.mac or "").lower(),
+                addresses=tuple(
+                    f"{a.address}/{a.prefixlen}" for a in i.addresses if a.family == "inet"
+                ),
+                ipv6=tuple(
+                    f"{a.address}/{a.prefixlen}" for a in i.addresses if a.family == "inet6"
+                ),
+                mtu=i.mtu or 0,
+                up=i.carrier and (i.state or "UP").upper() == "UP",
+            )
+        )
+    return tuple(rails)
+
+
+def pasted_verdicts(verdicts: Iterable[Verdict], faults: Iterable[str]) -> list[Verdict]:
+    """The verdicts on `faults`: the ones a pasted output can speak to."""
+    wanted = set(faults)
+    return [v for v in verdicts if v.fault in wanted]
+
+
+def fabric_port(name: object) -> bool:
+    """A switch port name of the fabric's cages (QSFP/OSFP/SFP56/SFP28), by its default name."""
+    return isinstance(name, str) and name.startswith(("qsfp", "sfp56", "sfp28", "osfp"))
 
 
 def is_true(value: str | None) -> bool:

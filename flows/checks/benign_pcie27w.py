@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flows import hostlog
-from flows.base import Check, Context, Observations
-from flows.checks._common import DMESG, Unreadable, listing, read, sudo_command
+from flows.base import Check, Context, Observations, PastedRule
+from flows.checks._common import DMESG, Unreadable, listing, pasted_host, read, sudo_command
 from wizard.model import Evidence, Status, Verdict
 from wizard.parsers.kernel_log import parse_kernel_log
 
@@ -72,6 +72,12 @@ def judge(s: Seen, ctx: Context) -> list[Verdict]:
     ]
 
 
+def judge_pasted(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted kernel log (`dmesg`, `journalctl -k`), as one node's."""
+    obs, one = pasted_host(text, ctx, DMESG)
+    return CHECK.run(obs, one)
+
+
 CHECK = Check(
     id="benign.pcie-27w",
     title="Red herring: the 27W PCIe slot-power line",
@@ -81,4 +87,5 @@ CHECK = Check(
     probes=(DMESG, hostlog.BTIME),
     parse=parse,
     judge=judge,
+    pasted=(PastedRule(("kernel-log",), judge_pasted),),
 )

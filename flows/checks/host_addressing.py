@@ -5,6 +5,8 @@ frames leave the NIC and vanish (`host.duplicate-ip`). Several rails of one node
 confuse the kernel's source selection (`host.same-subnet-rails`). A fabric netdev below MTU 9000
 drops RoCE jumbo frames (`host.mtu`). IPv6 addresses on fabric netdevs shift the RoCE GID
 indices (`host.ipv6-on-fabric`). Good: rail N -> 10.9.N.<host>/24, MTU 9000, no inet6.
+A pasted `ip` output is judged as one node whose rails are its fabric netdevs; a pasted
+`ping -M do` that fails locally with "message too long" is the sender's `host.mtu`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from flows import netplan, plans
-from flows.base import Check, Context, Observations
+from flows.base import Check, Context, Observations, PastedRule
 from flows.checks._common import (
     IBDEV,
     IP_ADDR,
@@ -22,9 +24,15 @@ from flows.checks._common import (
     Unreadable,
     configured,
     listing,
+    pasted_context,
+    pasted_ip,
+    pasted_judge,
+    pasted_rails,
     rails_judged_from,
 )
-from wizard.model import Evidence, FixPlan, Rail, Verdict
+from wizard.errors import ParseError
+from wizard.model import Evidence, FixPlan, Rail, Status, Verdict
+from wizard.parsers.ping import parse_ping
 
 ADDR_CMD = IP_ADDR.command
 LINK_CMD = IP_LINK.command
@@ -44,14 +52,10 @@ def parse(obs: Observations, ctx: Context) -> Addressing:
     return Addressing(tuple(rails), tuple(bad))
 
 
-def judge(a: Addressing, ctx: Context) -> list[Verdict]:
-    e = ctx.expectations
-    f = {k: Finding(k) for k in FAULTS}
-    for w in a.unreadable:
-        for k in FAULTS:
-            f[k].cannot_tell(w, "rails discovered")
+def _judge_duplicates(rails: tuple[Rail, ...], f: Finding) -> None:
+    """Each fabric address on exactly one netdev (of any node)."""
     owners: dict[str, list[Rail]] = {}
-    for r in a.rails:
+    for r in rails:
         for cidr in r.addresses:
             owners.setdefault(cidr.split("/")[0], []).append(r)
     for ip, holders in sorted(owners.items()):
@@ -63,49 +67,68 @@ def judge(a: Addressing, ctx: Context) -> list[Verdict]:
         )
         if len(holders) > 1:
             for h in holders:
-                if h.node not in f["host.duplicate-ip"].targets:
-                    f["host.duplicate-ip"].targets.append(h.node)
-            f["host.duplicate-ip"].fail(ev, target=holders[0].node)
+                if h.node not in f.targets:
+                    f.targets.append(h.node)
+            f.fail(ev, target=holders[0].node)
         else:
-            f["host.duplicate-ip"].ok(ev)
+            f.ok(ev)
+
+
+def _judge_subnets(node: str, rails: list[Rail], f: Finding) -> None:
+    """One subnet per rail of a node (the same address twice is host.duplicate-ip instead)."""
+    nets: dict[str, list[tuple[Rail, str]]] = {}
+    for r in rails:
+        for cidr in r.addresses:
+            try:
+                net = str(ipaddress.ip_interface(cidr).network)
+            except ValueError:
+                continue
+            nets.setdefault(net, []).append((r, cidr.split("/")[0]))
+    for net, members in nets.items():
+        distinct = {ip for _r, ip in members}
+        netdevs = sorted({r.netdev for r, _ip in members})
+        ev = Evidence(node, ADDR_CMD, f"{net} on {', '.join(netdevs)}", "one subnet per rail")
+        if len(netdevs) > 1 and len(distinct) > 1:
+            f.fail(ev)
+        else:
+            f.ok(ev)
+
+
+def _judge_netdevs(node: str, rails: list[Rail], ctx: Context, f: dict[str, Finding]) -> None:
+    """The MTU of each configured rail, and no inet6 on any."""
+    e = ctx.expectations
+    for r in rails:
+        if configured(r):
+            ev = Evidence(r.key, LINK_CMD, f"mtu {r.mtu}", f"mtu {e.fabric_mtu}")
+            if r.mtu and r.mtu != e.fabric_mtu:
+                f["host.mtu"].fail(ev, target=node)
+            else:
+                f["host.mtu"].ok(ev)
+        ev6 = Evidence(
+            r.key,
+            ADDR_CMD,
+            "inet6 " + (", ".join(r.ipv6) or "none"),
+            "no inet6 on fabric netdevs",
+        )
+        if r.ipv6:
+            f["host.ipv6-on-fabric"].fail(ev6, target=node)
+        else:
+            f["host.ipv6-on-fabric"].ok(ev6)
+
+
+def judge(a: Addressing, ctx: Context) -> list[Verdict]:
+    e = ctx.expectations
+    f = {k: Finding(k) for k in FAULTS}
+    for w in a.unreadable:
+        for k in FAULTS:
+            f[k].cannot_tell(w, "rails discovered")
+    _judge_duplicates(a.rails, f["host.duplicate-ip"])
     by_node: dict[str, list[Rail]] = {}
     for r in a.rails:
         by_node.setdefault(r.node, []).append(r)
     for node, rails in by_node.items():
-        nets: dict[str, list[tuple[Rail, str]]] = {}
-        for r in rails:
-            for cidr in r.addresses:
-                try:
-                    net = str(ipaddress.ip_interface(cidr).network)
-                except ValueError:
-                    continue
-                nets.setdefault(net, []).append((r, cidr.split("/")[0]))
-        for net, members in nets.items():
-            distinct = {ip for _r, ip in members}
-            netdevs = sorted({r.netdev for r, _ip in members})
-            ev = Evidence(node, ADDR_CMD, f"{net} on {', '.join(netdevs)}", "one subnet per rail")
-            # the same address twice is host.duplicate-ip, not a subnet problem
-            if len(netdevs) > 1 and len(distinct) > 1:
-                f["host.same-subnet-rails"].fail(ev)
-            else:
-                f["host.same-subnet-rails"].ok(ev)
-        for r in rails:
-            if configured(r):
-                ev = Evidence(r.key, LINK_CMD, f"mtu {r.mtu}", f"mtu {e.fabric_mtu}")
-                if r.mtu and r.mtu != e.fabric_mtu:
-                    f["host.mtu"].fail(ev, target=node)
-                else:
-                    f["host.mtu"].ok(ev)
-            ev6 = Evidence(
-                r.key,
-                ADDR_CMD,
-                "inet6 " + (", ".join(r.ipv6) or "none"),
-                "no inet6 on fabric netdevs",
-            )
-            if r.ipv6:
-                f["host.ipv6-on-fabric"].fail(ev6, target=node)
-            else:
-                f["host.ipv6-on-fabric"].ok(ev6)
+        _judge_subnets(node, rails, f["host.same-subnet-rails"])
+        _judge_netdevs(node, rails, ctx, f)
     return [
         f["host.duplicate-ip"].verdict(
             ok="every fabric address is unique",
@@ -130,6 +153,35 @@ def fix(a: Addressing, verdict: Verdict, ctx: Context) -> FixPlan | None:
     return plans.netplan_plan(verdict, ctx)
 
 
+def judge_pasted_ip(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted `ip -j addr` / `ip -br addr` / `ip addr`: its fabric netdevs as one node's rails."""
+    ip = pasted_ip(text)
+    if ip is None:
+        return []
+    rails = pasted_rails(ip)
+    return pasted_judge(CHECK, Addressing(rails, ()), pasted_context(ctx, rails))
+
+
+def judge_pasted_ping(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted `ping -M do -s <size>` refused locally: the sending netdev's MTU is too small."""
+    try:
+        r = parse_ping(text)
+    except ParseError:
+        return []
+    if not r.mtu_errors:
+        return []
+    return [
+        Verdict(
+            "host.mtu",
+            Status.FAIL,
+            f"ping -M do -s {r.payload}: local error 'message too long, mtu="
+            f"{r.reported_mtu}': the sending netdev MTU is below the packet size",
+            targets=tuple(t for t in (r.interface,) if t),
+            check=CHECK.id,
+        )
+    ]
+
+
 CHECK = Check(
     id="host.duplicate-ip",
     title="Host addressing (unique, one subnet per rail, MTU, no IPv6)",
@@ -140,4 +192,8 @@ CHECK = Check(
     parse=parse,
     judge=judge,
     fix=fix,
+    pasted=(
+        PastedRule(("ip-json", "ip-brief", "ip-text"), judge_pasted_ip),
+        PastedRule(("ping",), judge_pasted_ping),
+    ),
 )

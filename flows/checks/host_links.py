@@ -4,6 +4,8 @@ A cabled rail without carrier (`NO-CARRIER`, ibdev2netdev `Down`) needs its cabl
 (`host.rail-down`). Each QSFP port carries both PCIe halves; a node that configures only half A
 tops out near 100 Gb/s: half B without an address or down while half A of the same port carries
 the fabric is `host.half-unused`. Good: every cabled rail up at 200000Mb/s, both halves addressed.
+A pasted `ip` output is judged as one node whose rails are its fabric netdevs; a pasted `ethtool`
+of a fabric netdev with `Link detected: no` is that rail without carrier.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flows import netplan, plans
-from flows.base import Check, Context, Observations
+from flows.base import Check, Context, Observations, PastedRule
 from flows.checks._common import (
     ETHTOOL,
+    FABRIC_NETDEV,
     IBDEV,
     IP_ADDR,
     IP_LINK,
@@ -22,10 +25,15 @@ from flows.checks._common import (
     Unreadable,
     configured,
     listing,
+    pasted_context,
+    pasted_ethtool,
+    pasted_ip,
+    pasted_judge,
+    pasted_rails,
     rails_judged_from,
     rows,
 )
-from wizard.model import Evidence, FixPlan, Rail, Verdict
+from wizard.model import Evidence, FixPlan, Rail, Status, Verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +48,10 @@ def parse(obs: Observations, ctx: Context) -> HostLinks:
     # Rails come from ibdev2netdev; what this check judges comes from `ip -j`: a node whose
     # output cannot be read is unknown, never a silent pass.
     rails, bad = rails_judged_from(obs, ctx, IP_LINK)
+    return _links(rails, bad, obs, ctx)
+
+
+def _links(rails: list[Rail], bad: list[Unreadable], obs: Observations, ctx: Context) -> HostLinks:
     # a port is cabled if the inventory or the host table says so, or if it is up on this node,
     # or if most other nodes have that port up (a cluster is cabled uniformly)
     ports_up: dict[int, int] = {}
@@ -135,6 +147,30 @@ def fix(h: HostLinks, verdict: Verdict, ctx: Context) -> FixPlan | None:
     return plans.netplan_plan(verdict, ctx)
 
 
+def judge_pasted_ip(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted `ip -j addr` / `ip -br addr` / `ip addr`: its fabric netdevs as one node's rails."""
+    ip = pasted_ip(text)
+    if ip is None:
+        return []
+    rails = pasted_rails(ip)
+    one = pasted_context(ctx, rails)
+    return pasted_judge(CHECK, _links(list(rails), [], Observations(), one), one)
+
+
+def judge_pasted_ethtool(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted `ethtool <netdev>`: a fabric netdev without carrier."""
+    links = pasted_ethtool(text)
+    down = [
+        name
+        for link in links
+        if FABRIC_NETDEV.match(name := link.interface or "") and link.link_detected is False
+    ]
+    return [
+        Verdict("host.rail-down", Status.FAIL, f"{name}: no carrier", (name,), check=CHECK.id)
+        for name in down
+    ]
+
+
 CHECK = Check(
     id="host.rail-down",
     title="Host rails: carrier and both PCIe halves",
@@ -145,4 +181,8 @@ CHECK = Check(
     parse=parse,
     judge=judge,
     fix=fix,
+    pasted=(
+        PastedRule(("ip-json", "ip-brief", "ip-text"), judge_pasted_ip),
+        PastedRule(("ethtool",), judge_pasted_ethtool),
+    ),
 )

@@ -5,26 +5,33 @@ carry ~100 Gb/s (`host.pcie-width`: `lspci -vv` LnkSta). A CX7 firmware older th
 known-good version (or older than the rest of the cluster) is information, never a fault on its
 own: seed 000 lists 28.45 vs 28.47 as a false trail. `host.cx7-throttled` needs the bandwidth
 signature too (~12-13 Gb/s RDMA on links that look healthy, `--perf`), judged by the rail test.
+A pasted `lspci -vv` or kernel log (mlx5 "available PCIe bandwidth") is judged for the width only.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 from flows import plans
-from flows.base import Check, Context, Observations
+from flows.base import Check, Context, Observations, PastedRule
 from flows.checks._common import (
     ETHTOOL_I,
     LSPCI,
+    PASTED,
     Finding,
     Unreadable,
     listing,
     node_rails,
+    pasted_host,
+    pasted_verdicts,
     read,
     sudo_command,
 )
+from wizard.errors import ParseError
 from wizard.model import Evidence, FixPlan, Status, Verdict
 from wizard.parsers.ethtool import parse_ethtool_driver
+from wizard.parsers.kernel_log import parse_kernel_log
 from wizard.parsers.lspci import parse_lspci
 
 
@@ -62,7 +69,8 @@ def parse(obs: Observations, ctx: Context) -> HostPcie:
             bad.append(why)
         if value is not None:
             for d in value.devices:
-                if d.lnksta is None:
+                # the probe lists Mellanox functions only; a pasted `lspci -vv` lists them all
+                if d.lnksta is None or not (d.mellanox or d.description is None):
                     continue
                 funcs.append(PciFunction(node, d.address or "?", d.lnksta.speed, d.lnksta.width))
         for rail in node_rails(ctx, node):
@@ -159,6 +167,31 @@ def judge(h: HostPcie, ctx: Context) -> list[Verdict]:
     ]
 
 
+def judge_pasted_lspci(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted `lspci -vv`: the PCIe width of the CX7 functions it lists."""
+    obs, one = pasted_host(text, ctx, LSPCI)
+    return pasted_verdicts(CHECK.run(obs, one), ("host.pcie-width",))
+
+
+def judge_pasted_kernel_log(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted kernel log: mlx5's "available PCIe bandwidth (<speed> x<width> link)" lines, as
+    the functions' link, judged like LnkSta."""
+    try:
+        log = parse_kernel_log(text)
+    except ParseError:
+        return []
+    funcs = []
+    for e in log.of("pcie-bandwidth"):
+        m = re.search(r"([\d.]+) GT/s x(\d+)", e.value or "")
+        if e.text.startswith("mlx5_core") and m:
+            funcs.append(PciFunction(PASTED, e.device or "?", f"{m.group(1)}GT/s", int(m.group(2))))
+    if not funcs:
+        return []
+    parsed = HostPcie(tuple(funcs), (), (), ())
+    one = replace(ctx, nodes=(PASTED,), switches=(), rails={})
+    return [replace(v, check=CHECK.id) for v in judge(parsed, one) if v.fault == "host.pcie-width"]
+
+
 def fix(h: HostPcie, verdict: Verdict, ctx: Context) -> FixPlan | None:
     return plans.firmware_plan(verdict, ctx, reference_firmware(h, ctx))
 
@@ -173,4 +206,8 @@ CHECK = Check(
     parse=parse,
     judge=judge,
     fix=fix,
+    pasted=(
+        PastedRule(("lspci",), judge_pasted_lspci),
+        PastedRule(("kernel-log",), judge_pasted_kernel_log),
+    ),
 )

@@ -13,17 +13,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flows import plans
-from flows.base import Check, Context, Observations
+from flows.base import Check, Context, Observations, PastedRule
 from flows.checks._common import (
     MLNX_QOS,
     Finding,
     Unreadable,
     listing,
     node_rails,
+    pasted_host,
     read,
     sudo_command,
 )
-from wizard.model import Evidence, FixPlan, Verdict
+from wizard.errors import ParseError
+from wizard.model import Evidence, FixPlan, Status, Verdict
 from wizard.parsers.mlnx_qos import parse_mlnx_qos
 
 
@@ -61,7 +63,9 @@ def judge(h: HostPfc, ctx: Context) -> list[Verdict]:
         cmd = sudo_command(MLNX_QOS).replace("{netdev}", r.netdev)
         target = f"{r.node}/{r.netdev}"
         if r.pfc is None:
-            f.unknown.append(Evidence(target, cmd, "no PFC line in the output", "PFC all 0"))
+            f.unknown.append(
+                Evidence(target, cmd, "no PFC line in the output", "PFC all 0", Status.UNKNOWN)
+            )
             continue
         ev = Evidence(target, cmd, "PFC " + ",".join(map(str, r.pfc)), "PFC 0,0,0,0,0,0,0,0")
         if any(r.pfc):
@@ -74,6 +78,16 @@ def judge(h: HostPfc, ctx: Context) -> list[Verdict]:
             bad=f"PFC is enabled on host NICs while the fabric is lossy (hygiene: match the fabric; not what stalls RDMA): {listing(f.targets)}",
         )
     ]
+
+
+def judge_pasted(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted `mlnx_qos -i <netdev>` output, as the one rail it names."""
+    try:
+        netdev = parse_mlnx_qos(text).interface or "unnamed"
+    except ParseError:
+        netdev = "unnamed"
+    obs, one = pasted_host(text, ctx, MLNX_QOS, netdev)
+    return CHECK.run(obs, one)
 
 
 def fix(h: HostPfc, verdict: Verdict, ctx: Context) -> FixPlan | None:
@@ -90,4 +104,5 @@ CHECK = Check(
     parse=parse,
     judge=judge,
     fix=fix,
+    pasted=(PastedRule(("mlnx_qos",), judge_pasted),),
 )

@@ -232,6 +232,101 @@ def container_change(name: str, values: dict[str, str]) -> str:
     )
 
 
+def _judge_login_hca(node: NodeNccl, ctx: Context, hca: Finding) -> None:
+    """The login environment's / config files' NCCL_IB_HCA against the active devices."""
+    spec = node.effective.get("NCCL_IB_HCA")
+    if spec is None:
+        return
+    src = node.source("NCCL_IB_HCA")
+    chosen = hca_selects(spec, list(node.active))
+    missing = [d for d in node.active if d not in chosen]
+    ev = Evidence(
+        node.node,
+        f"{NCCL_ENV.command}; {NCCL_USER_CONF.command}; {NCCL_CONF.command}; {IBDEV.command}",
+        f"NCCL_IB_HCA={spec} ({src}) selects {', '.join(chosen) or 'nothing'}",
+        f"every active device: {', '.join(node.active)}",
+    )
+    if missing and single_device(spec, chosen) and ctx.nccl_devices != "all":
+        # seed 003: one device per node measured faster for latency-bound decode
+        # (both devices: +9 % prefill, -5..9 % decode): a choice to confirm, not a fault
+        trade = (
+            "; one device by the inventory (nccl: {devices: one})"
+            if ctx.nccl_devices == "one"
+            else "; one device is faster for latency-bound decode, all devices for "
+            "bandwidth (prefill, training): set `nccl: {devices: one}` in the "
+            "inventory if this is deliberate"
+        )
+        ev = Evidence(ev.target, ev.command, ev.observed + trade, ev.expected)
+        if ctx.nccl_devices == "one":
+            hca.ok(ev)
+        else:
+            hca.fail(ev, warn=True)
+    elif missing:
+        hca.fail(ev)
+    else:
+        hca.ok(ev)
+
+
+def _judge_job_hca(node: NodeNccl, hca: Finding) -> None:
+    """NCCL_IB_HCA in each job container's and job process's own environment."""
+    want = {"NCCL_IB_HCA": "=" + ",".join(node.active)}
+    every = f"every active device: {', '.join(node.active)}"
+    for name, cenv in node.containers.items():
+        cspec = cenv.get("NCCL_IB_HCA")
+        if cspec is None:
+            continue
+        chosen = hca_selects(cspec, list(node.active))
+        missing = [d for d in node.active if d not in chosen]
+        ev = Evidence(
+            f"{node.node} (container {name})",
+            f"{CONTAINERS.command}; {IBDEV.command}",
+            f"NCCL_IB_HCA={cspec} (container {name}) selects {', '.join(chosen) or 'nothing'}",
+            container_change(name, want) if missing else every,
+        )
+        if missing:
+            hca.fail(ev)
+        else:
+            hca.ok(ev)
+    for name, (pids, penv) in node.processes.items():
+        pspec = penv.get("NCCL_IB_HCA")
+        if pspec is None:
+            continue
+        chosen = hca_selects(pspec, list(node.active))
+        missing = [d for d in node.active if d not in chosen]
+        ev = Evidence(
+            f"{node.node} (process {name})",
+            f"{jobproc.ENVIRON.command}; {IBDEV.command}",
+            f"NCCL_IB_HCA={pspec} (process {name}, pid {pids[0]}) selects "
+            f"{', '.join(chosen) or 'nothing'}",
+            jobproc.process_change(name, pids, want) if missing else every,
+        )
+        if missing:
+            hca.fail(ev)
+        else:
+            hca.ok(ev)
+
+
+def _judge_socket_overrides(node: NodeNccl, sock: Finding) -> None:
+    """NCCL_NET=Socket or NCCL_IB_DISABLE=1, wherever NCCL reads it from."""
+    for key, bad_value in (("NCCL_NET", "socket"), ("NCCL_IB_DISABLE", "1")):
+        value = node.effective.get(key)
+        if value is None:
+            continue
+        where = node.source(key)
+        ev = Evidence(
+            node.node,
+            {"/etc/nccl.conf": NCCL_CONF, "~/.nccl.conf": NCCL_USER_CONF}.get(
+                where, NCCL_ENV
+            ).command,
+            f"{key}={value} ({where})",
+            f"no {key} override",
+        )
+        if value.strip().lower() == bad_value:
+            sock.fail(ev)
+        else:
+            sock.ok(ev)
+
+
 def judge(n: NcclConfig, ctx: Context) -> list[Verdict]:
     hca = Finding("nccl.hca-filter")
     sock = Finding("nccl.socket-fallback")
@@ -239,93 +334,9 @@ def judge(n: NcclConfig, ctx: Context) -> list[Verdict]:
         hca.cannot_tell(w, "NCCL settings")
         sock.cannot_tell(w, "NCCL settings")
     for node in n.nodes:
-        eff = node.effective
-        src = node.source("NCCL_IB_HCA")
-        spec = eff.get("NCCL_IB_HCA")
-        if spec is not None:
-            chosen = hca_selects(spec, list(node.active))
-            missing = [d for d in node.active if d not in chosen]
-            ev = Evidence(
-                node.node,
-                f"{NCCL_ENV.command}; {NCCL_USER_CONF.command}; {NCCL_CONF.command}; {IBDEV.command}",
-                f"NCCL_IB_HCA={spec} ({src}) selects {', '.join(chosen) or 'nothing'}",
-                f"every active device: {', '.join(node.active)}",
-            )
-            if missing and single_device(spec, chosen) and ctx.nccl_devices != "all":
-                # seed 003: one device per node measured faster for latency-bound decode
-                # (both devices: +9 % prefill, -5..9 % decode): a choice to confirm, not a fault
-                trade = (
-                    "; one device by the inventory (nccl: {devices: one})"
-                    if ctx.nccl_devices == "one"
-                    else "; one device is faster for latency-bound decode, all devices for "
-                    "bandwidth (prefill, training): set `nccl: {devices: one}` in the "
-                    "inventory if this is deliberate"
-                )
-                ev = Evidence(ev.target, ev.command, ev.observed + trade, ev.expected)
-                if ctx.nccl_devices == "one":
-                    hca.ok(ev)
-                else:
-                    hca.fail(ev, warn=True)
-            elif missing:
-                hca.fail(ev)
-            else:
-                hca.ok(ev)
-        for name, cenv in node.containers.items():
-            cspec = cenv.get("NCCL_IB_HCA")
-            if cspec is None:
-                continue
-            chosen = hca_selects(cspec, list(node.active))
-            missing = [d for d in node.active if d not in chosen]
-            want = {"NCCL_IB_HCA": "=" + ",".join(node.active)}
-            ev = Evidence(
-                f"{node.node} (container {name})",
-                f"{CONTAINERS.command}; {IBDEV.command}",
-                f"NCCL_IB_HCA={cspec} (container {name}) selects {', '.join(chosen) or 'nothing'}",
-                container_change(name, want)
-                if missing
-                else f"every active device: {', '.join(node.active)}",
-            )
-            if missing:
-                hca.fail(ev)
-            else:
-                hca.ok(ev)
-        for name, (pids, penv) in node.processes.items():
-            pspec = penv.get("NCCL_IB_HCA")
-            if pspec is None:
-                continue
-            chosen = hca_selects(pspec, list(node.active))
-            missing = [d for d in node.active if d not in chosen]
-            want = {"NCCL_IB_HCA": "=" + ",".join(node.active)}
-            ev = Evidence(
-                f"{node.node} (process {name})",
-                f"{jobproc.ENVIRON.command}; {IBDEV.command}",
-                f"NCCL_IB_HCA={pspec} (process {name}, pid {pids[0]}) selects "
-                f"{', '.join(chosen) or 'nothing'}",
-                jobproc.process_change(name, pids, want)
-                if missing
-                else f"every active device: {', '.join(node.active)}",
-            )
-            if missing:
-                hca.fail(ev)
-            else:
-                hca.ok(ev)
-        for key, bad_value in (("NCCL_NET", "socket"), ("NCCL_IB_DISABLE", "1")):
-            value = eff.get(key)
-            if value is None:
-                continue
-            where = node.source(key)
-            ev = Evidence(
-                node.node,
-                {"/etc/nccl.conf": NCCL_CONF, "~/.nccl.conf": NCCL_USER_CONF}.get(
-                    where, NCCL_ENV
-                ).command,
-                f"{key}={value} ({where})",
-                f"no {key} override",
-            )
-            if value.strip().lower() == bad_value:
-                sock.fail(ev)
-            else:
-                sock.ok(ev)
+        _judge_login_hca(node, ctx, hca)
+        _judge_job_hca(node, hca)
+        _judge_socket_overrides(node, sock)
     gid = Finding("nccl.hca-filter")
     ifname = Finding("nccl.hca-filter")
     for node in n.nodes:

@@ -12,14 +12,16 @@ idle) and reported under the fault that explains it, or as `nccl.busbw-low` when
 The run is bracketed like every ib_write_bw (`nccl_traffic`): rails whose counters did not move
 took no part (`nccl.hca-filter`), and a switch CPU busy during a slow or cut-short run is
 software forwarding (`switch.offload-lost`); every busbw verdict cites those rows.
-Good: IB over every active device, busbw near 23-26 GB/s.
+Good: IB over every active device, busbw near 23-26 GB/s. A pasted log is judged on its
+signatures alone: the transport, an HCA filter matching nothing or half A only, the socket band.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
-from flows.base import Check, Context, Observations
+from flows.base import Check, Context, Observations, PastedRule
 from flows.checks import (
     host_links,
     nccl_config,
@@ -383,6 +385,81 @@ def _no_busbw(n: NcclRun, ev: Evidence, ctx: Context) -> list[Verdict]:
     return [low.verdict(ok="", bad="", unknown=f"NCCL ended without a busbw: {why}")]
 
 
+def _pasted(fault: str, status: Status, summary: str, *targets: str) -> Verdict:
+    return Verdict(fault, status, summary, tuple(t for t in targets if t), check=CHECK.id)
+
+
+def judge_pasted(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted NCCL log or nccl-tests output: its signatures (transport, HCA filter, GDR)."""
+    try:
+        r = parse_nccl(text)
+    except ParseError:
+        return []
+    exp = ctx.expectations
+    out: list[Verdict] = []
+    if r.transport == "Socket":
+        extra = (
+            f" (busbw {r.largest_size_busbw:.2f} GB/s at the largest size)"
+            if r.largest_size_busbw is not None
+            else ""
+        )
+        out.append(
+            _pasted(
+                "nccl.socket-fallback",
+                Status.FAIL,
+                "NCCL runs over TCP sockets (`Using network Socket` / `via NET/Socket`)"
+                f"{extra}: remove NCCL_NET=Socket / NCCL_IB_DISABLE=1 and fix the HCA list",
+            )
+        )
+    if r.ib_hca is not None and (r.ib_no_device or r.net_plugin_failed):
+        out.append(
+            _pasted(
+                "nccl.hca-filter",
+                Status.FAIL,
+                f"NCCL_IB_HCA={r.ib_hca} matches no RDMA device (`NET/IB : No device "
+                "found`): it is a case-sensitive prefix match; list the active devices, "
+                "e.g. NCCL_IB_HCA==rocep1s0f0,roceP2p1s0f0",
+                r.ib_hca,
+            )
+        )
+    elif (
+        r.ib_hca is not None
+        and re.search(r"\brocep", r.ib_hca)
+        and "roceP" not in r.ib_hca
+        and not r.ib_hca.startswith("^")
+    ):
+        out.append(
+            _pasted(
+                "nccl.hca-filter",
+                Status.WARN,
+                f"NCCL_IB_HCA={r.ib_hca} only matches half-A devices (rocep...): the "
+                "roceP2... half is never used, so a node tops out near 100 Gb/s",
+                r.ib_hca,
+            )
+        )
+    if r.transport != "Socket" and r.largest_size_busbw is not None:
+        lo, hi = exp.nccl_socket_band
+        if lo <= r.largest_size_busbw <= hi:
+            out.append(
+                _pasted(
+                    "nccl.socket-fallback",
+                    Status.WARN,
+                    f"busbw {r.largest_size_busbw:.2f} GB/s is in the {lo:g}-{hi:g} GB/s "
+                    "socket band although the log does not show the transport: NCCL over "
+                    "sockets, or a degraded CX7 (host.cx7-degraded)",
+                )
+            )
+    if r.gdr is False:
+        out.append(
+            _pasted(
+                "benign.gdr-disabled",
+                Status.BENIGN,
+                "GPU Direct RDMA disabled / GDR 0: normal on GB10 unified memory, not a bottleneck",
+            )
+        )
+    return out
+
+
 CHECK = Check(
     id="nccl.socket-fallback",
     title="NCCL all_reduce_perf across the cluster",
@@ -398,4 +475,5 @@ CHECK = Check(
     parse=parse,
     judge=judge,
     needs_traffic=True,
+    pasted=(PastedRule(("nccl-tests",), judge_pasted),),
 )

@@ -14,10 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from flows import plans
-from flows.base import Check, Context, Observations
+from flows.base import Check, Context, Observations, PastedRule
 from flows.checks import (
     host_addressing,
     host_pcie,
+    rail_matrix,
     switch_mtu,
     switch_offload,
     switch_qos,
@@ -25,8 +26,9 @@ from flows.checks import (
     traffic_counters,
 )
 from flows.checks._common import Finding, listing, undrained
-from wizard import pairs
+from wizard.errors import ParseError
 from wizard.model import Evidence, FixPlan, Measurement, Status, Verdict
+from wizard.parsers.perftest import parse_perftest
 
 FAULTS = (
     "host.cx7-degraded",
@@ -105,130 +107,210 @@ def parse(obs: Observations, ctx: Context) -> RailRuns:
     )
 
 
-def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
+Band = list[tuple[Measurement, Evidence, "traffic_counters.Signature | None"]]
+
+
+def _rail_evidence(m: Measurement, ctx: Context) -> Evidence:
     e = ctx.expectations
-    f = {k: Finding(k) for k in FAULTS}
+    return Evidence(
+        m.target,
+        str(m.extra.get("command", "ib_write_bw")),
+        f"{m.value:.2f} Gb/s" + (f" ({m.reason})" if m.reason else ""),
+        f">= {e.rail_pass_gate_gbps:g} Gb/s ("
+        + (
+            f"~{e.isl_shared_flow_gbps:g} with two flows on one ISL direction)"
+            if m.extra.get("isl_shared")
+            else f"~{e.rail_switched_gbps:g} through a switch)"
+        ),
+        raw=str(m.extra.get("raw", "")) or None,
+    )
+
+
+def _stall_cause(
+    m: Measurement,
+    r: RailRuns,
+    ev: Evidence,
+    sig: traffic_counters.Signature | None,
+    f: dict[str, Finding],
+) -> bool:
+    """A rail that connects but moves no data: what the config or the counters say stalls it.
+    False when nothing does (the rate is then judged like any low one)."""
+    client, server = str(m.extra.get("client", "")), str(m.extra.get("server", ""))
+    dup_pair = client in r.duplicate_nodes or server in r.duplicate_nodes
+    if dup_pair and sig is not None and sig.vanished and not sig.timeouts:
+        # frames vanish without ACK timeouts: ARP flux, even where QoS is lossless too
+        f["host.duplicate-ip"].fail(ev, target=m.target)
+    elif r.lossless:
+        f["switch.qos-pfc-stall"].fail(ev, target=m.target)
+    elif dup_pair:
+        f["host.duplicate-ip"].fail(ev, target=m.target)
+    elif r.stall_causes:
+        for k in r.stall_causes:
+            f[k].fail(ev, target=m.target)
+    elif sig is not None and sig.stalled_with_timeouts:
+        # the QoS-stall signature with no lossless port found in the config
+        f["switch.qos-pfc-stall"].fail(ev, target=m.target, warn=True)
+    elif sig is not None and sig.vanished:
+        f["host.duplicate-ip"].fail(ev, target=m.target, warn=True)
+    else:
+        return False
+    return True
+
+
+def _soft_cause(
+    m: Measurement, r: RailRuns, ctx: Context, ev: Evidence, f: dict[str, Finding]
+) -> bool:
+    """A switched rail at the software-forwarding rate: the offload fault the config shows, else
+    the switch CPU's word. False when the CPU was read and idle."""
+    max_cpu = ctx.expectations.switch_cpu_idle_max_pct
+    cpu = _cpu(m)
+    if r.offload_faults:
+        for k in r.offload_faults:
+            f[k].fail(ev, target=m.target)
+    elif cpu is not None and cpu > max_cpu:
+        # the switch CPU worked while the rail crawled: software forwarding, cause unknown
+        f["switch.offload-lost"].fail(_with_cpu(ev, cpu, max_cpu))
+    elif cpu is None:
+        # the software-forwarding signature with nothing to clear the switch: look there
+        # first (CPU, H flags), never straight at the nodes
+        f["switch.offload-lost"].fail(_with_cpu(ev, None, max_cpu), target=m.target, warn=True)
+    else:
+        return False
+    return True
+
+
+def _judge_low(
+    m: Measurement,
+    r: RailRuns,
+    ctx: Context,
+    ev: Evidence,
+    sig: traffic_counters.Signature | None,
+    f: dict[str, Finding],
+) -> bool:
+    """A rail below the gate, by its signature. False: it is in the CX7 band with no old
+    firmware, and which end is degraded is read off the whole matrix later."""
+    e = ctx.expectations
     lo, hi = e.degraded_band_gbps
-    band: list[tuple[Measurement, Evidence, traffic_counters.Signature | None]] = []
-    for m in r.runs:
-        client = str(m.extra.get("client", ""))
-        server = str(m.extra.get("server", ""))
-        ev = Evidence(
-            m.target,
-            str(m.extra.get("command", "ib_write_bw")),
-            f"{m.value:.2f} Gb/s" + (f" ({m.reason})" if m.reason else ""),
-            f">= {e.rail_pass_gate_gbps:g} Gb/s ("
-            + (
-                f"~{e.isl_shared_flow_gbps:g} with two flows on one ISL direction)"
-                if m.extra.get("isl_shared")
-                else f"~{e.rail_switched_gbps:g} through a switch)"
-            ),
-            raw=str(m.extra.get("raw", "")) or None,
+    client, server = str(m.extra.get("client", "")), str(m.extra.get("server", ""))
+    # below the gate a -b number is judged per direction: both directions of one rail share
+    # what caps it (a switch CPU's forwarding, the CX7 state), the bands are one-way rates
+    rate = m.value / 2 if m.extra.get("bidir") else m.value
+    if rate < 1.0 and _stall_cause(m, r, ev, sig, f):
+        return True
+    if (
+        _switched(m, ctx)
+        and rate <= e.software_forwarding_max_gbps
+        and _soft_cause(m, r, ctx, ev, f)
+    ):
+        return True
+    if rate <= e.rstp_detour_max_gbps and r.rstp_blocked:
+        f["switch.rstp-isl-blocked"].fail(ev, target=m.target)
+    elif client in r.narrow_pcie or server in r.narrow_pcie:
+        f["host.pcie-width"].fail(ev, target=m.target)
+    elif lo <= rate <= hi:
+        nodes = [n for n in (client, server) if n in r.old_firmware]
+        if not nodes:
+            return False
+        f["host.cx7-throttled"].fail(ev, target=nodes[0])
+    else:
+        f["host.cx7-degraded"].unknown.append(
+            Evidence(ev.target, ev.command, ev.observed, ev.expected, Status.UNKNOWN, ev.raw)
         )
-        if not m.valid:
-            # no number was taken (no GID for the address, a lost session, not yet drained):
-            # nothing is known of that pair
-            f["host.cx7-degraded"].unknown.append(
-                Evidence(
-                    ev.target,
-                    ev.command,
-                    m.reason or ev.observed,
-                    ev.expected,
-                    Status.UNKNOWN,
-                    ev.raw,
-                )
-            )
-            continue
-        sig = traffic_counters.signature(m, ctx)
-        if sig is not None and sig.link_downs:
-            # the link bounced while it ran: the number says nothing about the rail
-            f["host.cx7-degraded"].unknown.append(
-                traffic_counters.evidence(m, sig, ctx, Status.UNKNOWN)
-            )
-            continue
-        if m.extra.get("bidir") and m.value >= e.rail_pass_gate_gbps and not m.reason:
-            # -b: both directions of one rail at once, ~206 Gb/s aggregate (seed 000)
-            bi = Evidence(
-                m.target,
-                ev.command,
-                f"{m.value:.2f} Gb/s both directions",
-                f"~{e.bidir_rail_gbps:g} Gb/s aggregate (-b)",
-                raw=ev.raw,
-            )
-            if e.band(m.value, e.bidir_rail_gbps) == "pass":
-                f["host.cx7-degraded"].ok(bi)
-            else:
-                f["host.cx7-degraded"].unknown.append(replace(bi, status=Status.UNKNOWN))
-            continue
-        if m.value >= e.rail_pass_gate_gbps and not m.reason:
-            for k in FAULTS:
-                f[k].ok(ev)
-                if sig is not None and sig.seq_err:
-                    f[k].ok(traffic_counters.evidence(m, sig, ctx, Status.PASS))
-            continue
-        before = {k: len(f[k].bad) for k in FAULTS}
-        # below the gate a -b number is judged per direction: both directions of one rail share
-        # what caps it (a switch CPU's forwarding, the CX7 state), the bands are one-way rates
-        rate = m.value / 2 if m.extra.get("bidir") else m.value
-        stalled = rate < 1.0
-        switched = _switched(m, ctx)
-        soft = switched and rate <= e.software_forwarding_max_gbps
-        cpu = _cpu(m)
-        dup_pair = client in r.duplicate_nodes or server in r.duplicate_nodes
-        if stalled and dup_pair and sig is not None and sig.vanished and not sig.timeouts:
-            # frames vanish without ACK timeouts: ARP flux, even where QoS is lossless too
-            f["host.duplicate-ip"].fail(ev, target=m.target)
-        elif stalled and r.lossless:
-            f["switch.qos-pfc-stall"].fail(ev, target=m.target)
-        elif stalled and dup_pair:
-            f["host.duplicate-ip"].fail(ev, target=m.target)
-        elif stalled and r.stall_causes:
-            for k in r.stall_causes:
-                f[k].fail(ev, target=m.target)
-        elif stalled and sig is not None and sig.stalled_with_timeouts:
-            # the QoS-stall signature with no lossless port found in the config
-            f["switch.qos-pfc-stall"].fail(ev, target=m.target, warn=True)
-        elif stalled and sig is not None and sig.vanished:
-            f["host.duplicate-ip"].fail(ev, target=m.target, warn=True)
-        elif soft and r.offload_faults:
-            for k in r.offload_faults:
-                f[k].fail(ev, target=m.target)
-        elif soft and cpu is not None and cpu > e.switch_cpu_idle_max_pct:
-            # the switch CPU worked while the rail crawled: software forwarding, cause unknown
-            f["switch.offload-lost"].fail(_with_cpu(ev, cpu, e.switch_cpu_idle_max_pct))
-        elif soft and cpu is None:
-            # the software-forwarding signature with nothing to clear the switch: look there
-            # first (CPU, H flags), never straight at the nodes
-            f["switch.offload-lost"].fail(
-                _with_cpu(ev, None, e.switch_cpu_idle_max_pct), target=m.target, warn=True
-            )
-        elif rate <= e.rstp_detour_max_gbps and r.rstp_blocked:
-            f["switch.rstp-isl-blocked"].fail(ev, target=m.target)
-        elif client in r.narrow_pcie or server in r.narrow_pcie:
-            f["host.pcie-width"].fail(ev, target=m.target)
-        elif lo <= rate <= hi:
-            nodes = [n for n in (client, server) if n in r.old_firmware]
-            if nodes:
-                f["host.cx7-throttled"].fail(ev, target=nodes[0])
-            else:
-                # which end is degraded is read off the whole matrix, after every pair is seen
-                band.append((m, ev, sig))
-                continue
+    return True
+
+
+def _supporting(
+    m: Measurement,
+    sig: traffic_counters.Signature | None,
+    ctx: Context,
+    f: dict[str, Finding],
+    before: dict[str, int],
+) -> None:
+    """The QP count and the counters of a run, beside each finding it just added."""
+    qp = rail_matrix.qp_evidence(m)
+    if qp is not None:
+        for k in FAULTS:
+            if len(f[k].bad) > before[k]:
+                f[k].bad.append(replace(qp, status=f[k].bad[-1].status))
+    if sig is not None:
+        for k in FAULTS:
+            if len(f[k].bad) > before[k]:
+                status = f[k].bad[-1].status  # as severe as the finding it supports
+                f[k].bad.append(traffic_counters.evidence(m, sig, ctx, status))
+
+
+def _judge_passing(
+    m: Measurement,
+    ev: Evidence,
+    sig: traffic_counters.Signature | None,
+    ctx: Context,
+    f: dict[str, Finding],
+) -> bool:
+    """A run that is no evidence, or that passes: recorded as such. False for a low run."""
+    e = ctx.expectations
+    if sig is not None and sig.link_downs:
+        # the link bounced while it ran: the number says nothing about the rail
+        f["host.cx7-degraded"].unknown.append(
+            traffic_counters.evidence(m, sig, ctx, Status.UNKNOWN)
+        )
+    elif m.extra.get("bidir") and m.value >= e.rail_pass_gate_gbps and not m.reason:
+        # -b: both directions of one rail at once, ~206 Gb/s aggregate (seed 000)
+        bi = Evidence(
+            m.target,
+            ev.command,
+            f"{m.value:.2f} Gb/s both directions",
+            f"~{e.bidir_rail_gbps:g} Gb/s aggregate (-b)",
+            raw=ev.raw,
+        )
+        if e.band(m.value, e.bidir_rail_gbps) == "pass":
+            f["host.cx7-degraded"].ok(bi)
         else:
-            f["host.cx7-degraded"].unknown.append(
-                Evidence(ev.target, ev.command, ev.observed, ev.expected, Status.UNKNOWN, ev.raw)
+            f["host.cx7-degraded"].unknown.append(replace(bi, status=Status.UNKNOWN))
+    elif m.value >= e.rail_pass_gate_gbps and not m.reason:
+        for k in FAULTS:
+            f[k].ok(ev)
+            if sig is not None and sig.seq_err:
+                f[k].ok(traffic_counters.evidence(m, sig, ctx, Status.PASS))
+    else:
+        return False
+    return True
+
+
+def _judge_run(
+    m: Measurement, r: RailRuns, ctx: Context, f: dict[str, Finding], band: Band
+) -> None:
+    ev = _rail_evidence(m, ctx)
+    if not m.valid:
+        # no number was taken (no GID for the address, a lost session, not yet drained):
+        # nothing is known of that pair
+        f["host.cx7-degraded"].unknown.append(
+            Evidence(
+                ev.target, ev.command, m.reason or ev.observed, ev.expected, Status.UNKNOWN, ev.raw
             )
-        qp = _qp_evidence(m)
-        if qp is not None:
-            for k in FAULTS:
-                if len(f[k].bad) > before[k]:
-                    f[k].bad.append(replace(qp, status=f[k].bad[-1].status))
-        if sig is not None:
-            for k in FAULTS:
-                if len(f[k].bad) > before[k]:
-                    status = f[k].bad[-1].status  # as severe as the finding it supports
-                    f[k].bad.append(traffic_counters.evidence(m, sig, ctx, status))
-    degraded = _read_matrix(f["host.cx7-degraded"], band, r.runs, ctx)
+        )
+        return
+    sig = traffic_counters.signature(m, ctx)
+    if _judge_passing(m, ev, sig, ctx, f):
+        return
+    before = {k: len(f[k].bad) for k in FAULTS}
+    if not _judge_low(m, r, ctx, ev, sig, f):
+        band.append((m, ev, sig))
+        return
+    _supporting(m, sig, ctx, f, before)
+
+
+def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
+    f = {k: Finding(k) for k in FAULTS}
+    band: Band = []
+    for m in r.runs:
+        _judge_run(m, r, ctx, f, band)
+    return _verdicts(r, f, band, ctx)
+
+
+def _verdicts(r: RailRuns, f: dict[str, Finding], band: Band, ctx: Context) -> list[Verdict]:
+    e = ctx.expectations
+    lo, hi = e.degraded_band_gbps
+    degraded = rail_matrix.read_matrix(f["host.cx7-degraded"], band, r.runs, ctx)
     summaries = {
         "host.cx7-degraded": degraded,
         "host.cx7-throttled": "RDMA in the 8-25 Gb/s band with old CX7 firmware: the firmware "
@@ -247,7 +329,7 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
         "host.pcie-width": "rail bandwidth capped by a narrow PCIe link",
     }
     notes = {
-        k: corroborate(f[k], r.nccl_busbw, ctx)
+        k: rail_matrix.corroborate(f[k], r.nccl_busbw, ctx)
         for k in ("host.cx7-degraded", "host.cx7-throttled")
         if any("->" not in t for t in f[k].targets)  # a node verdict, not a switch path
     }
@@ -280,130 +362,6 @@ def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
     return out
 
 
-def _read_matrix(
-    f: Finding,
-    band: list[tuple[Measurement, Evidence, traffic_counters.Signature | None]],
-    runs: tuple[Measurement, ...],
-    ctx: Context,
-) -> str:
-    """Judge the pairs in the degraded band on the whole matrix (wizard/pairs.py): the node
-    common to the low pairs is the culprit, and only it; a low pair whose two ends reach line
-    rate with other partners is the switch path; a pair nothing splits keeps both ends as
-    suspects. Returns the verdict summary."""
-    e = ctx.expectations
-    good = [
-        m
-        for m in runs
-        if m.valid
-        and not m.reason
-        and (m.value / 2 if m.extra.get("bidir") else m.value) >= e.rail_pass_gate_gbps
-    ]
-    reading = pairs.read([m for m, _, _ in band], good)
-    by_target = {id(m): (ev, sig) for m, ev, sig in band}
-    gate = f">= {e.rail_pass_gate_gbps:g} Gb/s"
-
-    def support(m: Measurement, status: Status) -> None:
-        qp = _qp_evidence(m)
-        if qp is not None:
-            f.bad.append(replace(qp, status=status))
-        sig = by_target[id(m)][1]
-        if sig is not None:
-            f.bad.append(traffic_counters.evidence(m, sig, ctx, status))
-
-    for c in reading.culprits:
-        for m in c.low:
-            f.fail(by_target[id(m)][0], target=c.node)
-            support(m, Status.FAIL)
-        f.bad.append(
-            Evidence(
-                c.node,
-                "ib_write_bw (every pair)",
-                f"{c.node} is low with every partner ({pairs.pair_names(c.low)}), while its "
-                f"partners reach line rate without it ("
-                + ", ".join(
-                    f"{name} {m.value:.2f} Gb/s"
-                    for name, m in sorted({pairs.pair_names([m]): m for m in c.clear}.items())
-                )
-                + f"): {c.node} is the common node",
-                f"every pair {gate}",
-                Status.FAIL,
-            )
-        )
-    for m in reading.unsplit:
-        a, b = pairs.ends(m) or ("", "")
-        # no other pair splits this one: both ends are suspects, each its own target
-        f.fail(by_target[id(m)][0], target=a)
-        if b not in f.targets:
-            f.targets.append(b)
-        support(m, Status.FAIL)
-    for m in reading.path:
-        a, b = pairs.ends(m) or ("", "")
-        ev = by_target[id(m)][0]
-        f.fail(
-            Evidence(
-                ev.target,
-                ev.command,
-                f"{ev.observed}; {a} and {b} each reach line rate with other partners: the "
-                "low pair shares no node with a culprit, a switch-path cause (the switch "
-                "ports, cables or ISL between them), not a CX7",
-                ev.expected,
-                raw=ev.raw,
-            ),
-            target=m.target,
-            warn=True,
-        )
-        support(m, Status.WARN)
-    lo, hi = e.degraded_band_gbps
-    head = f"RDMA in the {lo:g}-{hi:g} Gb/s band on clean 200G links"
-    if reading.nodes and reading.path:
-        return (
-            f"{head}: the CX7 low-throughput state (AC-drain the node) and, on pairs whose "
-            "ends reach line rate elsewhere, the switch path"
-        )
-    if reading.path:
-        return (
-            f"{head} between nodes that each reach line rate with other partners: the low "
-            "pairs share no node, a switch-path cause (switch ports, cables, ISL), no node "
-            "to AC-drain"
-        )
-    if reading.culprits and not reading.unsplit:
-        return f"{head}, every pair of one node low and its partners clear: the CX7 " + (
-            "low-throughput state (AC-drain the node)"
-        )
-    return f"{head}: the CX7 low-throughput state (AC-drain the node)"
-
-
-def qp_invariant(m: Measurement) -> bool | None:
-    """Whether the re-run with several QPs landed within 15 % of the single-QP number (None:
-    not re-run)."""
-    again = m.extra.get("rerun_gbps")
-    base = m.extra.get("rerun_single_gbps", m.value)
-    if not isinstance(again, int | float) or not isinstance(base, int | float) or base <= 0:
-        return None
-    return abs(float(again) - float(base)) / float(base) < 0.15
-
-
-def _qp_evidence(m: Measurement) -> Evidence | None:
-    same = qp_invariant(m)
-    if same is None:
-        return None
-    qps = m.extra.get("rerun_qps", 8)
-    again = float(m.extra.get("rerun_gbps") or 0.0)
-    single = float(m.extra.get("rerun_single_gbps") or m.value)
-    return Evidence(
-        m.target,
-        str(m.extra.get("rerun_command") or f"ib_write_bw -q {qps}"),
-        f"re-run alone: {single:.2f} Gb/s with one QP, {again:.2f} Gb/s with -q {qps}"
-        + (
-            ": the number does not move with the QP count, a fixed structure in the path "
-            "(seed 000: the switch forwarding in software)"
-            if same
-            else ": it moves with the QP count, not a fixed cap in the path"
-        ),
-        "a healthy rail: >= the pass gate with one QP",
-    )
-
-
 def _nccl_busbw(obs: Observations) -> float | None:
     from wizard.errors import ParseError
     from wizard.parsers.nccl import parse_nccl
@@ -415,42 +373,6 @@ def _nccl_busbw(obs: Observations) -> float | None:
         return parse_nccl(str(run.extra.get("raw", ""))).avg_busbw
     except ParseError:
         return run.value or None
-
-
-def corroborate(f: Finding, busbw: float | None, ctx: Context) -> str:
-    """Before an AC drain or a firmware update on a perftest number alone: does NCCL agree?
-    perftest has a GB10 false-negative mode (linux-rdma/perftest#394). Returns a note for the
-    summary; a healthy NCCL turns the finding into a warning."""
-    e = ctx.expectations
-    gate = e.nccl_gate(len(ctx.nodes), len(ctx.switches))
-    if busbw is None:
-        f.unknown.append(
-            Evidence(
-                "cluster",
-                "all_reduce_perf",
-                "NCCL not run: perftest alone is not enough for a host verdict",
-                f"NCCL busbw below {gate:g} GB/s agreeing (perftest#394 false negatives)",
-                Status.UNKNOWN,
-            )
-        )
-        return "; NCCL has not corroborated it yet"
-    agrees = busbw < gate
-    f.bad.append(
-        Evidence(
-            "cluster",
-            "all_reduce_perf",
-            f"NCCL busbw {busbw:g} GB/s: " + ("agrees" if agrees else "healthy, disagrees"),
-            f"below {gate:g} GB/s if the CX7 is really slow (perftest#394 false negatives)",
-            Status.FAIL if agrees else Status.WARN,
-        )
-    )
-    if agrees:
-        return f"; NCCL agrees ({busbw:g} GB/s)"
-    f.bad[:] = [replace(ev, status=Status.WARN) for ev in f.bad]
-    return (
-        f"; but NCCL is healthy ({busbw:g} GB/s): likely perftest's GB10 false-negative mode "
-        "(linux-rdma/perftest#394), re-run before draining or updating firmware"
-    )
 
 
 def _switched(m: Measurement, ctx: Context) -> bool:
@@ -496,6 +418,84 @@ def fix(r: RailRuns, verdict: Verdict, ctx: Context) -> FixPlan | None:
     return None
 
 
+def _pasted(fault: str, status: Status, summary: str, *targets: str) -> Verdict:
+    return Verdict(fault, status, summary, tuple(t for t in targets if t), check=CHECK.id)
+
+
+def judge_pasted(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted ib_write_bw (perftest) output: its bandwidth band or its error, with the faults
+    a single run cannot tell apart (it does not show the switch's config)."""
+    try:
+        r = parse_perftest(text)
+    except ParseError:
+        return []
+    exp = ctx.expectations
+    out: list[Verdict] = []
+    dev = r.device or ""
+    if r.error_kind == "retry-exceeded":
+        why = (
+            f"{r.test} ended in transport retry exceeded (status 12): the RoCE connection "
+            "formed but data never arrived"
+        )
+        out.append(
+            _pasted(
+                "switch.qos-pfc-stall",
+                Status.FAIL,
+                f"{why}: lossless QoS/PFC stalling the offloaded path, or host.duplicate-ip "
+                "(frames vanish to a duplicated address)",
+                dev,
+            )
+        )
+        out.append(
+            _pasted(
+                "host.duplicate-ip",
+                Status.FAIL,
+                f"{why}: a duplicated fabric IPv4 (ARP flux), or switch.qos-pfc-stall",
+                dev,
+            )
+        )
+        return out
+    bw = r.bw_avg_gbps
+    if bw is None or r.latency or not r.rows:
+        return out
+    lo, hi = exp.degraded_band_gbps
+    if 9.0 <= bw <= exp.software_forwarding_max_gbps:
+        out.append(
+            _pasted(
+                "switch.offload-split-cage",
+                Status.FAIL,
+                f"{bw:.2f} Gb/s is the ~9.5-10 Gb/s software-forwarding signature: the "
+                "switch CPU forwards the fabric bridge (switch.offload-split-cage, "
+                "switch.offload-second-bridge or switch.offload-disabled); on a direct "
+                "cable it would be host.cx7-degraded instead",
+                dev,
+            )
+        )
+    elif lo <= bw <= hi:
+        out.append(
+            _pasted(
+                "host.cx7-degraded",
+                Status.FAIL,
+                f"{bw:.2f} Gb/s is in the {lo:g}-{hi:g} Gb/s stale-initialisation band of "
+                "a CX7 on a 200G link: host.cx7-degraded (AC drain clears it) or "
+                "host.cx7-throttled (firmware power throttle)",
+                dev,
+            )
+        )
+    elif bw < lo and bw <= exp.rstp_detour_max_gbps:
+        out.append(
+            _pasted(
+                "switch.rstp-isl-blocked",
+                Status.WARN,
+                f"{bw:.2f} Gb/s single flow: an RSTP detour through the campus network "
+                "(switch.rstp-isl-blocked), or software forwarding plus stalls "
+                "(switch.offload-split-cage)",
+                dev,
+            )
+        )
+    return out
+
+
 CHECK = Check(
     id="host.cx7-degraded",
     title="Rail bandwidth (ib_write_bw, single QP)",
@@ -507,4 +507,5 @@ CHECK = Check(
     judge=judge,
     fix=fix,
     needs_traffic=True,
+    pasted=(PastedRule(("perftest",), judge_pasted),),
 )

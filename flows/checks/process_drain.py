@@ -4,7 +4,9 @@ A link transition (cable move, port bounce, switch reboot, a fix that bounced li
 CX7 low-throughput state on susceptible units, and only a full AC drain clears it. A result taken
 after a transition on a node not drained since is not evidence (`process.undrained-measurement`).
 The sweep reads `/sys/class/net/<rail>/carrier_down_count`: a drain reboots the node and resets
-it, so any count above zero means "bounced, not drained since".
+it, so any count above zero means "bounced, not drained since". A pasted kernel log that records
+link transitions (cable plug, link up/down) warns the same way: what was measured after them is
+not evidence until the node is AC-drained.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flows import plans
-from flows.base import Check, Context, Observations
+from flows.base import Check, Context, Observations, PastedRule
 from flows.checks._common import CARRIER_DOWN, Finding, listing, undrained
-from wizard.model import Evidence, FixPlan, Measurement, Verdict
+from wizard.errors import ParseError
+from wizard.model import Evidence, FixPlan, Measurement, Status, Verdict
+from wizard.parsers.kernel_log import parse_kernel_log
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +63,31 @@ def judge(b: Bounced, ctx: Context) -> list[Verdict]:
     ]
 
 
+def judge_pasted(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted kernel log: the link transitions it records."""
+    try:
+        log = parse_kernel_log(text)
+    except ParseError:
+        return []
+    transitions = [*log.of("link"), *log.of("cable")] + [
+        e for e in log.of("hotplug") if "Cable" in (e.value or "")
+    ]
+    if not transitions:
+        return []
+    return [
+        Verdict(
+            "process.undrained-measurement",
+            Status.WARN,
+            f"{len(transitions)} link transition(s) logged (cable plug, link up/down): "
+            "bandwidth measured after them is not evidence until the node is AC-drained",
+            targets=tuple(
+                t for t in sorted({e.netdev or e.device or "" for e in transitions}) if t
+            ),
+            check=CHECK.id,
+        )
+    ]
+
+
 def fix(b: Bounced, verdict: Verdict, ctx: Context) -> FixPlan | None:
     v = Verdict("host.cx7-degraded", verdict.status, verdict.summary, verdict.targets)
     plan = plans.firmware_plan(v, ctx, None)
@@ -86,4 +115,5 @@ CHECK = Check(
     judge=judge,
     fix=fix,
     needs_traffic=True,
+    pasted=(PastedRule(("kernel-log",), judge_pasted),),
 )

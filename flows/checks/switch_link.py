@@ -5,6 +5,7 @@ at `no-link` with `auto-negotiation: failed` (log: "module auto-initialization f
 forced-mode") until they are forced to `auto-negotiation=no speed=200G-baseCR4`
 (`switch.breakout-autoneg`). A leg that is up below 200G or without `fec91` is
 `switch.link-degraded`. Good: every cabled leg `link-ok`, `rate=200Gbps`, `fec=fec91`.
+A pasted `ethtool <netdev>` of a fabric netdev linked below 200000Mb/s is a warning on its leg.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from flows import loghistory, plans
-from flows.base import Check, Context, Observations
+from flows.base import Check, Context, Observations, PastedRule
 from flows.checks._common import (
+    FABRIC_NETDEV,
     SW_CLOCK,
     SW_ETHERNET,
     SW_LOG,
@@ -25,9 +27,10 @@ from flows.checks._common import (
     is_cpu_port,
     is_true,
     listing,
+    pasted_ethtool,
     rows,
 )
-from wizard.model import Evidence, FixPlan, Verdict
+from wizard.model import Evidence, FixPlan, Status, Verdict
 
 MONITOR_CMD = "/interface/ethernet/monitor once"
 
@@ -189,6 +192,25 @@ def fix(links: SwitchLinks, verdict: Verdict, ctx: Context) -> FixPlan | None:
     return plans.switch_link_plan(links, verdict, ctx)
 
 
+def judge_pasted(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted `ethtool <netdev>`: a fabric netdev linked below the expected speed."""
+    want = ctx.expectations.link_speed_mbps
+    return [
+        Verdict(
+            "switch.link-degraded",
+            Status.WARN,
+            f"{name}: {link.speed_mbps}Mb/s, below {want}Mb/s",
+            targets=(name,),
+            check=CHECK.id,
+        )
+        for link in pasted_ethtool(text)
+        if FABRIC_NETDEV.match(name := link.interface or "")
+        and link.link_detected is not False
+        and link.speed_mbps is not None
+        and link.speed_mbps < want
+    ]
+
+
 CHECK = Check(
     id="switch.breakout-autoneg",
     title="Switch links (breakout legs, rate, FEC)",
@@ -199,4 +221,5 @@ CHECK = Check(
     parse=parse,
     judge=judge,
     fix=fix,
+    pasted=(PastedRule(("ethtool",), judge_pasted),),
 )

@@ -2,25 +2,34 @@
 
 The offloaded path uses each port's own `l2mtu`, not the bridge's: a fabric port or ISL below
 `l2mtu=9216`/`mtu=9000` drops jumbo frames (`switch.mtu`). Good: every fabric port in a bridge at
-`l2mtu >= 9216` and `mtu >= 9000`.
+`l2mtu >= 9216` and `mtu >= 9000`. A pasted `/interface/ethernet` print or export is judged the
+same way on its fabric cages (it does not say which ports are bridged: the cage names do); a
+pasted jumbo `ping -M do` that loses everything is a warning naming both possible ends.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from flows import plans
-from flows.base import Check, Context, Observations
+from flows.base import Check, Context, Observations, PastedRule
 from flows.checks._common import (
+    PASTED,
     SW_BRIDGE_PORT,
     SW_ETHERNET,
     Finding,
     Unreadable,
+    fabric_port,
     is_cpu_port,
     listing,
+    pasted_judge,
+    pasted_routeros,
     rows,
 )
+from wizard.errors import ParseError
 from wizard.model import Evidence, FixPlan, Status, Verdict
+from wizard.parsers.ping import parse_ping
 
 CMD = "/interface/ethernet print"
 
@@ -140,10 +149,14 @@ def judge(m: SwitchMtu, ctx: Context) -> list[Verdict]:
             f"l2mtu={p.l2mtu} mtu={p.mtu}",
             f"l2mtu>={e.fabric_l2mtu} mtu>={e.fabric_mtu}",
         )
-        if p.l2mtu is None or p.mtu is None:
-            f.unknown.append(Evidence(ev.target, CMD, "no l2mtu/mtu in the reply", ev.expected))
-        elif p.l2mtu < e.fabric_l2mtu or p.mtu < e.fabric_mtu:
+        if (p.l2mtu is not None and p.l2mtu < e.fabric_l2mtu) or (
+            p.mtu is not None and p.mtu < e.fabric_mtu
+        ):
             f.fail(ev)
+        elif p.l2mtu is None or p.mtu is None:
+            f.unknown.append(
+                Evidence(ev.target, CMD, "no l2mtu/mtu in the reply", ev.expected, Status.UNKNOWN)
+            )
         else:
             f.ok(ev)
     _judge_pings(m, ctx, f)
@@ -159,6 +172,60 @@ def fix(m: SwitchMtu, verdict: Verdict, ctx: Context) -> FixPlan | None:
     return plans.switch_mtu_plan(m, verdict, ctx)
 
 
+def _value(value: object) -> int | None:
+    return None if value is None else _int(str(value))
+
+
+def _pasted_ports(text: str) -> list[PortMtu]:
+    r = pasted_routeros(text)
+    if r is None:
+        return []
+    ports = [
+        PortMtu(PASTED, str(name), _value(row.get("l2mtu")), _value(row.get("mtu")))
+        for row in r.rows
+        if "l2mtu" in row or "mtu" in row
+        if fabric_port(name := row.get("default-name") or row.get("name"))
+    ]
+    for item in r.items("/interface/ethernet"):
+        m = re.search(r"default-name=(\S+?)\s*\]", item.target or "")
+        name = m.group(1) if m else item.target
+        if fabric_port(name) and ("l2mtu" in item.args or "mtu" in item.args):
+            l2, mtu = _value(item.args.get("l2mtu")), _value(item.args.get("mtu"))
+            ports.append(PortMtu(PASTED, str(name), l2, mtu))
+    return ports
+
+
+def judge_pasted(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted `/interface/ethernet` print, API reply or export: its fabric cages as one
+    switch's, `PASTED`, judged by `judge`."""
+    ports = _pasted_ports(text)
+    if not ports:
+        return []
+    return pasted_judge(CHECK, SwitchMtu(tuple(ports), ()), ctx)
+
+
+def judge_pasted_ping(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted jumbo `ping -M do -s <size>` that lost every packet."""
+    try:
+        r = parse_ping(text)
+    except ParseError:
+        return []
+    if r.mtu_errors or r.payload is None or r.payload < 8000:
+        return []
+    if not r.transmitted or r.received:
+        return []
+    return [
+        Verdict(
+            "switch.mtu",
+            Status.WARN,
+            f"jumbo ping ({r.payload} bytes) to {r.address} lost 100%: a switch port or "
+            f"ISL below l2mtu 9216 / mtu 9000 (switch.mtu), or the peer's host.mtu",
+            targets=tuple(t for t in (r.interface, r.address) if t),
+            check=CHECK.id,
+        )
+    ]
+
+
 CHECK = Check(
     id="switch.mtu",
     title="Switch port MTU",
@@ -169,4 +236,8 @@ CHECK = Check(
     parse=parse,
     judge=judge,
     fix=fix,
+    pasted=(
+        PastedRule(("routeros",), judge_pasted),
+        PastedRule(("ping",), judge_pasted_ping),
+    ),
 )

@@ -11,6 +11,8 @@ the switch says: the latest "hardware offloading activated/deactivated" log line
 MACs learned `D` (CPU) instead of `E` (chip), and `cpu-load` during a transfer (`--perf`).
 Good: every fabric port in one bridge with `hw=yes` and the `H` flag (`hw-offload=true`), the
 activation line for that bridge, the nodes' MACs external, the switch CPU ~0 % under traffic.
+A pasted bridge-port print or export shows `hw=no` and the missing `H` flag, not which ports are
+in use nor the other bridges: a port without offload is reported with the causes it may have.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import re
 from dataclasses import dataclass, replace
 
 from flows import plans
-from flows.base import Check, Context, Observations
+from flows.base import Check, Context, Observations, PastedRule
 from flows.checks import forwarding
 from flows.checks._common import (
     SW_BRIDGE,
@@ -33,9 +35,11 @@ from flows.checks._common import (
     Finding,
     Unreadable,
     default_names,
+    fabric_port,
     is_cpu_port,
     is_true,
     listing,
+    pasted_routeros,
     rows,
 )
 from wizard.mgmt import MANAGEMENT_PROBES
@@ -231,92 +235,109 @@ def runtime_evidence(
     ]
 
 
+def _split_cage(sw: SwitchBridges, main: str | None, ports: list[BridgePort], f: Finding) -> None:
+    """One row per cage and bridge: "qsfp56-dd-1-2,-3,-4 in bridge", not 24 rows."""
+    groups: dict[tuple[int | None, str], list[BridgePort]] = {}
+    for p in ports:
+        groups.setdefault((cage(p.default_name), p.bridge), []).append(p)
+    for (n, bridge), members in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        names = [q.interface for q in members]
+        f.fail(
+            Evidence(
+                f"{sw.switch}/cage {n}",
+                CMD,
+                f"{_short_list(names)} in bridge={bridge} "
+                f"(hw-offload={str(any(q.hw_offload for q in members)).lower()})",
+                f"every sub-port of cage {n} in {main}, or in no bridge",
+            ),
+            target=f"{sw.switch}/{bridge}",
+        )
+
+
+def _cause_ports(
+    sw: SwitchBridges, main: str | None, fault: str, ports: list[BridgePort], f: Finding
+) -> None:
+    """The ports that show one modelled cause, each with what it should be."""
+    if fault == "switch.offload-split-cage":
+        _split_cage(sw, main, ports, f)
+        return
+    for p in ports:
+        if fault == "switch.offload-disabled":
+            f.fail(_ev(p, "hw=yes hw-offload=true"))
+        elif fault == "switch.offload-second-bridge":
+            chip = sorted({q.bridge for q in sw.fabric if q.hw_offload and q.bridge != main})
+            f.fail(
+                _ev(
+                    p,
+                    "hw-offload=true in the one offloaded bridge"
+                    + (f" (the chip offloads {', '.join(chip)} instead)" if chip else ""),
+                ),
+                target=f"{sw.switch}/{p.bridge}",
+            )
+        else:
+            f.fail(
+                _ev(p, f"not in another bridge than {main}: it splits cage {cage(p.default_name)}"),
+                target=f"{sw.switch}/{p.bridge}",
+            )
+
+
+def _judge_lost(
+    off: Offload,
+    sw: SwitchBridges,
+    main: str,
+    not_offloaded: list[BridgePort],
+    ctx: Context,
+    lost: Finding,
+) -> None:
+    """No modelled cause: ports without the H flag, or a busy CPU under traffic, are
+    `switch.offload-lost`; otherwise the runtime rows are shown with the pass."""
+    max_cpu = ctx.expectations.switch_cpu_idle_max_pct
+    if not_offloaded:
+        # no H flag and none of the modelled causes: a failure on its own
+        for p in not_offloaded[:8]:
+            lost.fail(
+                _ev(p, "hw-offload=true (H flag); bridge, hw=yes and cages look right"),
+                target=f"{sw.switch}/{main}",
+            )
+        lost.bad.extend(
+            runtime_evidence(off.obs, sw, main, [p.interface for p in not_offloaded], ctx)
+        )
+    elif off.obs is not None:
+        if forwarding.cpu_busy(off.obs, sw.switch, max_cpu):
+            # every port shows H, yet the CPU works while traffic runs: not proven offloaded
+            lost.fail(
+                forwarding.cpu_evidence(off.obs, sw.switch, max_cpu),
+                target=f"{sw.switch}/{main}",
+                warn=True,
+            )
+            lost.bad.extend(runtime_evidence(off.obs, sw, main, None, ctx)[:-1])
+        else:
+            # shown with the pass; a row that could not confirm is unknown, not a failure
+            lost.good.extend(
+                e if e.status == Status.PASS else replace(e, status=Status.UNKNOWN)
+                for e in runtime_evidence(off.obs, sw, main, None, ctx)
+            )
+
+
 def judge(off: Offload, ctx: Context) -> list[Verdict]:
     findings = {f: Finding(f) for f in FAULTS}
     for w in off.unreadable:
         for f in findings.values():
             f.cannot_tell(w, "bridge ports of the fabric")
-    max_cpu = ctx.expectations.switch_cpu_idle_max_pct
     for sw in off.switches:
         main = sw.fabric_bridge()
         bad = classify(sw)
         not_offloaded = [p for p in sw.fabric if p.in_use and not p.hw_offload and p.bridge == main]
         for fault, found in bad.items():
             f = findings[fault]
-            ports = found
-            if fault == "switch.offload-split-cage":
-                # one row per cage and bridge: "qsfp56-dd-1-2,-3,-4 in bridge", not 24 rows
-                groups: dict[tuple[int | None, str], list[BridgePort]] = {}
-                for p in ports:
-                    groups.setdefault((cage(p.default_name), p.bridge), []).append(p)
-                for (n, bridge), members in sorted(groups.items(), key=lambda kv: str(kv[0])):
-                    names = [q.interface for q in members]
-                    f.fail(
-                        Evidence(
-                            f"{sw.switch}/cage {n}",
-                            CMD,
-                            f"{_short_list(names)} in bridge={bridge} "
-                            f"(hw-offload={str(any(q.hw_offload for q in members)).lower()})",
-                            f"every sub-port of cage {n} in {main}, or in no bridge",
-                        ),
-                        target=f"{sw.switch}/{bridge}",
-                    )
-                ports = []  # grouped above
-            for p in ports:
-                if fault == "switch.offload-disabled":
-                    f.fail(_ev(p, "hw=yes hw-offload=true"))
-                elif fault == "switch.offload-second-bridge":
-                    chip = sorted(
-                        {q.bridge for q in sw.fabric if q.hw_offload and q.bridge != main}
-                    )
-                    f.fail(
-                        _ev(
-                            p,
-                            "hw-offload=true in the one offloaded bridge"
-                            + (f" (the chip offloads {', '.join(chip)} instead)" if chip else ""),
-                        ),
-                        target=f"{sw.switch}/{p.bridge}",
-                    )
-                else:
-                    f.fail(
-                        _ev(
-                            p,
-                            f"not in another bridge than {main}: it splits cage "
-                            f"{cage(p.default_name)}",
-                        ),
-                        target=f"{sw.switch}/{p.bridge}",
-                    )
+            _cause_ports(sw, main, fault, found, f)
             for p in not_offloaded[:8]:
                 f.fail(_ev(p, "hw-offload=true (H flag)"), target=f"{sw.switch}/{main}")
             f.bad.extend(
                 runtime_evidence(off.obs, sw, main or "", [p.interface for p in not_offloaded], ctx)
             )
-        lost = findings["switch.offload-lost"]
-        if not bad and not_offloaded and main is not None:
-            # no H flag and none of the modelled causes: a failure on its own
-            for p in not_offloaded[:8]:
-                lost.fail(
-                    _ev(p, "hw-offload=true (H flag); bridge, hw=yes and cages look right"),
-                    target=f"{sw.switch}/{main}",
-                )
-            lost.bad.extend(
-                runtime_evidence(off.obs, sw, main, [p.interface for p in not_offloaded], ctx)
-            )
-        elif not bad and main is not None and off.obs is not None:
-            if forwarding.cpu_busy(off.obs, sw.switch, max_cpu):
-                # every port shows H, yet the CPU works while traffic runs: not proven offloaded
-                lost.fail(
-                    forwarding.cpu_evidence(off.obs, sw.switch, max_cpu),
-                    target=f"{sw.switch}/{main}",
-                    warn=True,
-                )
-                lost.bad.extend(runtime_evidence(off.obs, sw, main, None, ctx)[:-1])
-            else:
-                # shown with the pass; a row that could not confirm is unknown, not a failure
-                lost.good.extend(
-                    e if e.status == Status.PASS else replace(e, status=Status.UNKNOWN)
-                    for e in runtime_evidence(off.obs, sw, main, None, ctx)
-                )
+        if not bad and main is not None:
+            _judge_lost(off, sw, main, not_offloaded, ctx, findings["switch.offload-lost"])
         for p in sw.fabric:
             if p.in_use and p.hw_offload:
                 for f in findings.values():
@@ -361,6 +382,58 @@ def fix(off: Offload, verdict: Verdict, ctx: Context) -> FixPlan | None:
     return plans.offload_plan(off, verdict, ctx)
 
 
+def _pasted_ports(text: str) -> tuple[list[str], list[str]]:
+    """(fabric ports with hw=no, fabric ports without hardware offload) of a pasted output."""
+    r = pasted_routeros(text)
+    if r is None:
+        return [], []
+    no_hw: list[str] = []
+    no_offload: list[str] = []
+    for i, row in enumerate(r.rows):
+        name = row.get("name") or row.get("interface")
+        if not fabric_port(name):
+            continue
+        unflagged = "hw" in row and r.format == "cli-table" and r.flags and "H" not in r.flags[i]
+        if row.get("hw") is False:
+            no_hw.append(str(name))
+        elif row.get("hw-offload") is False or unflagged:
+            no_offload.append(str(name))
+    for item in r.items("/interface/bridge/port"):
+        port = item.args.get("interface")
+        if fabric_port(port) and item.args.get("hw") == "no":
+            no_hw.append(str(port))
+    return no_hw, no_offload
+
+
+def judge_pasted(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted `/interface/bridge/port` print, API reply or export."""
+    no_hw, no_offload = _pasted_ports(text)
+    out = []
+    if no_hw:
+        out.append(
+            Verdict(
+                "switch.offload-disabled",
+                Status.FAIL,
+                "fabric bridge ports with hw=no: " + ", ".join(no_hw),
+                targets=tuple(no_hw),
+                check=CHECK.id,
+            )
+        )
+    if no_offload:
+        out.append(
+            Verdict(
+                "switch.offload-split-cage",
+                Status.FAIL,
+                "fabric bridge ports without hardware offload (no H flag / "
+                "hw-offload=false): the switch CPU forwards them (~10 Gb/s); split cage "
+                "or a second bridge (switch.offload-second-bridge)",
+                targets=tuple(no_offload),
+                check=CHECK.id,
+            )
+        )
+    return out
+
+
 CHECK = Check(
     id="switch.offload-split-cage",
     title="Bridge hardware offload",
@@ -381,4 +454,5 @@ CHECK = Check(
     parse=parse,
     judge=judge,
     fix=fix,
+    pasted=(PastedRule(("routeros",), judge_pasted),),
 )

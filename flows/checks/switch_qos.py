@@ -3,7 +3,8 @@
 Lossless QoS on the offloaded path (`trust-l3=keep`, a PFC profile on the fabric ports) makes
 RoCE connect but never move data: the sender's `tx_packets_phy` and `local_ack_timeout_err`
 climb, the receiver sees nothing, ping still passes (`switch.qos-pfc-stall`). Good: every fabric
-port at `trust-l3=ignore pfc=disabled`.
+port at `trust-l3=ignore pfc=disabled`. A pasted QoS print or export is judged the same way, its
+ports as those of one switch (a paste names no switch and may not list every port).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flows import plans
-from flows.base import Check, Context, Observations
+from flows.base import Check, Context, Observations, PastedRule
 from flows.checks._common import (
+    PASTED,
     SW_ETHERNET,
     SW_QOS_PORT,
     Finding,
@@ -20,6 +22,8 @@ from flows.checks._common import (
     default_names,
     is_cpu_port,
     listing,
+    pasted_judge,
+    pasted_routeros,
     rows,
 )
 from wizard.model import Evidence, FixPlan, Verdict
@@ -90,6 +94,40 @@ def fix(q: SwitchQos, verdict: Verdict, ctx: Context) -> FixPlan | None:
     return plans.qos_plan(q, verdict, ctx)
 
 
+def _setting(value: object, default: str) -> str:
+    return default if value in (None, "", False) else str(value)
+
+
+def judge_pasted(text: str, ctx: Context) -> list[Verdict]:
+    """A pasted `/interface/ethernet/switch/qos/port` print, API reply or export: its ports as
+    one switch's, `PASTED`, judged by `judge`."""
+    r = pasted_routeros(text)
+    if r is None:
+        return []
+    ports = [
+        QosPort(
+            PASTED,
+            str(name),
+            _setting(row.get("trust-l3"), "ignore"),
+            _setting(row.get("pfc"), "disabled"),
+        )
+        for row in r.rows
+        if "trust-l3" in row or "pfc" in row
+        if (name := row.get("name") or row.get("interface"))
+    ]
+    for item in r.items("/interface/ethernet/switch/qos/port"):
+        name = item.target or item.args.get("interface")
+        if name and ("trust-l3" in item.args or "pfc" in item.args):
+            trust, pfc = item.args.get("trust-l3"), item.args.get("pfc")
+            ports.append(
+                QosPort(PASTED, name, _setting(trust, "ignore"), _setting(pfc, "disabled"))
+            )
+    fabric = [p for p in ports if not (is_cpu_port(p.name) or "cpu" in p.name)]
+    if not fabric:
+        return []
+    return pasted_judge(CHECK, SwitchQos(tuple(fabric), ()), ctx)
+
+
 CHECK = Check(
     id="switch.qos-pfc-stall",
     title="Switch QoS (lossy RoCE)",
@@ -100,4 +138,5 @@ CHECK = Check(
     parse=parse,
     judge=judge,
     fix=fix,
+    pasted=(PastedRule(("routeros",), judge_pasted),),
 )

@@ -126,8 +126,7 @@ def user_conf_plan(
         instructions="Edit the login user's ~/.nccl.conf (NCCL reads it before /etc/nccl.conf, "
         "on every rank), then re-check: " + "; ".join(changes),
     )
-    plan = physical_plan(verdict, action, "change ~/.nccl.conf by hand", bounces=False)
-    return dataclasses.replace(plan, verify_traffic=False)
+    return physical_plan(verdict, action, "change ~/.nccl.conf by hand", bounces=False)
 
 
 def _host_then_job(
@@ -168,5 +167,4 @@ def job_env_plan(verdict: Verdict, ctx: Context) -> FixPlan | None:
         nodes=nodes,
         instructions="Change the job's environment by hand, then re-check: " + "; ".join(changes),
     )
-    plan = physical_plan(verdict, action, "change the job's environment by hand", bounces=False)
-    return dataclasses.replace(plan, verify_traffic=False)
+    return physical_plan(verdict, action, "change the job's environment by hand", bounces=False)

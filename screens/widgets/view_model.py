@@ -57,7 +57,7 @@ class StepText(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class StepInfo:
-    """The TUI's own copy of a step's texts (also the stand-in list below)."""
+    """The TUI's own copy of a step's texts."""
 
     id: str
     title: str
@@ -66,77 +66,11 @@ class StepInfo:
     good: str
 
 
-# Used only when flows/bisection.py is absent; the real list comes from the flow (`load_steps`).
-FALLBACK_STEPS: tuple[StepInfo, ...] = (
-    StepInfo(
-        "preflight",
-        "Preflight",
-        "Reach every node and switch, discover the rails and cabling, and sweep every check.",
-        "Nothing can be judged while a link is down or a node is unreachable.",
-        "All nodes and switches answer; every rail is up at 200G with the expected MTU.",
-    ),
-    StepInfo(
-        "direct_connect",
-        "Direct-connect test",
-        "Cable two nodes port to port and measure one rail with ib_write_bw.",
-        "Good numbers clear the NICs and host stack and pin the fault on the switch path.",
-        "~112 Gb/s on one rail with one QP.",
-    ),
-    StepInfo(
-        "drain",
-        "Drain",
-        "AC-drain the nodes whose links bounced before measuring again.",
-        "A ConnectX-7 can stay degraded (~12 Gb/s) after a link transition until drained.",
-        "Every node that saw a transition was drained (new boot_id).",
-    ),
-    StepInfo(
-        "offload",
-        "Switch offload",
-        "Check that the fabric bridge is forwarded by the switch chip, not its CPU.",
-        "A split breakout cage or a second bridge caps every flow at ~10 Gb/s.",
-        "Every fabric port hw-offloaded; switch CPU near 0 % during a transfer.",
-    ),
-    StepInfo(
-        "qos",
-        "QoS",
-        "Check switch QoS and host PFC settings.",
-        "A lossless profile without matching host PFC stalls RDMA: no data moves.",
-        "Lossy QoS on the switch and PFC disabled on the hosts (or both lossless).",
-    ),
-    StepInfo(
-        "addressing",
-        "Addressing",
-        "Check rail addresses, ARP sysctls, IPv6 and MTU with a jumbo ping matrix.",
-        "Duplicate IPs make frames vanish; one subnet per rail keeps routing sane.",
-        "One /24 per rail, unique addresses, MTU 9000 end to end.",
-    ),
-    StepInfo(
-        "halves",
-        "Both halves",
-        "Run both PCIe halves of every node concurrently, then NCCL all_reduce_perf.",
-        "A node using one half tops out at ~110 Gb/s where ~196 is expected.",
-        "~98 Gb/s on each half concurrently; NCCL busbw near the expected value.",
-    ),
-    StepInfo(
-        "persist",
-        "Persist and prove",
-        "Write netplan, sysctl.d and a QoS unit, take a golden switch export.",
-        "A fix that does not survive a reboot comes back as a ticket.",
-        "Everything returns after a reboot with zero manual steps.",
-    ),
-)
-
-
 def load_steps() -> tuple[StepInfo, ...]:
-    """The bisection steps from `flows.bisection` when it exists, else the stand-in list."""
-    try:
-        from flows import bisection  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return FALLBACK_STEPS
-    raw = getattr(bisection, "FLOW", None)
-    if not raw:
-        return FALLBACK_STEPS
-    return steps_from(raw)
+    """The bisection steps of `flows.bisection`, in order."""
+    from flows.bisection import FLOW
+
+    return steps_from(FLOW)
 
 
 def steps_from(raw: Iterable[StepText]) -> tuple[StepInfo, ...]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from flows.base import Context
-from flows.checks import perf_rails, switch_mtu
+from flows.checks import rail_matrix, switch_mtu
 from flows.checks.switch_mtu import SwitchMtu
 from flows.expectations import DEFAULT
 from wizard.events import Event, TrafficPlanned
@@ -48,12 +48,12 @@ def test_qp_invariance_is_said_so() -> None:
             "rerun_gbps": 9.49,
         },
     )
-    assert perf_rails.qp_invariant(m) is True
+    assert rail_matrix.qp_invariant(m) is True
     moved = Measurement(
         "rail", "x", 12.8, "Gb/s", extra={"rerun_single_gbps": 12.8, "rerun_gbps": 40.0}
     )
-    assert perf_rails.qp_invariant(moved) is False
-    assert perf_rails.qp_invariant(Measurement("rail", "x", 9.5, "Gb/s")) is None
+    assert rail_matrix.qp_invariant(moved) is False
+    assert rail_matrix.qp_invariant(Measurement("rail", "x", 9.5, "Gb/s")) is None
 
 
 def _rail(node: str, mtu: int = 9000) -> Rail:

@@ -43,10 +43,11 @@ FINDINGS = {  # (folder, file) -> {(fault, status)}
     },
     ("iproute2", "ip-j-addr-spark1-dup-ip-two-rails.json"): {
         ("host.duplicate-ip", "fail"),
-        ("host.ipv6-on-fabric", "warn"),
+        ("host.ipv6-on-fabric", "fail"),  # the addressing check's status
         ("host.mtu", "fail"),
     },
-    ("sysctl", "sysctl-arp-defaults.txt"): {("host.arp-sysctls", "fail")},
+    # a pasted sysctl does not show whether its host has several addressed rails
+    ("sysctl", "sysctl-arp-defaults.txt"): {("host.arp-sysctls", "unknown")},
     ("sysctl", "sysctl-w-arp-roce.txt"): set(),
     ("lspci", "gb10-lspci-vvv-lnkcap-lnksta-x4.txt"): set(),
     ("ping", "ping-M-do-s1433-message-too-long-mtu1460-failure.txt"): {("host.mtu", "fail")},
@@ -215,3 +216,21 @@ def test_registered_in_the_fabwiz_group() -> None:
     assert entry["parsed"]["test"] == "ib_write_bw"
     assert entry["parsed"]["bw_avg_gbps"] is None
     assert entry["parsed"]["error"].startswith("Couldn't connect to 192.168.125.211:18515")
+
+
+def test_a_rule_that_raises_is_unknown_naming_its_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    import flows.analyze
+    from flows.base import PastedRule
+    from flows.registry import by_fault
+
+    def broken(text: str, ctx: object) -> list[object]:
+        raise ValueError("bad row")
+
+    check = by_fault("host.pfc-enabled")
+    monkeypatch.setattr(flows.analyze, "PASTED_RULES", ((check, PastedRule(("sysctl",), broken)),))
+    result = analyze_text("net.ipv4.conf.all.arp_ignore = 1\n")
+    assert result.kind == "sysctl" and result.parsed is not None
+    (v,) = result.findings
+    assert (v.fault, v.status, v.check) == ("host.pfc-enabled", Status.UNKNOWN, check.id)
+    assert "ValueError: bad row" in v.summary
+    assert v.evidence[0].target == "fabwiz"

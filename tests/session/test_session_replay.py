@@ -12,8 +12,8 @@ from session_helpers import FIXTURES
 
 from flows.base import Check, Context, HostProbe, Observations
 from flows.expectations import DEFAULT
+from flows.registry import CHECKS
 from flows.replay import (
-    ReplayUnavailable,
     observations_by_step,
     rails_from_observations,
     registered_checks,
@@ -254,19 +254,6 @@ def test_observations_by_step_keeps_the_latest_answer(tmp_path: Path) -> None:
     assert dict(off.unreachable) == {"spark2": "timeout"}
 
 
-def test_no_registry_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = importlib.import_module
-
-    def fake(name: str, *a: Any) -> Any:
-        if name == "flows.registry":
-            raise ModuleNotFoundError("No module named 'flows.registry'", name="flows.registry")
-        return real(name, *a)
-
-    monkeypatch.setattr(importlib, "import_module", fake)
-    with pytest.raises(ReplayUnavailable, match="no check registry"):
-        registered_checks()
-
-
 # --- real fixtures, real checks ----------------------------------------------------------------
 
 
@@ -359,11 +346,9 @@ def test_replay_of_real_outputs_flags_a_tampered_verdict(tmp_path: Path) -> None
     )
 
 
-def test_replay_with_the_registry_once_it_exists(tmp_path: Path) -> None:
-    try:
-        checks = registered_checks()
-    except ReplayUnavailable as exc:
-        pytest.skip(str(exc))
+def test_replay_with_the_registry(tmp_path: Path) -> None:
+    checks = registered_checks()
+    assert [c.id for c in checks] == [c.id for c in CHECKS]
     events, _ = _real_session()
     result = replay_session(_save(tmp_path, events), checks=checks)
     assert result.agree, [r.to_json() for r in result.differences]

@@ -94,6 +94,95 @@ _ROS_KEYS = (
 )
 
 
+def _has(pattern: str) -> Callable[[str], bool]:
+    return lambda text: _m(pattern, text)
+
+
+def _routeros_words(text: str) -> bool:
+    """A bare `key=value` dump of bridge/interface rows (`print as-value`, `:put`)."""
+    return _m(r"^nextid=\*|^\.id=\*|^[a-z-]+=\S", text) and _m(
+        r"^(hw|hw-offload|bridge|interface)=", text
+    )
+
+
+def _routeros_keys(text: str) -> bool:
+    """A RouterOS detail print (`board-name:`, `hw-offload:`...), not an ethtool listing."""
+    return _m(_ROS_KEYS, text) and not _m(r"^\s*(driver|bus-info|Settings for)", text)
+
+
+def _ethtool_stats(text: str) -> bool:
+    return _m(r"^NIC statistics:", text) or (
+        _m(r"^ {5}[A-Za-z0-9_]+: -?\d+\s*$", text) and not _m(r"^\S", _noprompt(text))
+    )
+
+
+def _sysctl(text: str) -> bool:
+    return _m(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+ = \S", text) or bool(
+        re.fullmatch(r"-?\d+", text.strip())
+    )
+
+
+# In order: the first signature that matches decides.
+_SIGNATURES: tuple[tuple[Callable[[str], bool], str], ...] = (
+    (
+        _has(
+            r"NCCL (INFO|WARN)|^\S*#\s*nccl-tests version|Collective test (starting|concluded)|"
+            r"Avg bus bandwidth|^\S*#\s+size\s+count\s+type"
+        ),
+        "nccl-tests",
+    ),
+    (
+        _has(
+            r"BW peak\[|t_min\[usec\]|^\s*(RDMA_Write|RDMA_Read|Send|Atomic)\w* (Bidirectional )?"
+            r"(BW|Latency) Test|Failed status[ -]\S*.*wr_id|Couldn't connect to \S+:\d+|"
+            r"Waiting for client to connect|\bib_(write|read|send)_(bw|lat)\b"
+        ),
+        "perftest",
+    ),
+    (_has(r"^link \S+/\d+\s+state \w+"), "rdma-link"),
+    (_has(r"^DEV\s+PORT\s+INDEX\s+GID|^n_gids_found=\d+"), "show-gids"),
+    (_has(r"^CA '[^']+'\s*$"), "ibstat"),
+    (_has(r"^\s*\S+ port \d+ ==> \S+ \((Up|Down)\)"), "ibdev2netdev"),
+    (_has(r"^\s*(DCBX mode:|Priority trust state:|PFC configuration:)"), "mlnx_qos"),
+    (
+        _has(
+            r"by RouterOS \d|^\[[^\]\s]+@[^\]]+\]\s+[/>]|^(>>>\s?)?!(re|done|trap|fatal)\s*$|"
+            r"^Flags: [A-Z] - |^Columns?: [A-Z]|^/(interface|ip|system|tool|routing)( [a-z-]+)*\s*$"
+        ),
+        "routeros",
+    ),
+    (_routeros_words, "routeros"),
+    (_routeros_keys, "routeros"),
+    (_ethtool_stats, "ethtool-stats"),
+    (
+        _has(
+            r"^Settings for \S+:|^\s+Speed: (\d+Mb/s|Unknown)|^FEC parameters for|"
+            r"^Active FEC encoding|^Identifier\s+: 0x|^netlink error: |^driver: \S+"
+        ),
+        "ethtool",
+    ),
+    (
+        _has(
+            r"/sys/class/infiniband/\S+/ports/\d+/(hw_)?counters|^Port \d+ (hw )?counters:|"
+            r"^\S+\s+\d+ Gb/sec \(\d+X \w+\)\s+\d+: [A-Z]+"
+        ),
+        "sysfs",
+    ),
+    (_has(r"^(0000|[0-9a-f]{4}):[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] [^:]+: |^\s*LnkSta:"), "lspci"),
+    (
+        _has(r"^\s*\[\s*\d+\.\d+\]|^mlx5_core |^cx7-pcie-hotplug |^Internal error: Oops"),
+        "kernel-log",
+    ),
+    (_has(r"^PING |^\d+ packets transmitted|^ping: "), "ping"),
+    (_has(r"^\d+: \S+: <[A-Z_,-]*>"), "ip-text"),
+    (
+        _has(r"^\S+\s+(UP|DOWN|UNKNOWN|LOWERLAYERDOWN)\s+(\S+/\d+|[0-9a-f:]{17}\s+<|\s*$)"),
+        "ip-brief",
+    ),
+    (_sysctl, "sysctl"),
+)
+
+
 def detect(text: str) -> str:
     """The kind of `text` (see the module docstring)."""
     stripped = text.strip()
@@ -105,70 +194,7 @@ def detect(text: str) -> str:
             return kind
         if stripped.startswith("[{'") or stripped.startswith('[{"'):
             return "routeros"
-    if _m(
-        r"NCCL (INFO|WARN)|^\S*#\s*nccl-tests version|Collective test (starting|concluded)|"
-        r"Avg bus bandwidth|^\S*#\s+size\s+count\s+type",
-        text,
-    ):
-        return "nccl-tests"
-    if _m(
-        r"BW peak\[|t_min\[usec\]|^\s*(RDMA_Write|RDMA_Read|Send|Atomic)\w* (Bidirectional )?"
-        r"(BW|Latency) Test|Failed status[ -]\S*.*wr_id|Couldn't connect to \S+:\d+|"
-        r"Waiting for client to connect|\bib_(write|read|send)_(bw|lat)\b",
-        text,
-    ):
-        return "perftest"
-    if _m(r"^link \S+/\d+\s+state \w+", text):
-        return "rdma-link"
-    if _m(r"^DEV\s+PORT\s+INDEX\s+GID|^n_gids_found=\d+", text):
-        return "show-gids"
-    if _m(r"^CA '[^']+'\s*$", text):
-        return "ibstat"
-    if _m(r"^\s*\S+ port \d+ ==> \S+ \((Up|Down)\)", text):
-        return "ibdev2netdev"
-    if _m(r"^\s*(DCBX mode:|Priority trust state:|PFC configuration:)", text):
-        return "mlnx_qos"
-    if _m(
-        r"by RouterOS \d|^\[[^\]\s]+@[^\]]+\]\s+[/>]|^(>>>\s?)?!(re|done|trap|fatal)\s*$|"
-        r"^Flags: [A-Z] - |^Columns?: [A-Z]|^/(interface|ip|system|tool|routing)( [a-z-]+)*\s*$",
-        text,
-    ):
-        return "routeros"
-    if _m(r"^nextid=\*|^\.id=\*|^[a-z-]+=\S", text) and _m(
-        r"^(hw|hw-offload|bridge|interface)=", text
-    ):
-        return "routeros"
-    if _m(_ROS_KEYS, text) and not _m(r"^\s*(driver|bus-info|Settings for)", text):
-        return "routeros"
-    if _m(r"^NIC statistics:", text) or (
-        _m(r"^ {5}[A-Za-z0-9_]+: -?\d+\s*$", text) and not _m(r"^\S", _noprompt(text))
-    ):
-        return "ethtool-stats"
-    if _m(
-        r"^Settings for \S+:|^\s+Speed: (\d+Mb/s|Unknown)|^FEC parameters for|"
-        r"^Active FEC encoding|^Identifier\s+: 0x|^netlink error: |^driver: \S+",
-        text,
-    ):
-        return "ethtool"
-    if _m(
-        r"/sys/class/infiniband/\S+/ports/\d+/(hw_)?counters|^Port \d+ (hw )?counters:|"
-        r"^\S+\s+\d+ Gb/sec \(\d+X \w+\)\s+\d+: [A-Z]+",
-        text,
-    ):
-        return "sysfs"
-    if _m(r"^(0000|[0-9a-f]{4}):[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] [^:]+: |^\s*LnkSta:", text):
-        return "lspci"
-    if _m(r"^\s*\[\s*\d+\.\d+\]|^mlx5_core |^cx7-pcie-hotplug |^Internal error: Oops", text):
-        return "kernel-log"
-    if _m(r"^PING |^\d+ packets transmitted|^ping: ", text):
-        return "ping"
-    if _m(r"^\d+: \S+: <[A-Z_,-]*>", text):
-        return "ip-text"
-    if _m(r"^\S+\s+(UP|DOWN|UNKNOWN|LOWERLAYERDOWN)\s+(\S+/\d+|[0-9a-f:]{17}\s+<|\s*$)", text):
-        return "ip-brief"
-    if _m(r"^[a-z0-9_]+(\.[a-z0-9_-]+)+ = \S", text) or re.fullmatch(r"-?\d+", stripped):
-        return "sysctl"
-    return "unknown"
+    return next((kind for matches, kind in _SIGNATURES if matches(text)), "unknown")
 
 
 def _noprompt(text: str) -> str:
@@ -218,9 +244,3 @@ def parse(kind: str, text: str) -> Any:
     if parser is None:
         raise ParseError("output not recognised", tool=kind, raw=text)
     return parser(text)
-
-
-def detect_and_parse(text: str) -> tuple[str, Any]:
-    """(kind, parsed result); the parser's ParseError propagates with the raw text."""
-    kind = detect(text)
-    return kind, parse(kind, text)

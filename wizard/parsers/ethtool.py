@@ -135,46 +135,52 @@ def parse_ethtool(text: str) -> EthtoolResult:
                 continue
             cur = {"interface": pending_if}
             links.append(cur)
-        modes_key = None
-        if key == "Speed":
-            sm = _SPEED.search(value)
-            cur["speed_mbps"] = int(sm.group(1)) if sm else None
-        elif key == "Duplex":
-            cur["duplex"] = value
-        elif key == "Auto-negotiation":
-            cur["autoneg"] = _yes(value)
-        elif key == "Link detected":
-            cur["link_detected"] = _yes(value)
-        elif key == "Port":
-            cur["port"] = value
-        elif key in ("Supported link modes", "Advertised link modes"):
-            modes_key = "supported_modes" if key.startswith("Supported") else "advertised_modes"
-            cur[modes_key] = tuple(v for v in value.split() if v not in ("Not", "reported"))
+        modes_key = _setting(cur, key, value)
     if not links:
         raise ParseError("no `Settings for <if>:` block or `Speed:` line", tool=TOOL, raw=text)
-    out = []
-    for d in links:
-        iface = d.get("interface")
-        speed = d.get("speed_mbps")
-        duplex = d.get("duplex")
-        autoneg = d.get("autoneg")
-        link = d.get("link_detected")
-        port = d.get("port")
-        sup = d.get("supported_modes", ())
-        adv = d.get("advertised_modes", ())
-        out.append(
-            EthtoolLink(
-                interface=iface if isinstance(iface, str) else None,
-                speed_mbps=speed if isinstance(speed, int) else None,
-                duplex=duplex if isinstance(duplex, str) else None,
-                autoneg=autoneg if isinstance(autoneg, bool) else None,
-                link_detected=link if isinstance(link, bool) else None,
-                port=port if isinstance(port, str) else None,
-                supported_modes=tuple(str(x) for x in sup) if isinstance(sup, tuple) else (),
-                advertised_modes=tuple(str(x) for x in adv) if isinstance(adv, tuple) else (),
-            )
-        )
-    return EthtoolResult(tuple(out), tuple(rates))
+    return EthtoolResult(tuple(_link(d) for d in links), tuple(rates))
+
+
+def _setting(cur: dict[str, object], key: str, value: str) -> str | None:
+    """One `Key: value` line of a link into `cur`; returns the link-modes key whose
+    continuation lines follow, if it was one."""
+    if key == "Speed":
+        sm = _SPEED.search(value)
+        cur["speed_mbps"] = int(sm.group(1)) if sm else None
+    elif key == "Duplex":
+        cur["duplex"] = value
+    elif key == "Auto-negotiation":
+        cur["autoneg"] = _yes(value)
+    elif key == "Link detected":
+        cur["link_detected"] = _yes(value)
+    elif key == "Port":
+        cur["port"] = value
+    elif key in ("Supported link modes", "Advertised link modes"):
+        modes_key = "supported_modes" if key.startswith("Supported") else "advertised_modes"
+        cur[modes_key] = tuple(v for v in value.split() if v not in ("Not", "reported"))
+        return modes_key
+    return None
+
+
+def _link(d: dict[str, object]) -> EthtoolLink:
+    iface = d.get("interface")
+    speed = d.get("speed_mbps")
+    duplex = d.get("duplex")
+    autoneg = d.get("autoneg")
+    link = d.get("link_detected")
+    port = d.get("port")
+    sup = d.get("supported_modes", ())
+    adv = d.get("advertised_modes", ())
+    return EthtoolLink(
+        interface=iface if isinstance(iface, str) else None,
+        speed_mbps=speed if isinstance(speed, int) else None,
+        duplex=duplex if isinstance(duplex, str) else None,
+        autoneg=autoneg if isinstance(autoneg, bool) else None,
+        link_detected=link if isinstance(link, bool) else None,
+        port=port if isinstance(port, str) else None,
+        supported_modes=tuple(str(x) for x in sup) if isinstance(sup, tuple) else (),
+        advertised_modes=tuple(str(x) for x in adv) if isinstance(adv, tuple) else (),
+    )
 
 
 def parse_ethtool_driver(text: str) -> EthtoolDriver:

@@ -205,42 +205,44 @@ def parse_ip_text(text: str) -> IpResult:
             }
             pending = None
             continue
-        if cur is None:
-            continue
-        s = line.strip()
-        if s.startswith("link/"):
-            parts = s.split()
-            if len(parts) > 1 and _MAC.match(parts[1]):
-                cur["mac"] = parts[1]
-            continue
-        im = _INET.match(line)
-        if im:
-            a = _addr(im.group(2))
-            if a is not None:
-                cur["addresses"] = (
-                    *cur["addresses"],
-                    IpAddress(im.group(1), a.address, a.prefixlen, im.group(3)),
-                )
-            continue
-        if s.startswith("RX:") or s.startswith("RX: "):
-            pending = "rx"
-            continue
-        if s.startswith("TX:"):
-            pending = "tx"
-            continue
-        if s.startswith(("RX errors", "TX errors")):
-            pending = None
-            continue
-        if pending:
-            nums = s.split()
-            if len(nums) >= 2 and nums[0].isdigit() and nums[1].isdigit():
-                cur[f"{pending}_bytes"] = int(nums[0])
-                cur[f"{pending}_packets"] = int(nums[1])
-            pending = None
+        if cur is not None:
+            pending = _detail(cur, line, pending)
     flush()
     if not ifaces:
         raise ParseError("no `N: <ifname>: <FLAGS>` block", tool=TOOL, raw=text)
     return IpResult("text", tuple(ifaces))
+
+
+def _detail(cur: dict[str, Any], line: str, pending: str | None) -> str | None:
+    """One line inside an interface block (MAC, address, statistics) into `cur`; returns which
+    statistics the next numeric line holds ("rx", "tx" or None)."""
+    s = line.strip()
+    if s.startswith("link/"):
+        parts = s.split()
+        if len(parts) > 1 and _MAC.match(parts[1]):
+            cur["mac"] = parts[1]
+        return pending
+    im = _INET.match(line)
+    if im:
+        a = _addr(im.group(2))
+        if a is not None:
+            cur["addresses"] = (
+                *cur["addresses"],
+                IpAddress(im.group(1), a.address, a.prefixlen, im.group(3)),
+            )
+        return pending
+    if s.startswith("RX:"):
+        return "rx"
+    if s.startswith("TX:"):
+        return "tx"
+    if s.startswith(("RX errors", "TX errors")):
+        return None
+    if pending:
+        nums = s.split()
+        if len(nums) >= 2 and nums[0].isdigit() and nums[1].isdigit():
+            cur[f"{pending}_bytes"] = int(nums[0])
+            cur[f"{pending}_packets"] = int(nums[1])
+    return None
 
 
 def parse_ip(text: str) -> IpResult:

@@ -28,10 +28,6 @@ class PciLink:
     speed: str  # "32GT/s"
     width: int  # 4
 
-    @property
-    def speed_gts(self) -> float:
-        return float(self.speed.removesuffix("GT/s"))
-
 
 @dataclass(frozen=True, slots=True)
 class PciDevice:

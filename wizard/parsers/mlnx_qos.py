@@ -105,6 +105,11 @@ def parse_mlnx_qos(text: str) -> MlnxQosResult:
             prios.append(int(m.group(1)))
     if not seen:
         raise ParseError("no DCBX/trust/PFC/tc line of mlnx_qos", tool=TOOL, raw=text)
+    classes = _traffic_classes(tcs)
+    return MlnxQosResult(iface, dcbx, trust, pfc, buf, rxbuf, cable, classes, d2p or None)
+
+
+def _traffic_classes(tcs: list[dict[str, object]]) -> tuple[QosTrafficClass, ...]:
     classes = []
     for t in tcs:
         tc, tsa, bw, rl, prios = t["tc"], t["tsa"], t["bw"], t["ratelimit"], t["prios"]
@@ -118,4 +123,4 @@ def parse_mlnx_qos(text: str) -> MlnxQosResult:
                 tuple(int(p) for p in prios),
             )
         )
-    return MlnxQosResult(iface, dcbx, trust, pfc, buf, rxbuf, cable, tuple(classes), d2p or None)
+    return tuple(classes)

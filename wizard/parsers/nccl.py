@@ -19,7 +19,7 @@ NCCL debug log (no table) parses too: `op` is then None.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.errors import ParseError
@@ -188,35 +188,175 @@ def _transport(
     return None
 
 
+@dataclass(slots=True)
+class _Scan:
+    """What a walk over an nccl-tests / NCCL_DEBUG=INFO text has read so far."""
+
+    op: str | None = None
+    tests_version: str | None = None
+    nccl_version: str | None = None
+    ranks: dict[int, tuple[str, str]] = field(default_factory=dict)
+    rows: list[NcclRow] = field(default_factory=list)
+    avg: float | None = None
+    oob: int | None = None
+    oob_ok: bool | None = None
+    networks: list[str] = field(default_factory=list)
+    vias: list[str] = field(default_factory=list)
+    ib_devs: list[NcclIbDevice] = field(default_factory=list)
+    per_host: dict[str, int] = field(default_factory=dict)
+    vdevs: list[str] = field(default_factory=list)
+    hca: str | None = None
+    ifname: str | None = None
+    no_device: bool = False
+    plugin_failed: bool = False
+    socket_using: bool = False
+    ib_using: bool = False
+    gdr: bool | None = None
+    warnings: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    exit_code: int | None = None
+    saw_nccl: bool = False
+
+    def message(self, line: str, level: str, msg: str) -> None:
+        """One `NCCL INFO` / `NCCL WARN` line."""
+        self.saw_nccl = True
+        if level == "WARN":
+            if msg not in self.warnings:
+                self.warnings.append(msg)
+            if "Failed to initialize any NET plugin" in msg:
+                self.plugin_failed = True
+            return
+        self._network(line, msg)
+        if "No device found" in msg and "NET/IB" in msg:
+            self.no_device = True
+        if "Failed to initialize any NET plugin" in msg:
+            self.plugin_failed = True
+        self._settings(msg)
+
+    def _network(self, line: str, msg: str) -> None:
+        """Which network NCCL chose and which IB devices it uses."""
+        if (u := _USING_NET.search(msg)) and msg.startswith("Using network"):
+            self.networks.append(u.group(1))
+        elif msg.startswith("NET/IB") and "Using" in msg and "No device" not in msg:
+            found = [NcclIbDevice(int(d[0]), d[1], int(d[2]), d[3]) for d in _IB_DEV.findall(msg)]
+            if len(found) > len(self.ib_devs):
+                self.ib_devs = found
+            if (hm := _RANK_HOST.match(line)) is not None:
+                self.per_host[hm.group(1)] = max(self.per_host.get(hm.group(1), 0), len(found))
+            if found:
+                self.ib_using = True
+        elif "Made virtual device" in msg:
+            vm = re.search(r"name=(\S+)", msg)
+            if vm and vm.group(1) not in self.vdevs:
+                self.vdevs.append(vm.group(1))
+        elif msg.startswith("NET/Socket") and "Using [" in msg:
+            self.socket_using = True
+
+    def _settings(self, msg: str) -> None:
+        """The HCA filter, socket interface, version, GDR state and channel transports."""
+        if (h := _HCA.search(msg)) and self.hca is None:
+            self.hca = h.group(1)
+        if (s := _SOCKET_IFNAME.search(msg)) and self.ifname is None:
+            self.ifname = s.group(1)
+        if (v := _VERSION.search(msg)) and self.nccl_version is None:
+            self.nccl_version = v.group(1)
+        if "GPU Direct RDMA Disabled" in msg:
+            self.gdr = False
+        elif "GPU Direct RDMA Enabled" in msg:
+            self.gdr = True
+        elif (g := re.search(r"\bGDR (\d)\b", msg)) and self.gdr is None:
+            self.gdr = g.group(1) != "0"
+        if (via := _VIA.search(msg)) and via.group(1) not in self.vias:
+            self.vias.append(via.group(1))
+
+    def test_line(self, line: str, stripped: str) -> None:
+        """One line of the nccl-tests output itself (header, ranks, rows, summary)."""
+        if (v := _VERSION.search(line)) and self.nccl_version is None:
+            self.nccl_version = v.group(1)
+        elif tv := _TESTS_VERSION.search(line):
+            self.tests_version = tv.group(1)
+        elif o := _OP.search(line):
+            self.op = self.op or o.group(2)
+        elif r := _RANK.search(line):
+            self.ranks[int(r.group(1))] = (r.group(2), r.group(4).strip())
+        elif ob := _OOB.search(line):
+            self.oob = int(ob.group(1))
+            self.oob_ok = (ob.group(2) or "OK") == "OK" and self.oob == 0
+        elif a := _AVG.search(line):
+            self.avg = to_float(a.group(1))
+        elif _TEST_FAIL.search(line):
+            self.failures.append(stripped)
+        elif rc := _RC.match(stripped):
+            self.exit_code = int(rc.group(1))
+        else:
+            fields = stripped.lstrip("#").split()
+            row = _row(fields) if fields and fields[0].isdigit() else None
+            if row is not None:
+                self.rows.append(row)
+
+    def error(self) -> str | None:
+        """Why the run is not a complete, clean result (None when it is)."""
+        if self.failures:
+            return self.failures[0]
+        if self.plugin_failed:
+            return "Failed to initialize any NET plugin"
+        if self.warnings:
+            return self.warnings[0]
+        if self.op is not None and self.avg is None and self.rows:
+            error = "run cut short: no '# Avg bus bandwidth' line"
+            if self.exit_code not in (None, 0):
+                error += f" (exit code {self.exit_code})"
+            return error
+        if self.op is not None and not self.rows:
+            return "no result row"
+        if self.exit_code not in (None, 0):
+            return f"exit code {self.exit_code}"
+        return None
+
+    def result(self) -> NcclResult:
+        rows, ib_devs = self.rows, self.ib_devs
+        busbws = [b for r in rows for b in (r.busbw_out_of_place, r.busbw_in_place)]
+        largest = max(rows, key=lambda r: r.size) if rows else None
+        return NcclResult(
+            op=self.op,
+            tests_version=self.tests_version,
+            nccl_version=self.nccl_version,
+            ranks=len(self.ranks) or None,
+            hosts=tuple(dict.fromkeys(h for h, _ in self.ranks.values())),
+            gpus=tuple(dict.fromkeys(g for _, g in self.ranks.values())),
+            rows=tuple(rows),
+            avg_busbw=self.avg,
+            peak_busbw=max(busbws) if busbws else None,
+            largest_size_busbw=(
+                max(largest.busbw_out_of_place, largest.busbw_in_place) if largest else None
+            ),
+            out_of_bounds=self.oob,
+            out_of_bounds_ok=self.oob_ok,
+            complete=self.avg is not None,
+            transport=_transport(self.networks, self.vias, self.socket_using, self.ib_using),
+            networks=tuple(dict.fromkeys(self.networks)),
+            net_ib_devices=tuple(ib_devs),
+            net_ib_device_count=len(ib_devs) if ib_devs else (0 if self.no_device else None),
+            net_ib_devices_per_host=tuple(self.per_host.items()),
+            virtual_devices=tuple(self.vdevs),
+            channel_nets=tuple(self.vias),
+            ib_hca=self.hca,
+            socket_ifname=self.ifname,
+            ib_no_device=self.no_device,
+            net_plugin_failed=self.plugin_failed,
+            gdr=self.gdr,
+            warnings=tuple(self.warnings),
+            failures=tuple(self.failures),
+            exit_code=self.exit_code,
+            error=self.error(),
+        )
+
+
 def parse_nccl(text: str) -> NcclResult:
     """Parse nccl-tests text output with or without NCCL INFO lines, or its `-J` JSON."""
     if text.lstrip().startswith("{"):
         return parse_nccl_json(text)
-    op: str | None = None
-    tests_version: str | None = None
-    nccl_version: str | None = None
-    ranks: dict[int, tuple[str, str]] = {}
-    rows: list[NcclRow] = []
-    avg: float | None = None
-    oob: int | None = None
-    oob_ok: bool | None = None
-    networks: list[str] = []
-    vias: list[str] = []
-    ib_devs: list[NcclIbDevice] = []
-    per_host: dict[str, int] = {}
-    vdevs: list[str] = []
-    hca: str | None = None
-    ifname: str | None = None
-    no_device = False
-    plugin_failed = False
-    socket_using = False
-    ib_using = False
-    gdr: bool | None = None
-    warnings: list[str] = []
-    failures: list[str] = []
-    exit_code: int | None = None
-    saw_nccl = False
-
+    scan = _Scan()
     for raw in lines(text):
         line = _TAG.sub("", raw).rstrip()
         stripped = line.strip()
@@ -224,137 +364,12 @@ def parse_nccl(text: str) -> NcclResult:
             continue
         m = _NCCL_MSG.search(line)
         if m:
-            saw_nccl = True
-            level, msg = m.group(1), m.group(2).strip()
-            if level == "WARN":
-                if msg not in warnings:
-                    warnings.append(msg)
-                if "Failed to initialize any NET plugin" in msg:
-                    plugin_failed = True
-                continue
-            if (u := _USING_NET.search(msg)) and msg.startswith("Using network"):
-                networks.append(u.group(1))
-            elif msg.startswith("NET/IB") and "Using" in msg and "No device" not in msg:
-                found = [
-                    NcclIbDevice(int(d[0]), d[1], int(d[2]), d[3]) for d in _IB_DEV.findall(msg)
-                ]
-                if len(found) > len(ib_devs):
-                    ib_devs = found
-                if (hm := _RANK_HOST.match(line)) is not None:
-                    per_host[hm.group(1)] = max(per_host.get(hm.group(1), 0), len(found))
-                if found:
-                    ib_using = True
-            elif "Made virtual device" in msg:
-                vm = re.search(r"name=(\S+)", msg)
-                if vm and vm.group(1) not in vdevs:
-                    vdevs.append(vm.group(1))
-            elif msg.startswith("NET/Socket") and "Using [" in msg:
-                socket_using = True
-            if "No device found" in msg and "NET/IB" in msg:
-                no_device = True
-            if "Failed to initialize any NET plugin" in msg:
-                plugin_failed = True
-            if (h := _HCA.search(msg)) and hca is None:
-                hca = h.group(1)
-            if (s := _SOCKET_IFNAME.search(msg)) and ifname is None:
-                ifname = s.group(1)
-            if (v := _VERSION.search(msg)) and nccl_version is None:
-                nccl_version = v.group(1)
-            if "GPU Direct RDMA Disabled" in msg:
-                gdr = False
-            elif "GPU Direct RDMA Enabled" in msg:
-                gdr = True
-            elif (g := re.search(r"\bGDR (\d)\b", msg)) and gdr is None:
-                gdr = g.group(1) != "0"
-            if (via := _VIA.search(msg)) and via.group(1) not in vias:
-                vias.append(via.group(1))
-            continue
-        if (v := _VERSION.search(line)) and nccl_version is None:
-            nccl_version = v.group(1)
-            continue
-        if tv := _TESTS_VERSION.search(line):
-            tests_version = tv.group(1)
-            continue
-        if o := _OP.search(line):
-            op = op or o.group(2)
-            continue
-        if r := _RANK.search(line):
-            ranks[int(r.group(1))] = (r.group(2), r.group(4).strip())
-            continue
-        if ob := _OOB.search(line):
-            oob = int(ob.group(1))
-            oob_ok = (ob.group(2) or "OK") == "OK" and oob == 0
-            continue
-        if a := _AVG.search(line):
-            avg = to_float(a.group(1))
-            continue
-        if f := _TEST_FAIL.search(line):
-            failures.append(stripped)
-            _ = f
-            continue
-        if rc := _RC.match(stripped):
-            exit_code = int(rc.group(1))
-            continue
-        fields = stripped.lstrip("#").split()
-        if fields and fields[0].isdigit():
-            row = _row(fields)
-            if row is not None:
-                rows.append(row)
-
-    if op is None and not rows and not saw_nccl and avg is None:
+            scan.message(line, m.group(1), m.group(2).strip())
+        else:
+            scan.test_line(line, stripped)
+    if scan.op is None and not scan.rows and not scan.saw_nccl and scan.avg is None:
         raise ParseError("no nccl-tests header, result row or NCCL log line", tool=TOOL, raw=text)
-
-    error: str | None = None
-    if failures:
-        error = failures[0]
-    elif plugin_failed:
-        error = "Failed to initialize any NET plugin"
-    elif warnings:
-        error = warnings[0]
-    elif op is not None and avg is None and rows:
-        error = "run cut short: no '# Avg bus bandwidth' line"
-        if exit_code not in (None, 0):
-            error += f" (exit code {exit_code})"
-    elif op is not None and not rows:
-        error = "no result row"
-    elif exit_code not in (None, 0):
-        error = f"exit code {exit_code}"
-
-    busbws = [b for r in rows for b in (r.busbw_out_of_place, r.busbw_in_place)]
-    largest = max(rows, key=lambda r: r.size) if rows else None
-    return NcclResult(
-        op=op,
-        tests_version=tests_version,
-        nccl_version=nccl_version,
-        ranks=len(ranks) or None,
-        hosts=tuple(dict.fromkeys(h for h, _ in ranks.values())),
-        gpus=tuple(dict.fromkeys(g for _, g in ranks.values())),
-        rows=tuple(rows),
-        avg_busbw=avg,
-        peak_busbw=max(busbws) if busbws else None,
-        largest_size_busbw=(
-            max(largest.busbw_out_of_place, largest.busbw_in_place) if largest else None
-        ),
-        out_of_bounds=oob,
-        out_of_bounds_ok=oob_ok,
-        complete=avg is not None,
-        transport=_transport(networks, vias, socket_using, ib_using),
-        networks=tuple(dict.fromkeys(networks)),
-        net_ib_devices=tuple(ib_devs),
-        net_ib_device_count=len(ib_devs) if ib_devs else (0 if no_device else None),
-        net_ib_devices_per_host=tuple(per_host.items()),
-        virtual_devices=tuple(vdevs),
-        channel_nets=tuple(vias),
-        ib_hca=hca,
-        socket_ifname=ifname,
-        ib_no_device=no_device,
-        net_plugin_failed=plugin_failed,
-        gdr=gdr,
-        warnings=tuple(warnings),
-        failures=tuple(failures),
-        exit_code=exit_code,
-        error=error,
-    )
+    return scan.result()
 
 
 def _f(value: Any) -> float | None:

@@ -18,7 +18,7 @@ header but no result row (wrong `-x` GID index, a stalled path) is a *failed res
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.errors import ParseError
@@ -138,236 +138,244 @@ def _gbps(value: float, unit: str) -> float:
     return value if unit == "Gb/sec" else round(value * MIB_TO_GBPS, 4)
 
 
-def parse_perftest(text: str) -> PerftestResult:
-    """Parse perftest text output (or its `--out_json` JSON, detected by a leading `{`)."""
-    if text.lstrip().startswith("{"):
-        return parse_perftest_json(text)
-    titles: list[str] = []
-    header: dict[str, str] = {}
-    devices: list[str] = []
+_SERVER_FLAGS = ("-F", "-b", "-a", "-R", "--report_gbits", "--run_infinitely", "--cpu_util")
+_HEADER_KEYS = (
+    "Device",
+    "Number of qps",
+    "Mtu",
+    "Link type",
+    "GID index",
+    "Connection type",
+    "rdma_cm QPs",
+    "Transport type",
+)
+_ERROR_KINDS = {
+    12: "retry-exceeded",
+    4: "local-protection",
+    13: "rnr-retry-exceeded",
+    10: "remote-access",
+}
+_FAILURE_PREFIXES = (
+    "Completion with error",
+    "got completion with error",
+    "Failed to complete run_iter",
+    "Failed to close connection",
+    "Couldn't ",
+    "Unable to ",
+    "Failed to ",
+)
+
+
+def _server_of(args: list[str]) -> str | None:
+    """The server address among a perftest command's positional arguments."""
+    positional = [
+        a
+        for i, a in enumerate(args)
+        if not a.startswith("-")
+        and (i == 0 or not args[i - 1].startswith("-") or args[i - 1] in _SERVER_FLAGS)
+    ]
+    return next((p for p in positional if re.fullmatch(r"[\w.:-]+", p)), None)
+
+
+@dataclass(slots=True)
+class _Scan:
+    """What a walk over a perftest text output has read so far."""
+
+    titles: list[str] = field(default_factory=list)
+    header: dict[str, str] = field(default_factory=dict)
+    devices: list[str] = field(default_factory=list)
     command_test: str | None = None
     server: str | None = None
     unit: str | None = None
-    in_lat = False
-    rows: list[PerftestRow] = []
-    lat_rows: list[PerftestLatencyRow] = []
-    peak_warning = False
-    waiting = False
-    errors: list[str] = []
+    in_lat: bool = False
+    rows: list[PerftestRow] = field(default_factory=list)
+    lat_rows: list[PerftestLatencyRow] = field(default_factory=list)
+    peak_warning: bool = False
+    waiting: bool = False
+    errors: list[str] = field(default_factory=list)
     error_kind: str | None = None
     wc_status: int | None = None
     syndrome: str | None = None
-    seen_anything = False
+    seen_anything: bool = False
 
-    for raw in lines(text):
-        line = strip_prompt(raw).strip()
-        if not line:
-            continue
+    def line(self, line: str) -> None:
+        if self._command(line) or self._marker(line) or self._failure(line):
+            self.seen_anything = True
+        elif _SCNT.search(line):
+            self.errors.append(line)
+        elif line.startswith(("local address", "remote address", "GID:")):
+            return
+        elif ":" in line and not line[0].isdigit() and "address" not in line:
+            self._header_line(line)
+        elif (fields := line.split())[0].isdigit():
+            self._result_row(fields)
+
+    def _command(self, line: str) -> bool:
+        """The command line itself (`ib_write_bw -d ... <server>`), once."""
         cmd = _COMMAND.search(line)
-        if cmd and not line.startswith("#bytes") and command_test is None:
-            command_test = cmd.group(1)
-            args = cmd.group(2).split()
-            positional = [
-                a
-                for i, a in enumerate(args)
-                if not a.startswith("-")
-                and (
-                    i == 0
-                    or not args[i - 1].startswith("-")
-                    or args[i - 1]
-                    in ("-F", "-b", "-a", "-R", "--report_gbits", "--run_infinitely", "--cpu_util")
-                )
-            ]
-            server = next((p for p in positional if re.fullmatch(r"[\w.:-]+", p)), None)
-            seen_anything = True
-            continue
+        if not cmd or line.startswith("#bytes") or self.command_test is not None:
+            return False
+        self.command_test = cmd.group(1)
+        self.server = _server_of(cmd.group(2).split())
+        return True
+
+    def _marker(self, line: str) -> bool:
+        """The test title, the peak warning, a waiting server, a result header."""
         if _TITLE.match(line):
-            titles.append(line)
-            seen_anything = True
-            continue
-        if "BW peak won't be measured" in line:
-            peak_warning = True
-            seen_anything = True
-            continue
-        if "Waiting for client to connect" in line:
-            waiting = True
-            seen_anything = True
-            continue
-        hm = _BW_HEADER.search(line)
-        if hm:
-            unit = hm.group(1)
-            in_lat = False
-            seen_anything = True
-            continue
-        if _LAT_HEADER.search(line):
-            in_lat = True
-            unit = unit or None
-            seen_anything = True
-            continue
-        fm = _FAILED_STATUS.search(line)
-        if fm:
+            self.titles.append(line)
+        elif "BW peak won't be measured" in line:
+            self.peak_warning = True
+        elif "Waiting for client to connect" in line:
+            self.waiting = True
+        elif hm := _BW_HEADER.search(line):
+            self.unit = hm.group(1)
+            self.in_lat = False
+        elif _LAT_HEADER.search(line):
+            self.in_lat = True
+        else:
+            return False
+        return True
+
+    def _failure(self, line: str) -> bool:
+        """A completion error with its status, or a connection / run failure line."""
+        if fm := _FAILED_STATUS.search(line):
             code = int(fm.group("old") or fm.group("new"))
-            wc_status = code
-            syndrome = fm.group("syn")
+            self.wc_status = code
+            self.syndrome = fm.group("syn")
             status_text = fm.group("text") or WC_STATUS.get(code, f"status {code}")
-            errors.append(
-                f"Failed status {code} ({status_text}): wr_id {fm.group('wr')} syndrom {syndrome}"
+            self.errors.append(
+                f"Failed status {code} ({status_text}): wr_id {fm.group('wr')} "
+                f"syndrom {self.syndrome}"
             )
-            error_kind = {
-                12: "retry-exceeded",
-                4: "local-protection",
-                13: "rnr-retry-exceeded",
-                10: "remote-access",
-            }.get(code, "completion-error")
-            seen_anything = True
-            continue
-        cm = _CONNECT.search(line)
-        if cm:
-            errors.append(line)
-            error_kind = error_kind or "connect-failed"
-            seen_anything = True
-            continue
+            self.error_kind = _ERROR_KINDS.get(code, "completion-error")
+            return True
         if (
-            "Unable to init the socket connection" in line
+            _CONNECT.search(line)
+            or "Unable to init the socket connection" in line
             or "Unable to open file descriptor for socket connection" in line
         ):
-            errors.append(line)
-            error_kind = error_kind or "connect-failed"
-            seen_anything = True
-            continue
-        if "Couldn't read remote address" in line or "Unable to read to socket" in line:
-            errors.append(line)
-            error_kind = error_kind or "remote-address"
-            seen_anything = True
-            continue
-        if line.startswith(
-            (
-                "Completion with error",
-                "got completion with error",
-                "Failed to complete run_iter",
-                "Failed to close connection",
-                "Couldn't ",
-                "Unable to ",
-                "Failed to ",
-            )
-        ):
-            errors.append(line)
-            error_kind = error_kind or "failed"
-            seen_anything = True
-            continue
-        if _SCNT.search(line):
-            errors.append(line)
-            continue
-        if line.startswith(("local address", "remote address", "GID:")):
-            continue
-        if ":" in line and not line[0].isdigit() and "address" not in line:
-            for km in _KV.finditer(line.replace("\t", "  ")):
-                key = km.group(1).strip()
-                if key in (
-                    "Device",
-                    "Number of qps",
-                    "Mtu",
-                    "Link type",
-                    "GID index",
-                    "Connection type",
-                    "rdma_cm QPs",
-                    "Transport type",
-                ):
-                    header.setdefault(key, km.group(2))
-                    if key == "Device" and km.group(2) not in devices:
-                        devices.append(km.group(2))
-            continue
-        fields = line.split()
-        if not fields[0].isdigit():
-            continue
-        if in_lat and len(fields) >= 5:
+            kind = "connect-failed"
+        elif "Couldn't read remote address" in line or "Unable to read to socket" in line:
+            kind = "remote-address"
+        elif line.startswith(_FAILURE_PREFIXES):
+            kind = "failed"
+        else:
+            return False
+        self.errors.append(line)
+        self.error_kind = self.error_kind or kind
+        return True
+
+    def _header_line(self, line: str) -> None:
+        """`Device : rocep1s0f0  Number of qps : 1 ...`: the settings the test ran with."""
+        for km in _KV.finditer(line.replace("\t", "  ")):
+            key = km.group(1).strip()
+            if key in _HEADER_KEYS:
+                self.header.setdefault(key, km.group(2))
+                if key == "Device" and km.group(2) not in self.devices:
+                    self.devices.append(km.group(2))
+
+    def _result_row(self, fields: list[str]) -> None:
+        """One numeric row: latency (after a latency header) or bandwidth."""
+        if self.in_lat and len(fields) >= 5:
             nums = [to_float(f) for f in fields]
             if all(n is not None for n in nums[:5]):
                 vals = [float(n) if n is not None else 0.0 for n in nums]
                 extra: list[float | None] = [*vals[5:9], None, None, None, None]
-                lat_rows.append(
+                self.lat_rows.append(
                     PerftestLatencyRow(
-                        int(vals[0]),
-                        int(vals[1]),
-                        vals[2],
-                        vals[3],
-                        vals[4],
-                        extra[0],
-                        extra[1],
-                        extra[2],
-                        extra[3],
+                        int(vals[0]), int(vals[1]), vals[2], vals[3], vals[4], *extra[:4]
                     )
                 )
-            continue
-        if unit is not None and 4 <= len(fields) <= 6:
-            size = to_int(fields[0])
-            iters = to_int(fields[1])
-            peak = to_float(fields[2])
-            avg = to_float(fields[3])
-            if size is None or iters is None or peak is None or avg is None:
-                continue
-            rate = to_float(fields[4]) if len(fields) > 4 else None
-            cpu = to_float(fields[5]) if len(fields) > 5 else None
-            rows.append(PerftestRow(size, iters, _gbps(peak, unit), _gbps(avg, unit), rate, cpu))
+            return
+        if self.unit is None or not 4 <= len(fields) <= 6:
+            return
+        size, iters = to_int(fields[0]), to_int(fields[1])
+        peak, avg = to_float(fields[2]), to_float(fields[3])
+        if size is None or iters is None or peak is None or avg is None:
+            return
+        rate = to_float(fields[4]) if len(fields) > 4 else None
+        cpu = to_float(fields[5]) if len(fields) > 5 else None
+        self.rows.append(
+            PerftestRow(size, iters, _gbps(peak, self.unit), _gbps(avg, self.unit), rate, cpu)
+        )
 
-    if not seen_anything and not header:
-        raise ParseError("no perftest title, result header or error line", tool=TOOL, raw=text)
-    if not titles and not header and not rows and not errors and not waiting and unit is None:
-        raise ParseError("no perftest title, result header or error line", tool=TOOL, raw=text)
-
-    title = titles[0] if titles else None
-    test, bidir, latency = _test_from_title(title) if title else ("perftest", False, in_lat)
-    if command_test:
-        test = command_test
-        latency = latency or test.endswith("_lat")
-    error = "; ".join(errors) if errors else None
-    if error is None and not rows and not lat_rows:
-        error = "no result row: server still waiting for a client" if waiting else "no result row"
-        error_kind = "no-result-row"
-
-    msg_size: int | None = None
-    bw_peak: float | None = None
-    bw_avg: float | None = None
-    if rows:
-        sizes = {r.msg_size for r in rows}
-        if len(sizes) == 1:
-            msg_size = rows[0].msg_size
-            bw_avg = round(sum(r.bw_avg_gbps for r in rows) / len(rows), 4)
-            bw_peak = max(r.bw_peak_gbps for r in rows)
-        else:  # an -a sweep: the largest message size is the headline
+    def headline(self) -> tuple[int | None, float | None, float | None]:
+        """(message size, peak, average): the mean of one size's rows, else the largest size."""
+        rows = self.rows
+        if rows:
+            if len({r.msg_size for r in rows}) == 1:
+                bw_avg = round(sum(r.bw_avg_gbps for r in rows) / len(rows), 4)
+                return rows[0].msg_size, max(r.bw_peak_gbps for r in rows), bw_avg
+            # an -a sweep: the largest message size is the headline
             big = max(rows, key=lambda r: r.msg_size)
-            msg_size, bw_avg, bw_peak = big.msg_size, big.bw_avg_gbps, big.bw_peak_gbps
-    elif lat_rows:
-        msg_size = lat_rows[-1].msg_size
+            return big.msg_size, big.bw_peak_gbps, big.bw_avg_gbps
+        if self.lat_rows:
+            return self.lat_rows[-1].msg_size, None, None
+        return None, None, None
 
-    rdma_cm = header.get("rdma_cm QPs")
-    return PerftestResult(
-        test=test,
-        title=title,
-        latency=latency,
-        bidirectional=bidir,
-        device=devices[0] if devices else None,
-        devices=tuple(devices),
-        qps=to_int(header.get("Number of qps", "")),
-        mtu=to_int(header.get("Mtu", "").split("[")[0]),
-        link_type=header.get("Link type"),
-        gid_index=to_int(header.get("GID index", "")),
-        connection_type=header.get("Connection type"),
-        rdma_cm=None if rdma_cm is None else rdma_cm.upper() == "ON",
-        server=server,
-        reported_unit=unit,
-        msg_size=msg_size,
-        bw_peak_gbps=bw_peak,
-        bw_avg_gbps=bw_avg,
-        peak_measured=not peak_warning and not (rows and all(r.bw_peak_gbps == 0 for r in rows)),
-        rows=tuple(rows),
-        latency_rows=tuple(lat_rows),
-        waiting_for_client=waiting,
-        error=error,
-        error_kind=error_kind,
-        wc_status=wc_status,
-        syndrome=syndrome,
-    )
+    def result(self) -> PerftestResult:
+        title = self.titles[0] if self.titles else None
+        test, bidir, latency = (
+            _test_from_title(title) if title else ("perftest", False, self.in_lat)
+        )
+        if self.command_test:
+            test = self.command_test
+            latency = latency or test.endswith("_lat")
+        error = "; ".join(self.errors) if self.errors else None
+        error_kind = self.error_kind
+        if error is None and not self.rows and not self.lat_rows:
+            error = (
+                "no result row: server still waiting for a client"
+                if self.waiting
+                else "no result row"
+            )
+            error_kind = "no-result-row"
+        msg_size, bw_peak, bw_avg = self.headline()
+        header, rows = self.header, self.rows
+        rdma_cm = header.get("rdma_cm QPs")
+        return PerftestResult(
+            test=test,
+            title=title,
+            latency=latency,
+            bidirectional=bidir,
+            device=self.devices[0] if self.devices else None,
+            devices=tuple(self.devices),
+            qps=to_int(header.get("Number of qps", "")),
+            mtu=to_int(header.get("Mtu", "").split("[")[0]),
+            link_type=header.get("Link type"),
+            gid_index=to_int(header.get("GID index", "")),
+            connection_type=header.get("Connection type"),
+            rdma_cm=None if rdma_cm is None else rdma_cm.upper() == "ON",
+            server=self.server,
+            reported_unit=self.unit,
+            msg_size=msg_size,
+            bw_peak_gbps=bw_peak,
+            bw_avg_gbps=bw_avg,
+            peak_measured=not self.peak_warning
+            and not (rows and all(r.bw_peak_gbps == 0 for r in rows)),
+            rows=tuple(rows),
+            latency_rows=tuple(self.lat_rows),
+            waiting_for_client=self.waiting,
+            error=error,
+            error_kind=error_kind,
+            wc_status=self.wc_status,
+            syndrome=self.syndrome,
+        )
+
+
+def parse_perftest(text: str) -> PerftestResult:
+    """Parse perftest text output (or its `--out_json` JSON, detected by a leading `{`)."""
+    if text.lstrip().startswith("{"):
+        return parse_perftest_json(text)
+    scan = _Scan()
+    for raw in lines(text):
+        line = strip_prompt(raw).strip()
+        if line:
+            scan.line(line)
+    empty = not (scan.titles or scan.header or scan.rows or scan.errors or scan.waiting)
+    if (not scan.seen_anything and not scan.header) or (empty and scan.unit is None):
+        raise ParseError("no perftest title, result header or error line", tool=TOOL, raw=text)
+    return scan.result()
 
 
 def _num(value: Any) -> float | None:

@@ -179,12 +179,7 @@ def parse_api_sentences(text: str) -> RouterOsResult:
             fatal = line.strip()
             continue
         if cur is None and kind is None:
-            m = re.match(r"^([a-z][a-z0-9.-]*)=(.*)$", line)
-            if m and not line.startswith(" "):
-                last_key = m.group(1)
-                bare[last_key] = m.group(2)
-            elif last_key and line.startswith(" "):
-                bare[last_key] += "\n" + line
+            last_key = _bare_word(line, bare, last_key)
     close()
     if bare and not rows:
         rows.append(typed_row(bare))
@@ -193,6 +188,18 @@ def parse_api_sentences(text: str) -> RouterOsResult:
     return RouterOsResult(
         "api-sentences", rows=tuple(rows), traps=tuple(traps), done=done, fatal=fatal
     )
+
+
+def _bare_word(line: str, bare: dict[str, str], last_key: str | None) -> str | None:
+    """One line of a bare `key=value` dump into `bare` (a line starting with a space continues
+    the last value); returns the key the next continuation belongs to."""
+    m = re.match(r"^([a-z][a-z0-9.-]*)=(.*)$", line)
+    if m and not line.startswith(" "):
+        bare[m.group(1)] = m.group(2)
+        return m.group(1)
+    if last_key and line.startswith(" "):
+        bare[last_key] += "\n" + line
+    return last_key
 
 
 def parse_api_python_repr(text: str) -> RouterOsResult:
@@ -505,11 +512,8 @@ def _split_args(text: str) -> list[str]:
     )
 
 
-def parse_export(text: str) -> RouterOsResult:
-    """`/export` (compact or `terse`) into (menu, command, target, args) items.
-
-    Continuation lines (`\\` at the end of a line) are joined; comments, including the ones
-    RouterOS inserts inside a group, are skipped without leaving the current menu."""
+def _joined(text: str) -> list[tuple[int, str]]:
+    """(first line number, logical line): continuation lines (`\\` at the end) joined."""
     joined: list[tuple[int, str]] = []
     buf = ""
     start = 0
@@ -526,49 +530,69 @@ def parse_export(text: str) -> RouterOsResult:
         buf = ""
     if buf:
         joined.append((start, buf))
+    return joined
 
+
+def _header_line(s: str, header: dict[str, str]) -> None:
+    """A `# ... by RouterOS <version>` or `# model = ...` comment into `header`."""
+    m = _EXPORT_HEADER.match(s)
+    if m and m.group("version"):
+        header["date"], header["version"] = m.group("date"), m.group("version")
+    elif m and m.group("key"):
+        header[m.group("key").replace(" ", "_")] = m.group("val").strip()
+
+
+def _menu_line(s: str) -> tuple[str, list[str]]:
+    """`/interface bridge port add ...`: the menu, and the command words after it."""
+    words = _split_args(s)
+    path: list[str] = []
+    rest: list[str] = []
+    for i, w in enumerate(words):
+        if w in _VERBS or "=" in w or w.startswith(("[", '"')):
+            rest = words[i:]
+            break
+        path.append(w.lstrip("/"))
+    return "/" + " ".join(p for p in path if p), rest
+
+
+def _item(menu: str, words: list[str], n: int) -> ExportItem:
+    command = words[0] if words and words[0] in _VERBS else None
+    args_words = words[1:] if command else words
+    target: str | None = None
+    args: dict[str, str] = {}
+    for w in args_words:
+        if "=" in w and not w.startswith(("[", '"')):
+            k, _, v = w.partition("=")
+            args[k] = _unquote(v)
+        elif target is None:
+            target = w
+    return ExportItem(menu, command, target, args, n)
+
+
+def parse_export(text: str) -> RouterOsResult:
+    """`/export` (compact or `terse`) into (menu, command, target, args) items.
+
+    Continuation lines (`\\` at the end of a line) are joined; comments, including the ones
+    RouterOS inserts inside a group, are skipped without leaving the current menu."""
     header: dict[str, str] = {}
     items: list[ExportItem] = []
     menu: str | None = None
-    for n, line in joined:
+    for n, line in _joined(text):
         s = line.strip()
         if not s:
             continue
         if s.startswith("#"):
-            m = _EXPORT_HEADER.match(s)
-            if m and m.group("version"):
-                header["date"], header["version"] = m.group("date"), m.group("version")
-            elif m and m.group("key"):
-                header[m.group("key").replace(" ", "_")] = m.group("val").strip()
+            _header_line(s, header)
             continue
         if s.startswith("/"):
-            words = _split_args(s)
-            path: list[str] = []
-            rest: list[str] = []
-            for i, w in enumerate(words):
-                if w in _VERBS or "=" in w or w.startswith(("[", '"')):
-                    rest = words[i:]
-                    break
-                path.append(w.lstrip("/"))
-            menu = "/" + " ".join(p for p in path if p)
-            if not rest:
+            menu, words = _menu_line(s)
+            if not words:
                 continue
-            words = rest
         elif menu is None:
             raise ParseError(f"line {n}: command before any /menu line", tool=TOOL, raw=text)
         else:
             words = _split_args(s)
-        command = words[0] if words and words[0] in _VERBS else None
-        args_words = words[1:] if command else words
-        target: str | None = None
-        args: dict[str, str] = {}
-        for w in args_words:
-            if "=" in w and not w.startswith(("[", '"')):
-                k, _, v = w.partition("=")
-                args[k] = _unquote(v)
-            elif target is None:
-                target = w
-        items.append(ExportItem(menu, command, target, args, n))
+        items.append(_item(menu, words, n))
     if not items and "version" not in header:
         raise ParseError("no /menu command or `by RouterOS` header", tool=TOOL, raw=text)
     return RouterOsResult("export", rows=(), export=tuple(items), header=header)

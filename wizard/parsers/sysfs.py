@@ -96,6 +96,3 @@ def parse_sysfs_counters(text: str) -> SysfsCounters:
     if not hw and not plain and not listed and not rates:
         raise ParseError("no sysfs counter, show_counters or rate line", tool=TOOL, raw=text)
     return SysfsCounters(device, port, hw or None, plain or None, tuple(listed), tuple(rates))
-
-
-parse_show_counters = parse_sysfs_counters
