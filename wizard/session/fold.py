@@ -1,0 +1,381 @@
+"""The fold: `SessionState` rebuilt purely from a session's events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from wizard.events import (
+    Event,
+    ExportTaken,
+    FixApplied,
+    FixPreviewed,
+    FixRefusedEvent,
+    FixRolledBack,
+    FixVerified,
+    LinkTransitionSeen,
+    MeasurementTaken,
+    NodeDrained,
+    Note,
+    OperatorAnswered,
+    PhysicalActionDone,
+    PhysicalActionRequested,
+    ProbeAnswered,
+    ProbeSent,
+    RollbackArmed,
+    RollbackDisarmed,
+    SessionEnded,
+    SessionResumed,
+    SessionStarted,
+    StepChanged,
+    VerdictReached,
+)
+from wizard.model import Measurement, ProbeResult, Verdict
+from wizard.probes import Transition
+
+FixStatus = Literal["previewed", "applied", "verified", "verify_failed", "rolled_back"]
+
+
+@dataclass(slots=True)
+class FixRecord:
+    """One fix of the session by `fix_id`, with what happened to it so far."""
+
+    fix_id: str
+    step: str
+    fault: str
+    target: str
+    summary: str = ""
+    preview: str = ""
+    bounces_links: bool = False
+    status: FixStatus = "previewed"
+    export: str | None = None
+    rollback_armed: str | None = None
+    verified_ok: bool | None = None
+    verify_detail: str = ""
+    rollback_reason: str = ""
+    restored: bool = False
+    previewed_at: float | None = None
+    applied_at: float | None = None
+    finished_at: float | None = None
+
+    @property
+    def applied(self) -> bool:
+        """The change reached the target (whatever came after): never send it again."""
+        return self.applied_at is not None
+
+
+@dataclass(slots=True)
+class RollbackRecord:
+    """A dead-man rollback armed on a switch (scheduler entry) or a host (timer)."""
+
+    name: str
+    fix_id: str
+    target: str
+    step: str
+    window_s: float
+    script: str
+    armed_at: float
+    disarmed_at: float | None = None
+
+    @property
+    def armed(self) -> bool:
+        return self.disarmed_at is None
+
+
+@dataclass(frozen=True, slots=True)
+class MeasurementRecord:
+    step: str
+    at: float
+    measurement: Measurement
+
+
+@dataclass(frozen=True, slots=True)
+class BeforeAfter:
+    """First and last valid measurement of one target (a rail, a pair, or the NCCL cluster)."""
+
+    target: str
+    kind: str
+    unit: str
+    before: MeasurementRecord
+    after: MeasurementRecord | None  # None when the target was measured only once
+
+    @property
+    def delta(self) -> float | None:
+        if self.after is None:
+            return None
+        return self.after.measurement.value - self.before.measurement.value
+
+
+@dataclass(slots=True)
+class SessionState:
+    """Everything a session knows, rebuilt from its events in order (`from_events`, `apply`).
+
+    The engine resumes from it: `step`/`phase` say where it stopped, `fixes` which changes went
+    out (never resend an `applied` one), `answers` what the operator already said,
+    `pending_physical` what the hands were asked to do, `transitions`/`drains` feed the drain
+    guard (`undrained_nodes`).
+    """
+
+    started: SessionStarted | None = None
+    ended: SessionEnded | None = None
+    resumes: list[SessionResumed] = field(default_factory=list)
+    events: int = 0
+    step: str | None = None
+    phase: str | None = None
+    step_order: list[str] = field(default_factory=list)  # steps in the order first entered
+    step_phases: dict[str, str] = field(default_factory=dict)  # step -> last phase
+    verdicts: dict[str, list[Verdict]] = field(default_factory=dict)  # step -> in order
+    fixes: dict[str, FixRecord] = field(default_factory=dict)  # fix_id -> record
+    refused: list[FixRefusedEvent] = field(default_factory=list)
+    exports: list[ExportTaken] = field(default_factory=list)
+    rollbacks: dict[str, RollbackRecord] = field(default_factory=dict)  # name -> record
+    answers: list[OperatorAnswered] = field(default_factory=list)
+    physical_requested: list[PhysicalActionRequested] = field(default_factory=list)
+    physical_done: list[PhysicalActionDone] = field(default_factory=list)
+    transitions: dict[str, list[Transition]] = field(default_factory=dict)  # node -> in order
+    drains: dict[str, list[NodeDrained]] = field(default_factory=dict)  # node -> in order
+    measurements: list[MeasurementRecord] = field(default_factory=list)
+    probes: dict[tuple[str, str, str], ProbeResult] = field(default_factory=dict)
+    pending_probes: dict[tuple[str, str], ProbeSent] = field(default_factory=dict)
+    notes: list[Note] = field(default_factory=list)
+
+    @classmethod
+    def from_events(cls, events: Iterable[Event]) -> SessionState:
+        state = cls()
+        for ev in events:
+            state.apply(ev)
+        return state
+
+    @property
+    def session_id(self) -> str:
+        return self.started.session_id if self.started else ""
+
+    def apply(self, ev: Event) -> None:
+        """Fold one event into the state (the same events, in the same order, give the same
+        state: the engine can apply live events and a resume rebuilds them from the log)."""
+        if not type(ev).persist:
+            return
+        self.events += 1
+        if isinstance(ev, SessionStarted):
+            self.started = ev
+        elif isinstance(ev, SessionResumed):
+            self.resumes.append(ev)
+            self.ended = None
+        elif isinstance(ev, SessionEnded):
+            self.ended = ev
+        elif isinstance(ev, StepChanged):
+            if ev.step not in self.step_phases:
+                self.step_order.append(ev.step)
+            self.step, self.phase = ev.step, ev.phase
+            self.step_phases[ev.step] = ev.phase
+        elif isinstance(ev, ProbeSent):
+            self.pending_probes[(ev.step, ev.target)] = ev
+        elif isinstance(ev, ProbeAnswered):
+            self.probes[(ev.step, ev.result.target, ev.probe)] = ev.result
+            self.pending_probes.pop((ev.step, ev.result.target), None)
+        elif isinstance(ev, VerdictReached):
+            self.verdicts.setdefault(ev.step, []).append(ev.verdict)
+        elif isinstance(ev, MeasurementTaken):
+            self.measurements.append(MeasurementRecord(ev.step, ev.at, ev.measurement))
+        elif isinstance(ev, OperatorAnswered):
+            self.answers.append(ev)
+        elif isinstance(ev, PhysicalActionRequested):
+            self.physical_requested.append(ev)
+        elif isinstance(ev, PhysicalActionDone):
+            self.physical_done.append(ev)
+        elif isinstance(ev, LinkTransitionSeen):
+            self.transitions.setdefault(ev.node, []).append(Transition(ev.node, ev.at, ev.cause))
+        elif isinstance(ev, NodeDrained):
+            self.drains.setdefault(ev.node, []).append(ev)
+        elif isinstance(ev, ExportTaken):
+            self.exports.append(ev)
+        elif isinstance(ev, FixPreviewed):
+            rec = self.fixes.get(ev.fix_id)
+            if rec is None or rec.status == "rolled_back":
+                # A new attempt of a fix that was rolled back starts over.
+                self.fixes[ev.fix_id] = FixRecord(
+                    fix_id=ev.fix_id,
+                    step=ev.step,
+                    fault=ev.fault,
+                    target=ev.target,
+                    summary=ev.summary,
+                    preview=ev.preview,
+                    bounces_links=ev.bounces_links,
+                    previewed_at=ev.at,
+                )
+            else:
+                rec.summary, rec.preview, rec.bounces_links = (
+                    ev.summary,
+                    ev.preview,
+                    ev.bounces_links,
+                )
+        elif isinstance(ev, FixApplied):
+            rec = self._fix(ev.fix_id, ev.step, ev.fault, ev.target)
+            rec.status = "applied"
+            rec.applied_at = ev.at
+            rec.export = ev.export
+            rec.rollback_armed = ev.rollback_armed or rec.rollback_armed
+        elif isinstance(ev, FixVerified):
+            rec = self._fix(ev.fix_id, ev.step, ev.fault, "")
+            rec.status = "verified" if ev.ok else "verify_failed"
+            rec.verified_ok = ev.ok
+            rec.verify_detail = ev.detail
+            rec.finished_at = ev.at
+        elif isinstance(ev, FixRolledBack):
+            rec = self._fix(ev.fix_id, ev.step, ev.fault, "")
+            rec.status = "rolled_back"
+            rec.rollback_reason = ev.reason
+            rec.restored = ev.restored
+            rec.finished_at = ev.at
+        elif isinstance(ev, RollbackArmed):
+            self.rollbacks[ev.name] = RollbackRecord(
+                name=ev.name,
+                fix_id=ev.fix_id,
+                target=ev.target,
+                step=ev.step,
+                window_s=ev.window_s,
+                script=ev.script,
+                armed_at=ev.at,
+            )
+            self._fix(ev.fix_id, ev.step, "", ev.target).rollback_armed = ev.name
+        elif isinstance(ev, RollbackDisarmed):
+            rb = self.rollbacks.get(ev.name)
+            if rb is not None:
+                rb.disarmed_at = ev.at
+        elif isinstance(ev, FixRefusedEvent):
+            self.refused.append(ev)
+        elif isinstance(ev, Note):
+            self.notes.append(ev)
+
+    def _fix(self, fix_id: str, step: str, fault: str, target: str) -> FixRecord:
+        rec = self.fixes.get(fix_id)
+        if rec is None:
+            rec = FixRecord(fix_id=fix_id, step=step, fault=fault, target=target)
+            self.fixes[fix_id] = rec
+        return rec
+
+    # -- questions the engine asks on resume
+
+    @property
+    def done_steps(self) -> list[str]:
+        """Steps whose last phase is done or skipped, in the order entered."""
+        return [s for s in self.step_order if self.step_phases.get(s) in ("done", "skipped")]
+
+    @property
+    def armed_rollbacks(self) -> list[RollbackRecord]:
+        """Rollbacks armed and not disarmed: on a crash they fire, or must be disarmed."""
+        return [r for r in self.rollbacks.values() if r.armed]
+
+    def pending_rollbacks(self) -> list[tuple[str, str, str, bool]]:
+        """(fix_id, target, name, fix verified) of every armed rollback, as `Resume` takes them:
+        a verified fix's rollback is to be disarmed, an unverified one left to run."""
+        out = []
+        for r in self.armed_rollbacks:
+            fix = self.fixes.get(r.fix_id)
+            out.append((r.fix_id, r.target, r.name, bool(fix and fix.status == "verified")))
+        return out
+
+    def fixes_with_status(self, *statuses: FixStatus) -> list[FixRecord]:
+        return [f for f in self.fixes.values() if f.status in statuses]
+
+    @property
+    def applied_fix_ids(self) -> set[str]:
+        """Fixes whose change went out (applied, verified, failed or rolled back)."""
+        return {f.fix_id for f in self.fixes.values() if f.applied}
+
+    @property
+    def unfinished_fixes(self) -> list[FixRecord]:
+        """Applied but neither verified nor rolled back: the session stopped mid-fix."""
+        return self.fixes_with_status("applied")
+
+    def latest_verdicts(self, step: str | None = None) -> dict[str, Verdict]:
+        """The last verdict per fault id (of one step, or over the whole session)."""
+        out: dict[str, Verdict] = {}
+        steps = [step] if step is not None else list(self.verdicts)
+        for s in steps:
+            for v in self.verdicts.get(s, []):
+                out.pop(v.fault, None)  # keep insertion order = order last judged
+                out[v.fault] = v
+        return out
+
+    def answer(self, step: str, question: str) -> str | None:
+        """The operator's last answer to this question at this step, if already asked."""
+        for a in reversed(self.answers):
+            if a.step == step and a.question == question:
+                return a.answer
+        return None
+
+    @property
+    def answers_by_question(self) -> dict[tuple[str, str], str]:
+        return {(a.step, a.question): a.answer for a in self.answers}
+
+    @property
+    def pending_physical(self) -> list[PhysicalActionRequested]:
+        """Physical actions asked for and not reported done (matched by step, kind and nodes)."""
+        done = [(d.step, d.kind, frozenset(d.nodes)) for d in self.physical_done]
+        out: list[PhysicalActionRequested] = []
+        for r in self.physical_requested:
+            key = (r.step, r.kind, frozenset(r.nodes))
+            if key in done:
+                done.remove(key)
+            else:
+                out.append(r)
+        return out
+
+    @property
+    def drained_at(self) -> dict[str, float]:
+        """Node -> time of its last AC drain (for `flows.base.Context.drained_at`)."""
+        return {node: ds[-1].at for node, ds in self.drains.items() if ds}
+
+    @property
+    def all_transitions(self) -> tuple[Transition, ...]:
+        """Every link transition in time order (for `flows.base.Context.transitions`)."""
+        return tuple(sorted((t for ts in self.transitions.values() for t in ts), key=_at))
+
+    def needs_drain(self, node: str) -> bool:
+        """True when a link transition on `node` came after its last AC drain: a bandwidth
+        result of this node is not evidence (`process.undrained-measurement`)."""
+        ts = self.transitions.get(node)
+        if not ts:
+            return False
+        last_drain = self.drained_at.get(node)
+        return last_drain is None or ts[-1].at > last_drain
+
+    def undrained_nodes(self) -> list[str]:
+        return sorted(n for n in self.transitions if self.needs_drain(n))
+
+    def before_after(self) -> list[BeforeAfter]:
+        """Per measured target: the first and the last valid measurement (per-rail Gb/s,
+        NCCL busbw), in the order targets were first measured."""
+        firsts: dict[str, MeasurementRecord] = {}
+        lasts: dict[str, MeasurementRecord] = {}
+        for rec in self.measurements:
+            if not rec.measurement.valid:
+                continue
+            key = rec.measurement.target
+            if key not in firsts:
+                firsts[key] = rec
+            else:
+                lasts[key] = rec
+        return [
+            BeforeAfter(
+                target=key,
+                kind=first.measurement.kind,
+                unit=first.measurement.unit,
+                before=first,
+                after=lasts.get(key),
+            )
+            for key, first in firsts.items()
+        ]
+
+    @property
+    def invalid_measurements(self) -> list[MeasurementRecord]:
+        return [m for m in self.measurements if not m.measurement.valid]
+
+    def probe(self, step: str, target: str, probe: str) -> ProbeResult | None:
+        return self.probes.get((step, target, probe))
+
+
+def _at(t: Transition) -> float:
+    return t.at
