@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
+from wizard import changes
+from wizard.drain import DrainGuard
 from wizard.events import (
+    BisectionConcluded,
     Event,
     ExportTaken,
     FixApplied,
     FixPreviewed,
     FixRefusedEvent,
     FixRolledBack,
+    FixState,
     FixVerified,
     LinkTransitionSeen,
     MeasurementTaken,
@@ -35,6 +39,11 @@ from wizard.model import Measurement, ProbeResult, Verdict
 from wizard.probes import Transition
 
 FixStatus = Literal["previewed", "applied", "verified", "verify_failed", "rolled_back"]
+"""A fix as its own events say it (`FixRecord.status`): declined and refused read as previewed."""
+
+_REOFFERED = frozenset({FixState.VERIFY_FAILED, FixState.DECLINED, FixState.REFUSED})
+"""States after which a new preview of the same fix id offers it again (a rolled-back fix
+starts over as a new record)."""
 
 
 @dataclass(slots=True)
@@ -48,7 +57,7 @@ class FixRecord:
     summary: str = ""
     preview: str = ""
     bounces_links: bool = False
-    status: FixStatus = "previewed"
+    state: FixState = FixState.PREVIEWED
     export: str | None = None
     rollback_armed: str | None = None
     verified_ok: bool | None = None
@@ -63,6 +72,14 @@ class FixRecord:
     def applied(self) -> bool:
         """The change reached the target (whatever came after): never send it again."""
         return self.applied_at is not None
+
+    @property
+    def status(self) -> FixState:
+        """The state as the fix's own events say it: a fix declined or refused before it was
+        applied reads as previewed (what the report counts as "previewed only")."""
+        if self.state in (FixState.DECLINED, FixState.REFUSED):
+            return FixState.PREVIEWED
+        return self.state
 
 
 @dataclass(slots=True)
@@ -111,10 +128,12 @@ class BeforeAfter:
 class SessionState:
     """Everything a session knows, rebuilt from its events in order (`from_events`, `apply`).
 
-    The engine resumes from it: `step`/`phase` say where it stopped, `fixes` which changes went
-    out (never resend an `applied` one), `answers` what the operator already said,
-    `pending_physical` what the hands were asked to do, `transitions`/`drains` feed the drain
-    guard (`undrained_nodes`).
+    The one fold of the event stream: the engine resumes from it (`wizard.resume`), the TUI's
+    view model, the drain guard (`drain_guard`), replay and reports read it. `step`/`phase` say
+    where it stopped, `fixes` which changes went out (never resend an `applied` one) and each
+    fix's `FixState`, `answers` what the operator already said, `pending_physical` what the hands
+    were asked to do, `direct_cabled` whether two nodes are cabled port to port right now,
+    `transitions`/`drains`/`changed_at` feed the drain guard (`undrained_nodes`).
     """
 
     started: SessionStarted | None = None
@@ -130,11 +149,19 @@ class SessionState:
     refused: list[FixRefusedEvent] = field(default_factory=list)
     exports: list[ExportTaken] = field(default_factory=list)
     rollbacks: dict[str, RollbackRecord] = field(default_factory=dict)  # name -> record
+    rollbacks_armed: int = 0  # RollbackArmed events (a name armed twice counts twice)
+    disarmed: list[str] = field(default_factory=list)  # rollback names, as disarmed in order
     answers: list[OperatorAnswered] = field(default_factory=list)
     physical_requested: list[PhysicalActionRequested] = field(default_factory=list)
     physical_done: list[PhysicalActionDone] = field(default_factory=list)
+    # the cabling now: the last recable done joined two nodes port to port, and its undo moves
+    direct_cabled: bool = False
+    direct_undo: tuple[tuple[str, str, str], ...] = ()
+    conclusions: dict[str, BisectionConcluded] = field(default_factory=dict)  # step -> last
     transitions: dict[str, list[Transition]] = field(default_factory=dict)  # node -> in order
     drains: dict[str, list[NodeDrained]] = field(default_factory=dict)  # node -> in order
+    # target -> when this session last changed it, on its own clock (`wizard.changes`)
+    changed_at: dict[str, float] = field(default_factory=dict)
     measurements: list[MeasurementRecord] = field(default_factory=list)
     probes: dict[tuple[str, str, str], ProbeResult] = field(default_factory=dict)
     pending_probes: dict[tuple[str, str], ProbeSent] = field(default_factory=dict)
@@ -157,96 +184,145 @@ class SessionState:
         if not type(ev).persist:
             return
         self.events += 1
-        if isinstance(ev, SessionStarted):
-            self.started = ev
-        elif isinstance(ev, SessionResumed):
-            self.resumes.append(ev)
-            self.ended = None
-        elif isinstance(ev, SessionEnded):
-            self.ended = ev
-        elif isinstance(ev, StepChanged):
-            if ev.step not in self.step_phases:
-                self.step_order.append(ev.step)
-            self.step, self.phase = ev.step, ev.phase
-            self.step_phases[ev.step] = ev.phase
-        elif isinstance(ev, ProbeSent):
-            self.pending_probes[(ev.step, ev.target)] = ev
-        elif isinstance(ev, ProbeAnswered):
-            self.probes[(ev.step, ev.result.target, ev.probe)] = ev.result
-            self.pending_probes.pop((ev.step, ev.result.target), None)
-        elif isinstance(ev, VerdictReached):
-            self.verdicts.setdefault(ev.step, []).append(ev.verdict)
-        elif isinstance(ev, MeasurementTaken):
-            self.measurements.append(MeasurementRecord(ev.step, ev.at, ev.measurement))
-        elif isinstance(ev, OperatorAnswered):
-            self.answers.append(ev)
-        elif isinstance(ev, PhysicalActionRequested):
-            self.physical_requested.append(ev)
-        elif isinstance(ev, PhysicalActionDone):
-            self.physical_done.append(ev)
-        elif isinstance(ev, LinkTransitionSeen):
-            self.transitions.setdefault(ev.node, []).append(Transition(ev.node, ev.at, ev.cause))
-        elif isinstance(ev, NodeDrained):
-            self.drains.setdefault(ev.node, []).append(ev)
-        elif isinstance(ev, ExportTaken):
-            self.exports.append(ev)
-        elif isinstance(ev, FixPreviewed):
-            rec = self.fixes.get(ev.fix_id)
-            if rec is None or rec.status == "rolled_back":
-                # A new attempt of a fix that was rolled back starts over.
-                self.fixes[ev.fix_id] = FixRecord(
-                    fix_id=ev.fix_id,
-                    step=ev.step,
-                    fault=ev.fault,
-                    target=ev.target,
-                    summary=ev.summary,
-                    preview=ev.preview,
-                    bounces_links=ev.bounces_links,
-                    previewed_at=ev.at,
-                )
-            else:
-                rec.summary, rec.preview, rec.bounces_links = (
-                    ev.summary,
-                    ev.preview,
-                    ev.bounces_links,
-                )
-        elif isinstance(ev, FixApplied):
-            rec = self._fix(ev.fix_id, ev.step, ev.fault, ev.target)
-            rec.status = "applied"
-            rec.applied_at = ev.at
-            rec.export = ev.export
-            rec.rollback_armed = ev.rollback_armed or rec.rollback_armed
-        elif isinstance(ev, FixVerified):
-            rec = self._fix(ev.fix_id, ev.step, ev.fault, "")
-            rec.status = "verified" if ev.ok else "verify_failed"
-            rec.verified_ok = ev.ok
-            rec.verify_detail = ev.detail
-            rec.finished_at = ev.at
-        elif isinstance(ev, FixRolledBack):
-            rec = self._fix(ev.fix_id, ev.step, ev.fault, "")
-            rec.status = "rolled_back"
-            rec.rollback_reason = ev.reason
-            rec.restored = ev.restored
-            rec.finished_at = ev.at
-        elif isinstance(ev, RollbackArmed):
-            self.rollbacks[ev.name] = RollbackRecord(
-                name=ev.name,
+        handler = _HANDLERS.get(type(ev))
+        if handler is not None:
+            handler(self, ev)
+
+    # -- one handler per event type (`_HANDLERS`)
+
+    def _started(self, ev: SessionStarted) -> None:
+        self.started = ev
+
+    def _resumed(self, ev: SessionResumed) -> None:
+        self.resumes.append(ev)
+        self.ended = None
+
+    def _ended(self, ev: SessionEnded) -> None:
+        self.ended = ev
+
+    def _step_changed(self, ev: StepChanged) -> None:
+        if ev.step not in self.step_phases:
+            self.step_order.append(ev.step)
+        self.step, self.phase = ev.step, ev.phase
+        self.step_phases[ev.step] = ev.phase
+
+    def _probe_sent(self, ev: ProbeSent) -> None:
+        self.pending_probes[(ev.step, ev.target)] = ev
+
+    def _probe_answered(self, ev: ProbeAnswered) -> None:
+        self.probes[(ev.step, ev.result.target, ev.probe)] = ev.result
+        self.pending_probes.pop((ev.step, ev.result.target), None)
+
+    def _verdict(self, ev: VerdictReached) -> None:
+        self.verdicts.setdefault(ev.step, []).append(ev.verdict)
+
+    def _measurement(self, ev: MeasurementTaken) -> None:
+        self.measurements.append(MeasurementRecord(ev.step, ev.at, ev.measurement))
+
+    def _answered(self, ev: OperatorAnswered) -> None:
+        self.answers.append(ev)
+        if ev.question.startswith("apply fix ") and ev.answer == "no":
+            rec = self.fixes.get(ev.question.removeprefix("apply fix "))
+            if rec is not None and rec.state is FixState.PREVIEWED:
+                rec.state = FixState.DECLINED
+
+    def _physical_requested(self, ev: PhysicalActionRequested) -> None:
+        self.physical_requested.append(ev)
+
+    def _physical_done(self, ev: PhysicalActionDone) -> None:
+        self.physical_done.append(ev)
+        if ev.kind != "recable":
+            return
+        asked = next(
+            (r for r in reversed(self.physical_requested) if r.kind == "recable" and r.cables),
+            None,
+        )
+        if asked is not None:
+            # a destination `node:<peer>:<port>` is a cable port to port, not to the switch
+            self.direct_cabled = any(dest.startswith("node:") for _n, _p, dest in asked.cables)
+            self.direct_undo = tuple(asked.undo) if self.direct_cabled else ()
+
+    def _transition(self, ev: LinkTransitionSeen) -> None:
+        self.transitions.setdefault(ev.node, []).append(Transition(ev.node, ev.at, ev.cause))
+
+    def _drained(self, ev: NodeDrained) -> None:
+        self.drains.setdefault(ev.node, []).append(ev)
+
+    def _concluded(self, ev: BisectionConcluded) -> None:
+        self.conclusions[ev.step] = ev
+
+    def _export(self, ev: ExportTaken) -> None:
+        self.exports.append(ev)
+
+    def _fix_previewed(self, ev: FixPreviewed) -> None:
+        rec = self.fixes.get(ev.fix_id)
+        if rec is None or rec.state is FixState.ROLLED_BACK:
+            # A new attempt of a fix that was rolled back starts over.
+            self.fixes[ev.fix_id] = FixRecord(
                 fix_id=ev.fix_id,
-                target=ev.target,
                 step=ev.step,
-                window_s=ev.window_s,
-                script=ev.script,
-                armed_at=ev.at,
+                fault=ev.fault,
+                target=ev.target,
+                summary=ev.summary,
+                preview=ev.preview,
+                bounces_links=ev.bounces_links,
+                previewed_at=ev.at,
             )
-            self._fix(ev.fix_id, ev.step, "", ev.target).rollback_armed = ev.name
-        elif isinstance(ev, RollbackDisarmed):
-            rb = self.rollbacks.get(ev.name)
-            if rb is not None:
-                rb.disarmed_at = ev.at
-        elif isinstance(ev, FixRefusedEvent):
-            self.refused.append(ev)
-        elif isinstance(ev, Note):
-            self.notes.append(ev)
+        else:
+            rec.summary, rec.preview, rec.bounces_links = ev.summary, ev.preview, ev.bounces_links
+            if rec.state in _REOFFERED:
+                rec.state = FixState.PREVIEWED
+
+    def _fix_applied(self, ev: FixApplied) -> None:
+        rec = self._fix(ev.fix_id, ev.step, ev.fault, ev.target)
+        rec.state = FixState.APPLIED
+        rec.applied_at = ev.at
+        rec.export = ev.export
+        rec.rollback_armed = ev.rollback_armed or rec.rollback_armed
+        changes.replay(self.changed_at, ev.changed_at)
+
+    def _fix_verified(self, ev: FixVerified) -> None:
+        rec = self._fix(ev.fix_id, ev.step, ev.fault, "")
+        rec.state = FixState.VERIFIED if ev.ok else FixState.VERIFY_FAILED
+        rec.verified_ok = ev.ok
+        rec.verify_detail = ev.detail
+        rec.finished_at = ev.at
+
+    def _fix_rolled_back(self, ev: FixRolledBack) -> None:
+        rec = self._fix(ev.fix_id, ev.step, ev.fault, "")
+        rec.state = FixState.ROLLED_BACK
+        rec.rollback_reason = ev.reason
+        rec.restored = ev.restored
+        rec.finished_at = ev.at
+        changes.replay(self.changed_at, ev.changed_at)
+
+    def _fix_refused(self, ev: FixRefusedEvent) -> None:
+        self.refused.append(ev)
+        for rec in self.fixes.values():
+            if rec.step == ev.step and rec.fault == ev.fault and rec.state is FixState.PREVIEWED:
+                rec.state = FixState.REFUSED
+
+    def _rollback_armed(self, ev: RollbackArmed) -> None:
+        self.rollbacks_armed += 1
+        self.rollbacks[ev.name] = RollbackRecord(
+            name=ev.name,
+            fix_id=ev.fix_id,
+            target=ev.target,
+            step=ev.step,
+            window_s=ev.window_s,
+            script=ev.script,
+            armed_at=ev.at,
+        )
+        self._fix(ev.fix_id, ev.step, "", ev.target).rollback_armed = ev.name
+
+    def _rollback_disarmed(self, ev: RollbackDisarmed) -> None:
+        self.disarmed.append(ev.name)
+        rb = self.rollbacks.get(ev.name)
+        if rb is not None:
+            rb.disarmed_at = ev.at
+
+    def _note(self, ev: Note) -> None:
+        self.notes.append(ev)
 
     def _fix(self, fix_id: str, step: str, fault: str, target: str) -> FixRecord:
         rec = self.fixes.get(fix_id)
@@ -256,6 +332,53 @@ class SessionState:
         return rec
 
     # -- questions the engine asks on resume
+
+    @property
+    def healthy_before(self) -> bool | None:
+        """The preflight's first picture: no finding (None when preflight judged nothing)."""
+        pre = self.verdicts.get("preflight", [])
+        if not pre:
+            return None
+        return not any(v.is_finding for v in pre)
+
+    @property
+    def deferred(self) -> tuple[str, ...]:
+        """The findings a skipped direct-connect test waits for (none once it ran after all)."""
+        last = self.conclusions.get("direct_connect")
+        if last is None or last.conclusion != "skipped":
+            return ()
+        return tuple(str(f) for f in last.faults)
+
+    @property
+    def fix_counter(self) -> int:
+        """Exports and rollbacks numbered so far: new names continue after them."""
+        return len(self.exports) + self.rollbacks_armed
+
+    @property
+    def pre_fix_exports(self) -> dict[str, str]:
+        """Switch -> the text of its last pre-fix export."""
+        return {e.switch: e.contents for e in self.exports if e.purpose == "pre-fix" and e.contents}
+
+    @property
+    def rollback_scripts(self) -> dict[str, str]:
+        """Rollback name -> the script armed under it (the last arming of a name)."""
+        return {name: r.script for name, r in self.rollbacks.items()}
+
+    @property
+    def verified_fix_ids(self) -> tuple[str, ...]:
+        return tuple(f.fix_id for f in self.fixes.values() if f.state is FixState.VERIFIED)
+
+    def drain_guard(self) -> DrainGuard:
+        """The drain guard as the log leaves it: every transition, the last drain and boot id
+        per node, and when each target was last changed."""
+        guard = DrainGuard(changed_at=dict(self.changed_at))
+        for node, ts in self.transitions.items():
+            for t in ts:
+                guard.record_transition(node, t.at, t.cause)
+        for node, ds in self.drains.items():
+            for d in ds:
+                guard.record_drain(node, d.at, d.boot_id)
+        return guard
 
     @property
     def done_steps(self) -> list[str]:
@@ -379,3 +502,30 @@ class SessionState:
 
 def _at(t: Transition) -> float:
     return t.at
+
+
+_HANDLERS: dict[type[Event], Callable[[SessionState, Any], None]] = {
+    SessionStarted: SessionState._started,
+    SessionResumed: SessionState._resumed,
+    SessionEnded: SessionState._ended,
+    StepChanged: SessionState._step_changed,
+    ProbeSent: SessionState._probe_sent,
+    ProbeAnswered: SessionState._probe_answered,
+    VerdictReached: SessionState._verdict,
+    MeasurementTaken: SessionState._measurement,
+    OperatorAnswered: SessionState._answered,
+    PhysicalActionRequested: SessionState._physical_requested,
+    PhysicalActionDone: SessionState._physical_done,
+    LinkTransitionSeen: SessionState._transition,
+    NodeDrained: SessionState._drained,
+    BisectionConcluded: SessionState._concluded,
+    ExportTaken: SessionState._export,
+    FixPreviewed: SessionState._fix_previewed,
+    FixApplied: SessionState._fix_applied,
+    FixVerified: SessionState._fix_verified,
+    FixRolledBack: SessionState._fix_rolled_back,
+    FixRefusedEvent: SessionState._fix_refused,
+    RollbackArmed: SessionState._rollback_armed,
+    RollbackDisarmed: SessionState._rollback_disarmed,
+    Note: SessionState._note,
+}
