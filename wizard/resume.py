@@ -20,7 +20,7 @@ def resume_step(state: SessionState, order: Sequence[str]) -> tuple[str, tuple[s
     """The step to continue at, and the steps already done, in flow order: the step the log
     stopped in, or the first not done when that one is done (the last step when all are)."""
     done = tuple(s for s in order if s in state.done_steps)
-    step = state.step if state.step in order else order[0]
+    step = state.step if state.step is not None and state.step in order else order[0]
     if step in done:
         later = [s for s in order if s not in done]
         step = later[0] if later else order[-1]
