@@ -80,6 +80,10 @@ def _not_a_log(path: Path, why: str) -> SessionLogError:
     )
 
 
+_Line = tuple[int, bytes]  # (end offset, content without its newline)
+_Parsed = tuple[int, dict[str, Any] | None, str]  # (end offset, record, error)
+
+
 def load_session(session: Path | str) -> LoadedSession:
     """Read a session log. A torn last line is dropped and flagged; a log written with a newer
     log format is refused; anything that is not a fabwiz log gets a SessionLogError."""
@@ -88,47 +92,81 @@ def load_session(session: Path | str) -> LoadedSession:
         raw = path.read_bytes()
     except OSError as exc:
         raise SessionLogError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    lines = _split_lines(raw)
+    parsed = [_parse_line(end, content) for end, content in lines]
+    good_idx = [i for i, (_e, rec, _err) in enumerate(parsed) if rec is not None]
+    if not good_idx:
+        raise _nothing_loadable(path, raw, lines)
+    _check_start(path, parsed, good_idx[0])
+    last_good = good_idx[-1]
+    for i in range(last_good):
+        if parsed[i][1] is None and parsed[i][2] != "empty":
+            raise SessionLogError(
+                f"{path}: line {i + 1} is damaged ({parsed[i][2]}) in the middle of the log",
+                hint="only the last line of a log can be torn by a crash; the file was altered",
+            )
+    tail = lines[last_good + 1 :]
+    torn_text = b"\n".join(c for _e, c in tail).decode("utf-8", "replace").strip("\x00\n ")
+    events, seqs, warnings = _decode_records(path, parsed, good_idx)
+    if torn_text:
+        warnings.append(
+            f"the last line was cut mid-write ({len(torn_text)} characters): "
+            "the session stopped abruptly; everything before it is loaded"
+        )
+    return LoadedSession(
+        path=path,
+        events=tuple(events),
+        seqs=tuple(seqs),
+        torn_tail=bool(torn_text),
+        torn_text=torn_text,
+        warnings=tuple(warnings),
+        good_bytes=parsed[last_good][0],
+    )
 
-    # Split keeping byte offsets, so a resume can cut exactly after the last good line.
-    lines: list[tuple[int, bytes, bool]] = []  # (end offset, content, had newline)
+
+def _split_lines(raw: bytes) -> list[_Line]:
+    """Split keeping byte offsets, so a resume can cut exactly after the last good line."""
+    lines: list[_Line] = []
     start = 0
     while start < len(raw):
         nl = raw.find(b"\n", start)
         if nl == -1:
-            lines.append((len(raw), raw[start:], False))
+            lines.append((len(raw), raw[start:]))
             break
-        lines.append((nl + 1, raw[start:nl], True))
+        lines.append((nl + 1, raw[start:nl]))
         start = nl + 1
+    return lines
 
-    parsed: list[tuple[int, dict[str, Any] | None, str]] = []  # (end offset, record, error)
-    for end, content, _had_nl in lines:
-        text = content.decode("utf-8", "replace").strip()
-        if not text or set(text) <= {"\x00"}:
-            parsed.append((end, None, "empty"))
-            continue
-        try:
-            obj = json.loads(text)
-            _Envelope.model_validate(obj)
-        except (ValueError, ValidationError) as exc:
-            parsed.append((end, None, str(exc).splitlines()[0]))
-            continue
-        parsed.append((end, obj, ""))
 
-    good_idx = [i for i, (_e, rec, _err) in enumerate(parsed) if rec is not None]
-    if not good_idx:
-        if len(lines) == 1 and lines[0][1].startswith(b'{"seq": 1, "type": "session_started"'):
-            raise SessionLogError(
-                f"{path} holds only a torn first line: the session stopped before anything "
-                "was recorded",
-                hint="there is nothing to resume or report; start a new session",
-            )
-        if raw.strip(b"\x00 \n\r\t"):
-            raise _not_a_log(path, "no line is a fabwiz event record")
-        raise _not_a_log(path, "the file is empty")
+def _parse_line(end: int, content: bytes) -> _Parsed:
+    text = content.decode("utf-8", "replace").strip()
+    if not text or set(text) <= {"\x00"}:
+        return (end, None, "empty")
+    try:
+        obj = json.loads(text)
+        _Envelope.model_validate(obj)
+    except (ValueError, ValidationError) as exc:
+        return (end, None, str(exc).splitlines()[0])
+    return (end, obj, "")
 
-    first = parsed[good_idx[0]][1]
+
+def _nothing_loadable(path: Path, raw: bytes, lines: list[_Line]) -> SessionLogError:
+    if len(lines) == 1 and lines[0][1].startswith(b'{"seq": 1, "type": "session_started"'):
+        return SessionLogError(
+            f"{path} holds only a torn first line: the session stopped before anything "
+            "was recorded",
+            hint="there is nothing to resume or report; start a new session",
+        )
+    if raw.strip(b"\x00 \n\r\t"):
+        return _not_a_log(path, "no line is a fabwiz event record")
+    return _not_a_log(path, "the file is empty")
+
+
+def _check_start(path: Path, parsed: list[_Parsed], first_idx: int) -> None:
+    """The first line is a session start of a log version this build reads."""
+    first = parsed[first_idx][1]
     assert first is not None
-    if good_idx[0] != 0:
+    if first_idx != 0:
         raise _not_a_log(path, f"line 1 is not an event record ({parsed[0][2]})")
     if first.get("type") != SessionStarted.type:
         raise _not_a_log(path, f"it starts with {first.get('type')!r}, not a session start")
@@ -143,21 +181,14 @@ def load_session(session: Path | str) -> LoadedSession:
             hint="upgrade fabwiz (pip install -U fabwiz) to open this session",
         )
 
-    last_good = good_idx[-1]
-    warnings: list[str] = []
-    for i in range(last_good):
-        if parsed[i][1] is None and parsed[i][2] != "empty":
-            raise SessionLogError(
-                f"{path}: line {i + 1} is damaged ({parsed[i][2]}) in the middle of the log",
-                hint="only the last line of a log can be torn by a crash; the file was altered",
-            )
 
-    tail = lines[last_good + 1 :]
-    torn_text = b"\n".join(c for _e, c, _n in tail).decode("utf-8", "replace").strip("\x00\n ")
-    torn = bool(torn_text)
-
+def _decode_records(
+    path: Path, parsed: list[_Parsed], good_idx: list[int]
+) -> tuple[list[Event], list[int], list[str]]:
+    """The events of the good lines, their seqs, and a warning per odd seq or unknown type."""
     events: list[Event] = []
     seqs: list[int] = []
+    warnings: list[str] = []
     for i in good_idx:
         rec = parsed[i][1]
         assert rec is not None
@@ -179,17 +210,4 @@ def load_session(session: Path | str) -> LoadedSession:
             ) from exc
         events.append(event)
         seqs.append(seq)
-    if torn:
-        warnings.append(
-            f"the last line was cut mid-write ({len(torn_text)} characters): "
-            "the session stopped abruptly; everything before it is loaded"
-        )
-    return LoadedSession(
-        path=path,
-        events=tuple(events),
-        seqs=tuple(seqs),
-        torn_tail=torn,
-        torn_text=torn_text,
-        warnings=tuple(warnings),
-        good_bytes=parsed[last_good][0],
-    )
+    return events, seqs, warnings
