@@ -7,12 +7,13 @@ cut, the durability rule: every event that precedes or records a switch or host 
 consents, armed rollbacks, applied/verified/rolled-back fixes, physical actions, drains, steps,
 notes...) is fsynced before `write` returns, and with it every line before it; the high-volume
 observations (probes sent and answered, verdicts, measurements) are fsynced in batches, at most
-`BATCH_FSYNC_S` after they were written, and at close. That torn last line still loads
-(`LoadedSession.torn_tail`); a log from a future fabwiz is refused.
+`BATCH_FSYNC_S` after they were written or at every `BATCH_FSYNC_EVENTS`-th, and at close. A torn
+last line still loads (`LoadedSession.torn_tail`); a log from a future fabwiz is refused.
 
 `SessionState` (`fold`) is rebuilt purely from the events (a fold): the current step and phase,
-verdicts, fixes and their status, exports, operator answers, physical actions, link transitions and drains
-(the drain guard), measurements and probe results. That gives resume, replay and reports.
+verdicts, fixes and their `FixState`, exports, operator answers, physical actions and the cabling
+they leave, link transitions and drains (the drain guard), measurements and probe results. Resume,
+the TUI's view model, replay and reports read it.
 
 Secrets never reach the disk: every string of every event goes through a `SecretScrubber` holding
 the passwords the process knows (a second line of defence behind the transports, which never put
@@ -42,10 +43,11 @@ from wizard.session.fold import (
 )
 from wizard.session.loader import LoadedSession, load_session
 from wizard.session.scrub import SCRUBBED, SecretScrubber
-from wizard.session.writer import BATCH_FSYNC_S, BATCHED_EVENTS, SessionLog
+from wizard.session.writer import BATCH_FSYNC_EVENTS, BATCH_FSYNC_S, BATCHED_EVENTS, SessionLog
 
 __all__ = [
     "BATCHED_EVENTS",
+    "BATCH_FSYNC_EVENTS",
     "BATCH_FSYNC_S",
     "LAB_STATE_NAME",
     "LOG_NAME",

@@ -51,6 +51,7 @@ BATCHED_EVENTS: frozenset[str] = frozenset(
     {ProbeSent.type, ProbeAnswered.type, VerdictReached.type, MeasurementTaken.type}
 )
 BATCH_FSYNC_S = 0.5  # the longest a batched line waits for its fsync
+BATCH_FSYNC_EVENTS = 512  # the most batched lines waiting for one fsync
 
 
 class SessionLog:
@@ -81,6 +82,7 @@ class SessionLog:
         self._fd: int | None = fd if fd is not None else _open_locked(self.path)
         self.path.chmod(_FILE_MODE)
         self._dirty = False  # lines written since the last fsync
+        self._waiting = 0  # batched lines written since the last fsync
         self._timer: threading.Timer | None = None
         self.fsyncs = 0  # fsync calls of the log file, for tests and the bench
 
@@ -184,10 +186,12 @@ class SessionLog:
                 _write_all(self._fd, line)
                 self._dirty = True
                 if self._fsync:
-                    if event.type in BATCHED_EVENTS:
-                        self._sync_later()
-                    else:
+                    batched = event.type in BATCHED_EVENTS
+                    if not batched or self._waiting + 1 >= BATCH_FSYNC_EVENTS:
                         self._sync_now()
+                    else:
+                        self._waiting += 1
+                        self._sync_later()
             except OSError as exc:
                 # Never leave half a line in the middle of the log (disk full): cut it back.
                 try:
@@ -218,9 +222,11 @@ class SessionLog:
             os.fsync(self._fd)
             self.fsyncs += 1
             self._dirty = False
+            self._waiting = 0
 
     def _sync_later(self) -> None:
-        """Under the lock: make sure a batch fsync comes within BATCH_FSYNC_S."""
+        """Under the lock: make sure a batch fsync comes within BATCH_FSYNC_S (or sooner, at the
+        BATCH_FSYNC_EVENTS-th batched line)."""
         if self._timer is None:
             self._timer = threading.Timer(BATCH_FSYNC_S, self._timed_sync)
             self._timer.daemon = True
