@@ -39,7 +39,7 @@ from wizard.events import (
     VerdictReached,
 )
 from wizard.model import Evidence, Measurement, ProbeResult, Status, Verdict
-from wizard.session.fold import FixRecord, SessionState
+from wizard.session import FixRecord, SessionState
 
 
 class StepText(Protocol):

@@ -20,7 +20,8 @@ the passwords the process knows (a second line of defence behind the transports,
 them in events). Session folders are mode 0700 and their files 0600.
 
 The package: `files` (the folder, its lock, raw writes), `scrub` (secrets), `writer` (`SessionLog`
-and the durability rule), `loader` (`load_session`), `fold` (`SessionState`).
+and the durability rule), `loader` (`load_session`), `fold` (`SessionState`) and
+`records` (what it keeps per fix, rollback and measurement).
 """
 
 from __future__ import annotations
@@ -33,15 +34,15 @@ from wizard.session.files import (
     new_session_id,
     resolve_session_path,
 )
-from wizard.session.fold import (
+from wizard.session.fold import SessionState
+from wizard.session.loader import LoadedSession, load_session
+from wizard.session.records import (
     BeforeAfter,
     FixRecord,
     FixStatus,
     MeasurementRecord,
     RollbackRecord,
-    SessionState,
 )
-from wizard.session.loader import LoadedSession, load_session
 from wizard.session.scrub import SCRUBBED, SecretScrubber
 from wizard.session.writer import BATCH_FSYNC_EVENTS, BATCH_FSYNC_S, BATCHED_EVENTS, SessionLog
 
