@@ -42,7 +42,7 @@ from wizard.events import (
 from wizard.fabric import InventoryFabric
 from wizard.inventory import Inventory, load_inventory, resolve_password
 from wizard.probes import Observations
-from wizard.resume import resume_from
+from wizard.resume import resume_from as resume_along
 from wizard.session import LoadedSession, SessionLog, load_session
 from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
 from wizard.transports.ssh import SshTarget, SshTransport
@@ -276,7 +276,7 @@ async def open_wizard(
     fabric.sweeper.limits = exp  # the re-run and bidirectional limits of the rail tests
     state_resume: Resume | None = None
     if resume is not None:
-        state_resume = resume_from(resume, [s.id for s in FLOW])
+        state_resume = resume_from(resume)
         log.resumed(resume, state_resume.step)
     else:
         log.start(
@@ -400,6 +400,11 @@ def _save_lab(log: SessionLog, lab: Any) -> None:
             f"{exc.strerror or exc}",
             hint="free some disk space or pass another --session-dir",
         ) from exc
+
+
+def resume_from(loaded: LoadedSession) -> Resume:
+    """What the engine needs to continue `loaded` along this build's flow (`wizard.resume`)."""
+    return resume_along(loaded, [s.id for s in FLOW])
 
 
 # --- the headless runners ---------------------------------------------------------------------
