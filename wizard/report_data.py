@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from wizard.errors import ParseError
-from wizard.events import BisectionConcluded
 from wizard.model import Status, Verdict
 from wizard.report_svg import band
 from wizard.session import LoadedSession, MeasurementRecord, SessionState
@@ -85,7 +84,7 @@ def before_after(state: SessionState) -> list[dict[str, Any]]:
     return out
 
 
-def conclusions(loaded: LoadedSession) -> list[dict[str, Any]]:
+def conclusions(state: SessionState) -> list[dict[str, Any]]:
     """What each bisection step concluded, with its numbers (the engine's own sentence)."""
     return [
         {
@@ -97,8 +96,7 @@ def conclusions(loaded: LoadedSession) -> list[dict[str, Any]]:
             "direct_gbps": ev.direct_gbps,
             "faults": list(ev.faults),
         }
-        for ev in loaded.events
-        if isinstance(ev, BisectionConcluded)
+        for ev in state.conclusions
     ]
 
 

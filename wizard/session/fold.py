@@ -83,7 +83,7 @@ class SessionState:
     # the cabling now: the last recable done joined two nodes port to port, and its undo moves
     direct_cabled: bool = False
     direct_undo: tuple[tuple[str, str, str], ...] = ()
-    conclusions: dict[str, BisectionConcluded] = field(default_factory=dict)  # step -> last
+    conclusions: list[BisectionConcluded] = field(default_factory=list)  # in order
     transitions: dict[str, list[Transition]] = field(default_factory=dict)  # node -> in order
     drains: dict[str, list[NodeDrained]] = field(default_factory=dict)  # node -> in order
     # target -> when this session last changed it, on its own clock (`wizard.changes`)
@@ -175,7 +175,7 @@ class SessionState:
         self.drains.setdefault(ev.node, []).append(ev)
 
     def _concluded(self, ev: BisectionConcluded) -> None:
-        self.conclusions[ev.step] = ev
+        self.conclusions.append(ev)
 
     def _export(self, ev: ExportTaken) -> None:
         self.exports.append(ev)
@@ -270,7 +270,7 @@ class SessionState:
     @property
     def deferred(self) -> tuple[str, ...]:
         """The findings a skipped direct-connect test waits for (none once it ran after all)."""
-        last = self.conclusions.get("direct_connect")
+        last = next((c for c in reversed(self.conclusions) if c.step == "direct_connect"), None)
         if last is None or last.conclusion != "skipped":
             return ()
         return tuple(str(f) for f in last.faults)
