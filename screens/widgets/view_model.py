@@ -39,7 +39,8 @@ from wizard.events import (
     VerdictReached,
 )
 from wizard.model import Evidence, Measurement, ProbeResult, Status, Verdict
-from wizard.session import FixRecord, SessionState
+from wizard.session.fold import SessionState
+from wizard.session.records import FixRecord
 
 
 class StepText(Protocol):

@@ -26,25 +26,64 @@ and the durability rule), `loader` (`load_session`), `fold` (`SessionState`) and
 
 from __future__ import annotations
 
-from wizard.session.files import (
-    LAB_STATE_NAME,
-    LOG_NAME,
-    LOG_VERSION,
-    default_sessions_root,
-    new_session_id,
-    resolve_session_path,
-)
-from wizard.session.fold import SessionState
-from wizard.session.loader import LoadedSession, load_session
-from wizard.session.records import (
-    BeforeAfter,
-    FixRecord,
-    FixStatus,
-    MeasurementRecord,
-    RollbackRecord,
-)
-from wizard.session.scrub import SCRUBBED, SecretScrubber
-from wizard.session.writer import BATCH_FSYNC_EVENTS, BATCH_FSYNC_S, BATCHED_EVENTS, SessionLog
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from wizard.session.files import (
+        LAB_STATE_NAME,
+        LOG_NAME,
+        LOG_VERSION,
+        default_sessions_root,
+        new_session_id,
+        resolve_session_path,
+    )
+    from wizard.session.fold import SessionState
+    from wizard.session.loader import LoadedSession, load_session
+    from wizard.session.records import (
+        BeforeAfter,
+        FixRecord,
+        FixStatus,
+        MeasurementRecord,
+        RollbackRecord,
+    )
+    from wizard.session.scrub import SCRUBBED, SecretScrubber
+    from wizard.session.writer import (
+        BATCH_FSYNC_EVENTS,
+        BATCH_FSYNC_S,
+        BATCHED_EVENTS,
+        SessionLog,
+    )
+
+# Each public name from the module that defines it, imported on first use: the TUI's view of a
+# session needs the fold, not the writer or the loader.
+_HOMES = {
+    "files": (
+        "LAB_STATE_NAME",
+        "LOG_NAME",
+        "LOG_VERSION",
+        "default_sessions_root",
+        "new_session_id",
+        "resolve_session_path",
+    ),
+    "fold": ("SessionState",),
+    "loader": ("LoadedSession", "load_session"),
+    "records": ("BeforeAfter", "FixRecord", "FixStatus", "MeasurementRecord", "RollbackRecord"),
+    "scrub": ("SCRUBBED", "SecretScrubber"),
+    "writer": ("BATCH_FSYNC_EVENTS", "BATCH_FSYNC_S", "BATCHED_EVENTS", "SessionLog"),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name in _HOME:
+        value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BATCHED_EVENTS",

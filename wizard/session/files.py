@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets as _secrets
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,8 +30,10 @@ def default_sessions_root() -> Path:
 
 def new_session_id(now: float | None = None) -> str:
     """`<UTC timestamp>-<short id>`, e.g. `20261130T001500Z-3f9a1c2e`: sorts by time."""
+    import secrets
+
     stamp = datetime.fromtimestamp(time.time() if now is None else now, tz=UTC)
-    return f"{stamp:%Y%m%dT%H%M%SZ}-{_secrets.token_hex(4)}"
+    return f"{stamp:%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
 
 
 def _write_all(fd: int, data: bytes) -> None:

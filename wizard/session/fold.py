@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from wizard import changes
 from wizard.drain import DrainGuard
 from wizard.events import (
     BisectionConcluded,
@@ -205,7 +204,7 @@ class SessionState:
         rec.applied_at = ev.at
         rec.export = ev.export
         rec.rollback_armed = ev.rollback_armed or rec.rollback_armed
-        changes.replay(self.changed_at, ev.changed_at)
+        _replay_stamps(self.changed_at, ev.changed_at)
 
     def _fix_verified(self, ev: FixVerified) -> None:
         rec = self._fix(ev.fix_id, ev.step, ev.fault, "")
@@ -220,7 +219,7 @@ class SessionState:
         rec.rollback_reason = ev.reason
         rec.restored = ev.restored
         rec.finished_at = ev.at
-        changes.replay(self.changed_at, ev.changed_at)
+        _replay_stamps(self.changed_at, ev.changed_at)
 
     def _fix_refused(self, ev: FixRefusedEvent) -> None:
         self.refused.append(ev)
@@ -428,6 +427,14 @@ class SessionState:
 
 def _at(t: Transition) -> float:
     return t.at
+
+
+def _replay_stamps(changed_at: dict[str, float], stamped: dict[str, float | None]) -> None:
+    """`wizard.changes.replay`, imported when a change is folded (it pulls in the fix
+    executors, which a view of the session does not otherwise need)."""
+    from wizard import changes
+
+    changes.replay(changed_at, stamped)
 
 
 _HANDLERS: dict[type[Event], Callable[[SessionState, Any], None]] = {

@@ -7,19 +7,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
-from wizard import __version__
+from wizard import __version__, codec
 from wizard.errors import SessionLogError
 from wizard.events import EVENT_TYPES, Event, SessionStarted, event_from_json
 from wizard.session.files import LAB_STATE_NAME, LOG_VERSION, resolve_session_path
 from wizard.session.fold import SessionState
 
 
-class _Envelope(BaseModel):
+@dataclass(frozen=True, slots=True)
+class _Envelope:
     """What every line of a fabwiz log has, whatever its event type (validated at load)."""
-
-    model_config = ConfigDict(extra="allow")
 
     seq: int
     type: str
@@ -144,8 +141,8 @@ def _parse_line(end: int, content: bytes) -> _Parsed:
         return (end, None, "empty")
     try:
         obj = json.loads(text)
-        _Envelope.model_validate(obj)
-    except (ValueError, ValidationError) as exc:
+        codec.decode(_Envelope, obj)
+    except ValueError as exc:
         return (end, None, str(exc).splitlines()[0])
     return (end, obj, "")
 
