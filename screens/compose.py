@@ -25,7 +25,7 @@ from flows.bisection import FLOW
 from flows.expectations import DEFAULT, Expectations, validate_overrides
 from flows.registry import CHECKS, make_context
 from wizard.drain import DrainGuard
-from wizard.engine import Engine, FixRecord, Operator, Resume, RunResult
+from wizard.engine import Engine, Operator, Resume, RunResult
 from wizard.errors import FabwizError, SessionLogError
 from wizard.events import (
     Event,
@@ -35,7 +35,6 @@ from wizard.events import (
     FixVerified,
     NodeDrained,
     PhysicalActionDone,
-    PhysicalActionRequested,
     RollbackArmed,
     RollbackDisarmed,
     SessionEnded,
@@ -43,6 +42,7 @@ from wizard.events import (
 from wizard.fabric import InventoryFabric
 from wizard.inventory import Inventory, load_inventory, resolve_password
 from wizard.probes import Observations
+from wizard.resume import resume_from as resume_along
 from wizard.session import LoadedSession, SessionLog, load_session
 from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
 from wizard.transports.ssh import SshTarget, SshTransport
@@ -403,83 +403,8 @@ def _save_lab(log: SessionLog, lab: Any) -> None:
 
 
 def resume_from(loaded: LoadedSession) -> Resume:
-    """What the engine needs to continue a session, folded from its log."""
-    st = loaded.state()
-    order = [s.id for s in FLOW]
-    done = tuple(s for s in order if s in st.done_steps)
-    step = st.step if st.step in order else order[0]
-    if step in done:
-        later = [s for s in order if s not in done]
-        step = later[0] if later else order[-1]
-    fixes = tuple(
-        FixRecord(
-            fix_id=f.fix_id,
-            fault=f.fault,
-            target=f.target,
-            applied=f.applied,
-            verified=f.status == "verified",
-            rolled_back=f.status == "rolled_back",
-            export=f.export,
-            state="interrupted" if f.status == "previewed" else "",
-        )
-        for f in st.fixes.values()
-    )
-    started = list(loaded.events)
-    scripts = {e.name: e.script for e in started if isinstance(e, RollbackArmed)}
-    counter = sum(1 for e in started if isinstance(e, ExportTaken | RollbackArmed))
-    recables = sum(
-        1
-        for e in started
-        if isinstance(e, PhysicalActionDone) and e.step == "direct_connect" and e.kind == "recable"
-    )
-    return Resume(
-        rollback_scripts=scripts,
-        fix_counter=counter,
-        direct_cabled=recables % 2 == 1,
-        direct_undo=next(
-            (
-                tuple((str(a), str(b), str(c)) for a, b, c in e.undo)
-                for e in reversed(started)
-                if isinstance(e, PhysicalActionRequested) and e.step == "direct_connect" and e.undo
-            ),
-            (),
-        ),
-        step=step,
-        done_steps=done,
-        verified_fixes=tuple(f.fix_id for f in st.fixes.values() if f.status == "verified"),
-        pending_rollbacks=tuple(st.pending_rollbacks()),
-        guard=DrainGuard.from_events(started),
-        fixes=fixes,
-        healthy_before=_healthy_before(loaded),
-        deferred=_deferred(started),
-        exports={
-            e.switch: e.contents
-            for e in started
-            if isinstance(e, ExportTaken) and e.purpose == "pre-fix" and e.contents
-        },
-        disarmed=tuple(e.name for e in started if isinstance(e, RollbackDisarmed)),
-    )
-
-
-def _deferred(events: list[Event]) -> tuple[str, ...]:
-    """The findings a skipped direct-connect test waits for (none once it ran after all)."""
-    from wizard.events import BisectionConcluded
-
-    last = [e for e in events if isinstance(e, BisectionConcluded) and e.step == "direct_connect"]
-    if not last or last[-1].conclusion != "skipped":
-        return ()
-    return tuple(str(f) for f in last[-1].faults)
-
-
-def _healthy_before(loaded: LoadedSession) -> bool | None:
-    from wizard.events import VerdictReached
-
-    pre = [
-        e.verdict for e in loaded.events if isinstance(e, VerdictReached) and e.step == "preflight"
-    ]
-    if not pre:
-        return None
-    return not any(v.is_finding for v in pre)
+    """What the engine needs to continue `loaded` along this build's flow (`wizard.resume`)."""
+    return resume_along(loaded, [s.id for s in FLOW])
 
 
 # --- the headless runners ---------------------------------------------------------------------

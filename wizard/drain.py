@@ -7,7 +7,7 @@ re-arm a low-throughput CX7 state that survives reboots and only a full AC drain
 The guard knows the transitions the engine caused or prompted (`record_transition`), and those it
 sees: a node whose carrier counters (`link_down_events_phy`, per boot) went up since the engine
 last looked, or that shows link-down events since boot while the engine has no drain on record
-after them. It is rebuilt from the session log on resume (`from_events`).
+after them. On resume it is the one the session fold leaves (`from_events`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from wizard import changes
-from wizard.events import Event, FixApplied, FixRolledBack, LinkTransitionSeen, NodeDrained
+from wizard.events import Event
 
 FAULT_ID = "process.undrained-measurement"
 
@@ -101,13 +100,7 @@ class DrainGuard:
 
     @classmethod
     def from_events(cls, events: Iterable[Event]) -> DrainGuard:
-        guard = cls()
-        for ev in events:
-            if isinstance(ev, LinkTransitionSeen):
-                guard.record_transition(ev.node, ev.at, ev.cause)
-            elif isinstance(ev, NodeDrained):
-                guard.record_drain(ev.node, ev.at, ev.boot_id)
-            elif isinstance(ev, FixApplied | FixRolledBack):
-                # when each change landed, on its target's clock: old log lines stay history
-                changes.replay(guard.changed_at, ev.changed_at)
-        return guard
+        """The guard the session fold leaves (`SessionState.drain_guard`)."""
+        from wizard.session.fold import SessionState
+
+        return SessionState.from_events(events).drain_guard()

@@ -2,19 +2,41 @@
 
 The engine emits these through its event sink; the session log writes each as one JSON line
 (`to_json`, with `type` and `at`), and rebuilds them with `event_from_json` for resume, replay and
-reports; the TUI renders them. `RailSampled` is high-rate gauge data: it goes to the UI and is not
-written to the log (the log keeps the measurements themselves).
+reports, both through the typed codec of `wizard.codec` (the round trip is lossless); the TUI
+renders them. `RailSampled` is high-rate gauge data: it goes to the UI and is not written to the
+log (the log keeps the measurements themselves).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
-import typing
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, ClassVar
 
-from wizard.model import Evidence, Measurement, ProbeResult, Verdict
+from wizard.model import Measurement, ProbeResult, Verdict
+
+
+class FixState(StrEnum):
+    """A fix's life cycle, the one vocabulary of the session fold, the engine and the TUI.
+
+    previewed -> declined (the operator said no) | refused (a guard said no) | applied;
+    applied -> verified | verify_failed | rolled_back. A declined, refused or failed fix offered
+    again is previewed again; a rolled-back one offered again is a new attempt.
+    """
+
+    PREVIEWED = "previewed"
+    DECLINED = "declined"
+    REFUSED = "refused"
+    APPLIED = "applied"
+    VERIFIED = "verified"
+    VERIFY_FAILED = "verify_failed"
+    ROLLED_BACK = "rolled_back"
+
+    @property
+    def open(self) -> bool:
+        """Offered and not answered, or applied and not verified: quitting leaves it behind."""
+        return self in (FixState.PREVIEWED, FixState.APPLIED)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -24,10 +46,10 @@ class Event:
     at: float = field(default_factory=time.time)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": self.type}
-        for f in dataclasses.fields(self):
-            out[f.name] = _encode(getattr(self, f.name))
-        return out
+        """The event as JSON data: `type`, then every field (`wizard.codec`)."""
+        from wizard import codec
+
+        return {"type": self.type, **codec.encode(self)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -332,34 +354,11 @@ EVENT_TYPES: dict[str, type[Event]] = {
 }
 
 
-def _encode(value: Any) -> Any:
-    if isinstance(value, ProbeResult | Verdict | Evidence):
-        return value.to_json()
-    if isinstance(value, Measurement):
-        return dataclasses.asdict(value)
-    if isinstance(value, tuple):
-        return [_encode(v) for v in value]
-    return value
-
-
 def event_from_json(data: dict[str, Any]) -> Event:
-    """Rebuild an event from its JSON form. Raises KeyError/TypeError/ValueError on bad data."""
+    """Rebuild an event from its JSON form, through its type's codec (`wizard.codec`): equal to
+    the event written. Raises KeyError on an unknown type, ValueError on data that does not fit
+    the event's fields."""
+    from wizard import codec
+
     cls = EVENT_TYPES[data["type"]]
-    hints = typing.get_type_hints(cls)
-    kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in data:
-            continue
-        raw = data[f.name]
-        hint = hints[f.name]
-        if hint is ProbeResult:
-            kwargs[f.name] = ProbeResult.from_json(raw)
-        elif hint is Verdict:
-            kwargs[f.name] = Verdict.from_json(raw)
-        elif hint is Measurement:
-            kwargs[f.name] = Measurement(**raw)
-        elif typing.get_origin(hint) is tuple:
-            kwargs[f.name] = tuple(raw)
-        else:
-            kwargs[f.name] = raw
-    return cls(**kwargs)
+    return codec.decode(cls, {k: v for k, v in data.items() if k != "type"})

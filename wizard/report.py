@@ -242,7 +242,7 @@ def build_report(
             if n.level in ("warn", "error")
         ],
         "rerun": _rerun(state),
-        "conclusions": report_data.conclusions(loaded),
+        "conclusions": report_data.conclusions(state),
         "versions": report_data.versions(loaded, state),
         "charts": report_data.charts(state, final, measurements, ceilings),
         # the lanes host and switch side by side, as the caller rebuilt them from the log

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from wizard.errors import ParseError
-from wizard.events import BisectionConcluded
 from wizard.model import Status, Verdict
 from wizard.report_svg import band
 from wizard.session import LoadedSession, MeasurementRecord, SessionState
@@ -85,7 +84,7 @@ def before_after(state: SessionState) -> list[dict[str, Any]]:
     return out
 
 
-def conclusions(loaded: LoadedSession) -> list[dict[str, Any]]:
+def conclusions(state: SessionState) -> list[dict[str, Any]]:
     """What each bisection step concluded, with its numbers (the engine's own sentence)."""
     return [
         {
@@ -97,8 +96,7 @@ def conclusions(loaded: LoadedSession) -> list[dict[str, Any]]:
             "direct_gbps": ev.direct_gbps,
             "faults": list(ev.faults),
         }
-        for ev in loaded.events
-        if isinstance(ev, BisectionConcluded)
+        for ev in state.conclusions
     ]
 
 
@@ -121,38 +119,64 @@ def versions(loaded: LoadedSession, state: SessionState) -> list[dict[str, Any]]
             "source": "session start",
         },
     ]
-
-    def add(target: str, component: str, version: Any, source: str) -> None:
-        if version in (None, "", {}, []):
-            return
-        if isinstance(version, Mapping):
-            for k, v in version.items():
-                add(target, str(k), v, source)
-            return
-        row = {"target": target, "component": component, "version": str(version), "source": source}
-        if row not in out:
-            out.append(row)
-
-    record = latest_versions(loaded.events)  # the session's VersionsRecorded, if any
-    if record is not None:
-        for target, comps in (*record.nodes.items(), *record.switches.items()):
-            for component, version in comps.items():
-                add(target, component, version, "versions record")
-    for verdicts in state.verdicts.values():
-        for v in verdicts:
-            for e in v.evidence:
-                if e.expected != VERSIONS_EXPECTED:
-                    continue
-                for part in e.observed.split("; "):
-                    component, _, version = part.partition(" ")
-                    if version:
-                        add(e.target, component, version, "preflight")
-    for rec in state.measurements:
-        m = rec.measurement
-        if m.kind == "nccl":
-            for key, label in (("nccl_tests_version", "nccl-tests"), ("nccl_version", "NCCL")):
-                add(str(m.extra.get("launch") or m.target), label, m.extra.get(key), "NCCL run")
+    for target, component, version, source in (
+        *_recorded_versions(loaded),
+        *_preflight_versions(state),
+        *_nccl_versions(state),
+    ):
+        _add_version(out, target, component, version, source)
     return [r for r in out if r["component"]]
+
+
+_Found = tuple[str, str, Any, str]  # (target, component, version, source)
+
+
+def _add_version(
+    out: list[dict[str, Any]], target: str, component: str, version: Any, source: str
+) -> None:
+    """One row per (target, component, version, source), a mapping as one row per key; an
+    empty version is no row."""
+    if version in (None, "", {}, []):
+        return
+    if isinstance(version, Mapping):
+        for k, v in version.items():
+            _add_version(out, target, str(k), v, source)
+        return
+    row = {"target": target, "component": component, "version": str(version), "source": source}
+    if row not in out:
+        out.append(row)
+
+
+def _recorded_versions(loaded: LoadedSession) -> list[_Found]:
+    record = latest_versions(loaded.events)  # the session's VersionsRecorded, if any
+    if record is None:
+        return []
+    return [
+        (target, component, version, "versions record")
+        for target, comps in (*record.nodes.items(), *record.switches.items())
+        for component, version in comps.items()
+    ]
+
+
+def _preflight_versions(state: SessionState) -> list[_Found]:
+    found: list[_Found] = []
+    for verdicts in state.verdicts.values():
+        for e in (e for v in verdicts for e in v.evidence if e.expected == VERSIONS_EXPECTED):
+            for part in e.observed.split("; "):
+                component, _, version = part.partition(" ")
+                if version:
+                    found.append((e.target, component, version, "preflight"))
+    return found
+
+
+def _nccl_versions(state: SessionState) -> list[_Found]:
+    found: list[_Found] = []
+    for m in (r.measurement for r in state.measurements if r.measurement.kind == "nccl"):
+        for key, label in (("nccl_tests_version", "nccl-tests"), ("nccl_version", "NCCL")):
+            found.append(
+                (str(m.extra.get("launch") or m.target), label, m.extra.get(key), "NCCL run")
+            )
+    return found
 
 
 def _nccl_points(raw: str) -> list[tuple[int, float]]:

@@ -279,6 +279,18 @@ def _step_line(st: dict[str, Any], blocks: list[VerdictBlock]) -> StepLine:
     )
 
 
+class _Raws:
+    """The appendix being built: each raw text gets the next `raw-N` reference."""
+
+    def __init__(self) -> None:
+        self.blocks: list[RawBlock] = []
+
+    def __call__(self, title: str, text: str, lang: str = "") -> str:
+        ref = f"raw-{len(self.blocks) + 1}"
+        self.blocks.append(RawBlock(ref, title, text, lang))
+        return ref
+
+
 def doc_from_data(data: dict[str, Any]) -> ReportDoc:
     s = data["session"]
     doc = ReportDoc(
@@ -288,13 +300,37 @@ def doc_from_data(data: dict[str, Any]) -> ReportDoc:
         torn_tail=bool(s["torn_tail"]),
         data=data,
     )
-    raws: list[RawBlock] = []
+    raw = _Raws()
+    _fill_overview(doc, data)
+    _fill_session(doc, s)
+    _fill_summary(doc, data)
+    for st in data["steps"]:
+        blocks = tuple(_verdict_block(st["step"], v, raw) for v in st["verdicts"])
+        doc.steps.append(_step_section(st, blocks, raw))
+        doc.step_lines.append(_step_line(st, list(blocks)))
+    doc.fixes = [_fix_block(f, raw) for f in data["fixes"]]
+    doc.refused = [
+        f"Refused {r['fault']} on {r['target']} ({r['step']}): {r['reason']}"
+        for r in data["refused"]
+    ]
+    for e in data["exports"]:
+        if e["fix_id"] is None:
+            raw(
+                f"{e['purpose']} export: {e['switch']} {e['file']} "
+                f"(sha256 {e['sha256'][:16]}, {e['at']})",
+                e["contents"],
+                "routeros",
+            )
+    doc.operator = [(o["at"], o["step"], o["what"], o["result"]) for o in data["operator"]]
+    doc.notes = [f"{n['level']}: {n['text']}" for n in data["notes"]]
+    doc.errors = [n["text"] for n in data["notes"] if n["level"] == "error"]
+    doc.log_warnings = list(s["warnings"])
+    doc.raw = raw.blocks
+    return doc
 
-    def raw(title: str, text: str, lang: str = "") -> str:
-        ref = f"raw-{len(raws) + 1}"
-        raws.append(RawBlock(ref, title, text, lang))
-        return ref
 
+def _fill_overview(doc: ReportDoc, data: dict[str, Any]) -> None:
+    """The first page: faults, before/after, what was not checked, the bisection's sentences."""
     doc.faults = [
         FaultRow(
             f["fault"],
@@ -325,6 +361,10 @@ def doc_from_data(data: dict[str, Any]) -> ReportDoc:
     doc.conclusions = [
         Conclusion(c["step"], c["conclusion"], c["sentence"]) for c in data.get("conclusions", [])
     ]
+
+
+def _fill_session(doc: ReportDoc, s: dict[str, Any]) -> None:
+    """The session's table, its one-line form, and the versions it read."""
     doc.session = [
         ("Outcome", s["outcome"] + (f" ({s['end_reason']})" if s["end_reason"] else "")),
         ("Started", s["started_at"]),
@@ -345,7 +385,11 @@ def doc_from_data(data: dict[str, Any]) -> ReportDoc:
         f"nodes {', '.join(s['nodes']) or '—'}; switches {', '.join(s['switches']) or '—'}; "
         f"fabwiz {s['fabwiz_version']}" + ("; redacted" if s["redacted"] else "")
     )
-    doc.versions = _version_rows(data.get("versions", []), list(s["nodes"]))
+
+
+def _fill_summary(doc: ReportDoc, data: dict[str, Any]) -> None:
+    """The summary lines, the findings, the measurements that are no evidence, the re-runs."""
+    doc.versions = _version_rows(data.get("versions", []), list(data["session"]["nodes"]))
     summ = data["summary"]
     counts = ", ".join(
         f"{n} {st}"
@@ -378,135 +422,110 @@ def doc_from_data(data: dict[str, Any]) -> ReportDoc:
             Rerun(f"{r['target']} ({got}{built}), on {r['node'] or 'the first node'}", r["command"])
         )
 
-    for st in data["steps"]:
-        blocks = []
-        for v in st["verdicts"]:
-            rows = []
-            for e in v["evidence"]:
-                ref = (
-                    raw(f"{st['step']}: {e['target']} $ {_short(e['command'])}", e["raw"])
-                    if e.get("raw")
-                    else ""
-                )
-                rows.append(
-                    EvidenceRow(
-                        e["target"], e["command"], e["observed"], e["expected"], e["status"], ref
-                    )
-                )
-            # In the body: a finding's evidence (its worst rows first, up to EVIDENCE_ROWS); a
-            # pass stands on one line. Every row is in the appendix.
-            shown: list[EvidenceRow] = []
-            if v["status"] not in ("pass", "benign"):
-                shown = sorted(rows, key=lambda r: -_SEVERITY.get(r.status, 0))[:EVIDENCE_ROWS]
-            more = ""
-            if len(shown) < len(rows):
-                more = raw(
-                    f"{st['step']}: {v['fault']}: {_plural(len(rows), 'evidence row')}",
-                    "\n".join(
-                        f"{r.status.upper():8} {r.target}  $ {r.command}\n"
-                        f"         observed: {r.observed}\n         expected: {r.expected}"
-                        for r in rows
-                    ),
-                )
-            blocks.append(
-                VerdictBlock(
-                    v["status"],
-                    v["fault"],
-                    ", ".join(v["targets"]),
-                    v["summary"],
-                    tuple(shown),
-                    len(rows),
-                    more,
-                )
-            )
-        measured = tuple(
-            MeasuredRow(
-                m["target"],
-                kind_label(m["kind"]),
-                fmt_value(m["value"], m["unit"]),
-                "yes" if m["valid"] else f"no: {m['reason']}",
-            )
-            for m in st["measurements"]
-        )
-        probes_ref = ""
-        if st["probes"]:
-            listing = "\n".join(
-                f"{p['target']}  {p['probe']}  $ {p['command']}  (exit {p['exit_status']}"
-                + (f", error {p['error']}" if p["error"] else "")
-                + f", {p['duration_s']} s)"
-                for p in st["probes"]
-            )
-            probes_ref = raw(f"{st['step']}: {_plural(len(st['probes']), 'probe')}", listing)
-        doc.steps.append(
-            StepSection(
-                st["step"], st["phase"], tuple(blocks), measured, len(st["probes"]), probes_ref
-            )
-        )
-        doc.step_lines.append(_step_line(st, blocks))
 
-    for f in data["fixes"]:
-        lines = [f"Fix: {f['summary']} ({f['fix_id']}, step {f['step']})"]
-        if f["applied_at"]:
-            lines.append(f"Applied: {f['applied_at']}")
-        if f["rollback_armed"]:
-            lines.append(f"Dead-man rollback armed: {f['rollback_armed']}")
-        if f["bounces_links"]:
-            lines.append("Bounces links: a drain is needed before measuring")
-        if f["verified_ok"] is not None:
-            lines.append(
-                f"Verification: {'passed' if f['verified_ok'] else 'FAILED'}"
-                + (f": {f['verify_detail']}" if f["verify_detail"] else "")
-            )
-        if f["status"] == "rolled_back":
-            restored = "confirmed restored" if f["restored"] else "not confirmed restored"
-            lines.append(f"Rolled back ({restored}): {f['rollback_reason']}")
-        e = f["export"]
-        title = ref = ""
-        if e:
-            title = (
-                f"Export taken before the change: {e['switch']} {e['file']} "
-                f"(sha256 {e['sha256'][:16]})"
-            )
-            ref = raw(title, e["contents"], "routeros")
-        preview = f["preview"]
-        if preview.count("\n") >= PREVIEW_LINES:
-            # a long preview (a whole netplan file) reads better in the appendix
-            n = preview.rstrip("\n").count("\n") + 1
-            lines.append(
-                f"Preview ({n} lines): "
-                + raw(f"Preview of {f['fault']} on {f['target']}", preview)
-                + " in the appendix"
-            )
-            preview = ""
-        doc.fixes.append(
-            FixBlock(
-                f["fault"],
-                f["target"],
-                f["status"].replace("_", " "),
-                tuple(lines),
-                preview,
-                ref,
-                title,
-            )
+def _verdict_block(step: str, v: dict[str, Any], raw: _Raws) -> VerdictBlock:
+    """One verdict of a step: in the body a finding's evidence (its worst rows first, up to
+    EVIDENCE_ROWS); a pass stands on one line. Every row is in the appendix."""
+    rows = [
+        EvidenceRow(
+            e["target"],
+            e["command"],
+            e["observed"],
+            e["expected"],
+            e["status"],
+            raw(f"{step}: {e['target']} $ {_short(e['command'])}", e["raw"])
+            if e.get("raw")
+            else "",
         )
-    doc.refused = [
-        f"Refused {r['fault']} on {r['target']} ({r['step']}): {r['reason']}"
-        for r in data["refused"]
+        for e in v["evidence"]
     ]
-    for e in data["exports"]:
-        if e["fix_id"] is None:
-            raw(
-                f"{e['purpose']} export: {e['switch']} {e['file']} "
-                f"(sha256 {e['sha256'][:16]}, {e['at']})",
-                e["contents"],
-                "routeros",
-            )
-    doc.operator = [(o["at"], o["step"], o["what"], o["result"]) for o in data["operator"]]
-    doc.notes = [f"{n['level']}: {n['text']}" for n in data["notes"]]
-    doc.errors = [n["text"] for n in data["notes"] if n["level"] == "error"]
-    doc.log_warnings = list(s["warnings"])
-    doc.raw = raws
-    return doc
+    shown: list[EvidenceRow] = []
+    if v["status"] not in ("pass", "benign"):
+        shown = sorted(rows, key=lambda r: -_SEVERITY.get(r.status, 0))[:EVIDENCE_ROWS]
+    more = ""
+    if len(shown) < len(rows):
+        more = raw(
+            f"{step}: {v['fault']}: {_plural(len(rows), 'evidence row')}",
+            "\n".join(
+                f"{r.status.upper():8} {r.target}  $ {r.command}\n"
+                f"         observed: {r.observed}\n         expected: {r.expected}"
+                for r in rows
+            ),
+        )
+    return VerdictBlock(
+        v["status"],
+        v["fault"],
+        ", ".join(v["targets"]),
+        v["summary"],
+        tuple(shown),
+        len(rows),
+        more,
+    )
+
+
+def _step_section(st: dict[str, Any], blocks: tuple[VerdictBlock, ...], raw: _Raws) -> StepSection:
+    measured = tuple(
+        MeasuredRow(
+            m["target"],
+            kind_label(m["kind"]),
+            fmt_value(m["value"], m["unit"]),
+            "yes" if m["valid"] else f"no: {m['reason']}",
+        )
+        for m in st["measurements"]
+    )
+    probes_ref = ""
+    if st["probes"]:
+        listing = "\n".join(
+            f"{p['target']}  {p['probe']}  $ {p['command']}  (exit {p['exit_status']}"
+            + (f", error {p['error']}" if p["error"] else "")
+            + f", {p['duration_s']} s)"
+            for p in st["probes"]
+        )
+        probes_ref = raw(f"{st['step']}: {_plural(len(st['probes']), 'probe')}", listing)
+    return StepSection(st["step"], st["phase"], blocks, measured, len(st["probes"]), probes_ref)
+
+
+def _fix_lines(f: dict[str, Any]) -> list[str]:
+    lines = [f"Fix: {f['summary']} ({f['fix_id']}, step {f['step']})"]
+    if f["applied_at"]:
+        lines.append(f"Applied: {f['applied_at']}")
+    if f["rollback_armed"]:
+        lines.append(f"Dead-man rollback armed: {f['rollback_armed']}")
+    if f["bounces_links"]:
+        lines.append("Bounces links: a drain is needed before measuring")
+    if f["verified_ok"] is not None:
+        lines.append(
+            f"Verification: {'passed' if f['verified_ok'] else 'FAILED'}"
+            + (f": {f['verify_detail']}" if f["verify_detail"] else "")
+        )
+    if f["status"] == "rolled_back":
+        restored = "confirmed restored" if f["restored"] else "not confirmed restored"
+        lines.append(f"Rolled back ({restored}): {f['rollback_reason']}")
+    return lines
+
+
+def _fix_block(f: dict[str, Any], raw: _Raws) -> FixBlock:
+    lines = _fix_lines(f)
+    e = f["export"]
+    title = ref = ""
+    if e:
+        title = (
+            f"Export taken before the change: {e['switch']} {e['file']} (sha256 {e['sha256'][:16]})"
+        )
+        ref = raw(title, e["contents"], "routeros")
+    preview = f["preview"]
+    if preview.count("\n") >= PREVIEW_LINES:
+        # a long preview (a whole netplan file) reads better in the appendix
+        n = preview.rstrip("\n").count("\n") + 1
+        lines.append(
+            f"Preview ({n} lines): "
+            + raw(f"Preview of {f['fault']} on {f['target']}", preview)
+            + " in the appendix"
+        )
+        preview = ""
+    return FixBlock(
+        f["fault"], f["target"], f["status"].replace("_", " "), tuple(lines), preview, ref, title
+    )
 
 
 __all__ = ["ReportDoc", "doc_from_data", "fmt_value", "kind_label"]

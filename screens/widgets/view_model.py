@@ -8,9 +8,9 @@ point; it returns which parts changed so the screen refreshes only those.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from wizard.events import (
     Event,
@@ -19,6 +19,7 @@ from wizard.events import (
     FixPreviewed,
     FixRefusedEvent,
     FixRolledBack,
+    FixState,
     FixVerified,
     LinkTransitionSeen,
     MeasurementTaken,
@@ -38,6 +39,8 @@ from wizard.events import (
     VerdictReached,
 )
 from wizard.model import Evidence, Measurement, ProbeResult, Status, Verdict
+from wizard.session.fold import SessionState
+from wizard.session.records import FixRecord
 
 
 class StepText(Protocol):
@@ -86,24 +89,49 @@ def steps_from(raw: Iterable[StepText]) -> tuple[StepInfo, ...]:
     )
 
 
-# Phases after which the step's verdict is what counts; the rest mean "the engine is busy here".
-_SETTLED = frozenset({"verdict", "fix_offered", "done", "awaiting", "decision", "stopped"})
+# Phases after which the step's verdict is what counts; the rest mean "the engine is busy here"
+# (`stopped`: the session ended while the step was busy).
+_SETTLED = frozenset({"verdict", "fix_offered", "done", "stopped"})
 
 
 @dataclass(slots=True)
 class FixView:
-    fix_id: str
-    fault: str
-    target: str
-    summary: str
-    preview: str
-    state: str = "previewed"  # declined, applied, verified, failed, rolled_back, refused
-    export: str | None = None
+    """A fix as a step shows it: the session fold's record of it, and its rollback as said."""
+
+    record: FixRecord
     rollback: str = ""  # the armed dead-man rollback, as the log says it
 
     @property
+    def fix_id(self) -> str:
+        return self.record.fix_id
+
+    @property
+    def fault(self) -> str:
+        return self.record.fault
+
+    @property
+    def target(self) -> str:
+        return self.record.target
+
+    @property
+    def summary(self) -> str:
+        return self.record.summary or self.record.fault
+
+    @property
+    def preview(self) -> str:
+        return self.record.preview
+
+    @property
+    def export(self) -> str | None:
+        return self.record.export
+
+    @property
+    def state(self) -> FixState:
+        return self.record.state
+
+    @property
     def unapplied(self) -> bool:
-        return self.state in ("previewed", "applied")
+        return self.state.open
 
 
 @dataclass(slots=True)
@@ -144,7 +172,7 @@ class StepView:
         if worst is None:
             return "pass" if self.phase == "done" else "running"
         if worst in (Status.PASS, Status.BENIGN) and any(
-            f.state == "verified" for f in self.fixes.values()
+            f.state is FixState.VERIFIED for f in self.fixes.values()
         ):
             return "fixed"
         open_ = [
@@ -173,7 +201,7 @@ class StepView:
     @property
     def open_fix(self) -> FixView | None:
         for fix in reversed(self.fixes.values()):
-            if fix.state == "previewed":
+            if fix.state is FixState.PREVIEWED:
                 return fix
         return None
 
@@ -191,8 +219,13 @@ class SessionView:
     latest: dict[str, tuple[str, Verdict]] = field(default_factory=dict)
     first_fix_at: int | None = None  # len(measurements) when the first fix was applied
     found: dict[str, tuple[str, Verdict]] = field(default_factory=dict)  # first fail/warn
-    direct_cabled: bool = False  # the last re-cabling joined two nodes port to port
-    _cables: tuple[tuple[str, str, str], ...] = ()  # of the physical action asked for
+    # the session fold (wizard.session): fix states and the cabling come from it
+    state: SessionState = field(default_factory=SessionState)
+
+    @property
+    def direct_cabled(self) -> bool:
+        """The last re-cabling joined two nodes port to port."""
+        return self.state.direct_cabled
 
     @property
     def measured_before_first_fix(self) -> int:
@@ -214,11 +247,11 @@ class SessionView:
         out = []
         for view in self.steps.values():
             for fix in view.fixes.values():
-                if fix.state == "previewed":
+                if fix.state is FixState.PREVIEWED:
                     out.append(f"{view.info.title}: fix offered, not applied ({fix.summary})")
-                elif fix.state == "declined":
+                elif fix.state is FixState.DECLINED:
                     out.append(f"{view.info.title}: fix declined, fault still open ({fix.summary})")
-                elif fix.state == "applied":
+                elif fix.state is FixState.APPLIED:
                     out.append(
                         f"{view.info.title}: fix applied, not verified yet ({fix.summary}); "
                         "its rollback is still armed"
@@ -243,186 +276,219 @@ class SessionView:
 
     def apply(self, event: Event) -> set[str]:
         """Fold one event in. Returns the parts that changed: steps, detail, log, gauges, ended."""
-        changed = {"log"}
-        match event:
-            case SessionStarted():
-                self.started = event
-                where = event.scenario or event.inventory_path or "inventory"
-                self._log(event, "info", f"session {event.session_id} started on {where}")
-            case SessionResumed():
-                self._log(
-                    event,
-                    "info",
-                    f"resumed at {event.from_step} ({event.events_loaded} events replayed)",
-                )
-            case SessionEnded():
-                self.ended = event
-                for view in self.steps.values():
-                    if view.phase not in _SETTLED and view.phase not in ("pending", "skipped"):
-                        # the walk stopped here: what it judged so far is what the step shows
-                        view.phase, view.reason = "stopped", event.reason
-                word = "healthy" if event.healthy else "not healthy"
-                self._log(
-                    event,
-                    "info" if event.healthy else "warn",
-                    f"session ended: {word}" + (f" ({event.reason})" if event.reason else ""),
-                )
-                changed |= {"ended", "steps", "detail"}
-            case StepChanged():
-                view = self.step(event.step)
-                view.phase = event.phase
-                view.reason = event.reason
-                self.current = event.step
-                extra = f": {event.reason}" if event.reason else ""
-                self._log(event, "info", f"[{event.step}] {event.phase}{extra}")
-                changed |= {"steps", "detail"}
-            case ProbeSent():
-                self.step(event.step).sent.append((event.target, event.command))
-                self._log(event, "debug", f"{event.target}: {event.command}")
-            case ProbeAnswered():
-                self.step(event.step).probes.append(event.result)
-                res = event.result
-                if res.error:
-                    self._log(event, "warn", f"{res.target}: {res.command}: {res.error}")
-                changed.add("detail")
-            case VerdictReached():
-                verdict = event.verdict
-                self.step(event.step).verdicts[verdict.fault] = verdict
-                self.latest[verdict.fault] = (event.step, verdict)
-                if verdict.status in (Status.FAIL, Status.WARN):
-                    self.found.setdefault(verdict.fault, (event.step, verdict))
-                for other in self.steps.values():
-                    earlier = other.verdicts.get(verdict.fault)
-                    if other.id == event.step or earlier is None or not earlier.is_finding:
-                        continue
-                    if verdict.status in (Status.PASS, Status.BENIGN):
-                        other.resolved_later.add(verdict.fault)
-                    else:
-                        other.resolved_later.discard(verdict.fault)
-                level = "info" if verdict.status in (Status.PASS, Status.BENIGN) else "warn"
-                self._log(
-                    event,
-                    level,
-                    f"[{event.step}] {verdict.status}: {verdict.fault}: {verdict.summary}",
-                )
-                changed |= {"steps", "detail"}
-            case MeasurementTaken():
-                m = event.measurement
-                self.step(event.step).measurements.append(m)
-                self.step(event.step).direct.append(self.direct_cabled)
-                self.measurements.append(m)
-                note = "" if m.valid else f" (not evidence: {m.reason})"
-                self._log(
-                    event,
-                    "info" if m.valid else "warn",
-                    f"{m.target}: {m.value:.2f} {m.unit}{note}",
-                )
-                changed |= {"detail", "gauges"}
-            case OperatorAnswered():
-                if event.question.startswith("apply fix ") and event.answer == "no":
-                    fix_id = event.question.removeprefix("apply fix ")
-                    fixes = self.step(event.step).fixes
-                    if fix_id in fixes:
-                        fixes[fix_id].state = "declined"
-                    changed |= {"detail", "steps"}
-                self._log(event, "info", f"operator: {event.question} -> {event.answer}")
-            case PhysicalActionRequested():
-                self.waiting = event
-                self._cables = tuple(event.cables)
-                self._log(event, "warn", f"hands needed: {event.kind} on {', '.join(event.nodes)}")
-                changed.add("detail")
-            case PhysicalActionDone():
-                self.waiting = None
-                if event.kind == "recable" and self._cables:
-                    self.direct_cabled = any(d.startswith("node:") for _n, _p, d in self._cables)
-                by = "the lab" if event.performed_by == "lab" else "the operator"
-                obs = f": {event.observed}" if event.observed else ""
-                self._log(
-                    event, "info", f"{event.kind} on {', '.join(event.nodes)} done by {by}{obs}"
-                )
-                changed.add("detail")
-            case LinkTransitionSeen():
-                self._log(event, "warn", f"link transition on {event.node} ({event.cause})")
-            case NodeDrained():
-                self._log(
-                    event,
-                    "info",
-                    f"{event.node} drained"
-                    + (f", boot_id {event.boot_id[:8]}" if event.boot_id else ""),
-                )
-            case ExportTaken():
-                self.step(event.step).exports.append(event)
-                self._log(
-                    event,
-                    "info",
-                    f"export {event.switch}:{event.file} "
-                    f"({len(event.contents)} bytes, sha256 {event.sha256[:12]}) kept",
-                )
-                changed.add("detail")
-            case FixPreviewed():
-                self.step(event.step).fixes[event.fix_id] = FixView(
-                    event.fix_id, event.fault, event.target, event.summary, event.preview
-                )
-                self._log(event, "info", f"fix offered: {event.summary}")
-                changed |= {"detail", "steps"}
-            case FixApplied():
-                if self.first_fix_at is None:
-                    self.first_fix_at = len(self.measurements)
-                fix = self._fix(event.step, event.fix_id, event.fault, event.target)
-                fix.state = "applied"
-                fix.export = event.export
-                armed = f", rollback armed ({event.rollback_armed})" if event.rollback_armed else ""
-                self._log(event, "info", f"fix applied on {event.target}{armed}")
-                changed |= {"detail", "steps"}
-            case FixVerified():
-                fix = self._fix(event.step, event.fix_id, event.fault, "")
-                fix.state = "verified" if event.ok else "failed"
-                self._log(
-                    event,
-                    "info" if event.ok else "error",
-                    f"fix {'verified' if event.ok else 'did not verify'}: {event.fault}"
-                    + (f" ({event.detail})" if event.detail else ""),
-                )
-                changed |= {"detail", "steps"}
-            case FixRolledBack():
-                fix = self._fix(event.step, event.fix_id, event.fault, "")
-                fix.state = "rolled_back"
-                restored = "restored" if event.restored else "NOT confirmed restored"
-                self._log(event, "error", f"fix rolled back ({event.reason}); {restored}")
-                changed |= {"detail", "steps"}
-            case FixRefusedEvent():
-                for fix in self.step(event.step).fixes.values():
-                    if fix.fault == event.fault and fix.state == "previewed":
-                        fix.state = "refused"
-                self._log(event, "error", f"fix refused on {event.target}: {event.reason}")
-                changed |= {"detail", "steps"}
-            case RollbackArmed():
-                fix = self._fix(event.step, event.fix_id, "", event.target)
-                fix.rollback = f"{event.name} on {event.target}, fires in {event.window_s:.0f} s"
-                self._log(
-                    event,
-                    "info",
-                    f"rollback armed: {event.name} on {event.target} "
-                    f"({event.window_s:.0f} s dead-man window)",
-                )
-                changed.add("detail")
-            case RollbackDisarmed():
-                fix = self._fix(event.step, event.fix_id, "", event.target)
-                fix.rollback = f"{event.name} on {event.target} disarmed"
-                self._log(event, "info", f"rollback {event.name} on {event.target} disarmed")
-                changed.add("detail")
-            case Note():
-                prefix = f"[{event.step}] " if event.step else ""
-                self._log(event, event.level, prefix + event.text)
-            case _:
-                self._log(event, "debug", event.type)
+        self.state.apply(event)
+        handler = _HANDLERS.get(type(event))
+        if handler is None:
+            self._log(event, "debug", event.type)
+            return {"log"}
+        return {"log"} | handler(self, event)
+
+    def _fix(self, step: str, fix_id: str) -> FixView:
+        """The step's view of a fix, bound to the fold's record of it (a new attempt of a
+        fix is a new record: the view follows it)."""
+        record = self.state.fixes[fix_id]
+        fixes = self.step(step).fixes
+        view = fixes.get(fix_id)
+        if view is None or view.record is not record:
+            view = fixes[fix_id] = FixView(record)
+        return view
+
+    # -- one handler per event type (`_HANDLERS`), each returning the parts it changed
+
+    def _on_started(self, event: SessionStarted) -> set[str]:
+        self.started = event
+        where = event.scenario or event.inventory_path or "inventory"
+        self._log(event, "info", f"session {event.session_id} started on {where}")
+        return set()
+
+    def _on_resumed(self, event: SessionResumed) -> set[str]:
+        self._log(
+            event, "info", f"resumed at {event.from_step} ({event.events_loaded} events replayed)"
+        )
+        return set()
+
+    def _on_ended(self, event: SessionEnded) -> set[str]:
+        self.ended = event
+        for view in self.steps.values():
+            if view.phase not in _SETTLED and view.phase not in ("pending", "skipped"):
+                # the walk stopped here: what it judged so far is what the step shows
+                view.phase, view.reason = "stopped", event.reason
+        word = "healthy" if event.healthy else "not healthy"
+        self._log(
+            event,
+            "info" if event.healthy else "warn",
+            f"session ended: {word}" + (f" ({event.reason})" if event.reason else ""),
+        )
+        return {"ended", "steps", "detail"}
+
+    def _on_step(self, event: StepChanged) -> set[str]:
+        view = self.step(event.step)
+        view.phase = event.phase
+        view.reason = event.reason
+        self.current = event.step
+        extra = f": {event.reason}" if event.reason else ""
+        self._log(event, "info", f"[{event.step}] {event.phase}{extra}")
+        return {"steps", "detail"}
+
+    def _on_probe_sent(self, event: ProbeSent) -> set[str]:
+        self.step(event.step).sent.append((event.target, event.command))
+        self._log(event, "debug", f"{event.target}: {event.command}")
+        return set()
+
+    def _on_probe_answered(self, event: ProbeAnswered) -> set[str]:
+        self.step(event.step).probes.append(event.result)
+        res = event.result
+        if res.error:
+            self._log(event, "warn", f"{res.target}: {res.command}: {res.error}")
+        return {"detail"}
+
+    def _on_verdict(self, event: VerdictReached) -> set[str]:
+        verdict = event.verdict
+        self.step(event.step).verdicts[verdict.fault] = verdict
+        self.latest[verdict.fault] = (event.step, verdict)
+        if verdict.status in (Status.FAIL, Status.WARN):
+            self.found.setdefault(verdict.fault, (event.step, verdict))
+        for other in self.steps.values():
+            earlier = other.verdicts.get(verdict.fault)
+            if other.id == event.step or earlier is None or not earlier.is_finding:
+                continue
+            if verdict.status in (Status.PASS, Status.BENIGN):
+                other.resolved_later.add(verdict.fault)
+            else:
+                other.resolved_later.discard(verdict.fault)
+        level = "info" if verdict.status in (Status.PASS, Status.BENIGN) else "warn"
+        self._log(
+            event, level, f"[{event.step}] {verdict.status}: {verdict.fault}: {verdict.summary}"
+        )
+        return {"steps", "detail"}
+
+    def _on_measurement(self, event: MeasurementTaken) -> set[str]:
+        m = event.measurement
+        self.step(event.step).measurements.append(m)
+        self.step(event.step).direct.append(self.direct_cabled)
+        self.measurements.append(m)
+        note = "" if m.valid else f" (not evidence: {m.reason})"
+        self._log(event, "info" if m.valid else "warn", f"{m.target}: {m.value:.2f} {m.unit}{note}")
+        return {"detail", "gauges"}
+
+    def _on_answered(self, event: OperatorAnswered) -> set[str]:
+        changed: set[str] = set()
+        if event.question.startswith("apply fix ") and event.answer == "no":
+            changed = {"detail", "steps"}  # the fold marked the fix declined
+        self._log(event, "info", f"operator: {event.question} -> {event.answer}")
         return changed
 
-    def _fix(self, step: str, fix_id: str, fault: str, target: str) -> FixView:
-        fixes = self.step(step).fixes
-        if fix_id not in fixes:
-            fixes[fix_id] = FixView(fix_id, fault, target, fault, "")
-        return fixes[fix_id]
+    def _on_physical_requested(self, event: PhysicalActionRequested) -> set[str]:
+        self.waiting = event
+        self._log(event, "warn", f"hands needed: {event.kind} on {', '.join(event.nodes)}")
+        return {"detail"}
+
+    def _on_physical_done(self, event: PhysicalActionDone) -> set[str]:
+        self.waiting = None
+        by = "the lab" if event.performed_by == "lab" else "the operator"
+        obs = f": {event.observed}" if event.observed else ""
+        self._log(event, "info", f"{event.kind} on {', '.join(event.nodes)} done by {by}{obs}")
+        return {"detail"}
+
+    def _on_transition(self, event: LinkTransitionSeen) -> set[str]:
+        self._log(event, "warn", f"link transition on {event.node} ({event.cause})")
+        return set()
+
+    def _on_drained(self, event: NodeDrained) -> set[str]:
+        boot = f", boot_id {event.boot_id[:8]}" if event.boot_id else ""
+        self._log(event, "info", f"{event.node} drained{boot}")
+        return set()
+
+    def _on_export(self, event: ExportTaken) -> set[str]:
+        self.step(event.step).exports.append(event)
+        self._log(
+            event,
+            "info",
+            f"export {event.switch}:{event.file} "
+            f"({len(event.contents)} bytes, sha256 {event.sha256[:12]}) kept",
+        )
+        return {"detail"}
+
+    def _on_fix_previewed(self, event: FixPreviewed) -> set[str]:
+        self.step(event.step).fixes[event.fix_id] = FixView(self.state.fixes[event.fix_id])
+        self._log(event, "info", f"fix offered: {event.summary}")
+        return {"detail", "steps"}
+
+    def _on_fix_applied(self, event: FixApplied) -> set[str]:
+        if self.first_fix_at is None:
+            self.first_fix_at = len(self.measurements)
+        self._fix(event.step, event.fix_id)
+        armed = f", rollback armed ({event.rollback_armed})" if event.rollback_armed else ""
+        self._log(event, "info", f"fix applied on {event.target}{armed}")
+        return {"detail", "steps"}
+
+    def _on_fix_verified(self, event: FixVerified) -> set[str]:
+        self._fix(event.step, event.fix_id)
+        self._log(
+            event,
+            "info" if event.ok else "error",
+            f"fix {'verified' if event.ok else 'did not verify'}: {event.fault}"
+            + (f" ({event.detail})" if event.detail else ""),
+        )
+        return {"detail", "steps"}
+
+    def _on_fix_rolled_back(self, event: FixRolledBack) -> set[str]:
+        self._fix(event.step, event.fix_id)
+        restored = "restored" if event.restored else "NOT confirmed restored"
+        self._log(event, "error", f"fix rolled back ({event.reason}); {restored}")
+        return {"detail", "steps"}
+
+    def _on_fix_refused(self, event: FixRefusedEvent) -> set[str]:
+        self._log(event, "error", f"fix refused on {event.target}: {event.reason}")
+        return {"detail", "steps"}
+
+    def _on_rollback_armed(self, event: RollbackArmed) -> set[str]:
+        fix = self._fix(event.step, event.fix_id)
+        fix.rollback = f"{event.name} on {event.target}, fires in {event.window_s:.0f} s"
+        self._log(
+            event,
+            "info",
+            f"rollback armed: {event.name} on {event.target} "
+            f"({event.window_s:.0f} s dead-man window)",
+        )
+        return {"detail"}
+
+    def _on_rollback_disarmed(self, event: RollbackDisarmed) -> set[str]:
+        fix = self._fix(event.step, event.fix_id)
+        fix.rollback = f"{event.name} on {event.target} disarmed"
+        self._log(event, "info", f"rollback {event.name} on {event.target} disarmed")
+        return {"detail"}
+
+    def _on_note(self, event: Note) -> set[str]:
+        prefix = f"[{event.step}] " if event.step else ""
+        self._log(event, event.level, prefix + event.text)
+        return set()
+
+
+_HANDLERS: dict[type[Event], Callable[[SessionView, Any], set[str]]] = {
+    SessionStarted: SessionView._on_started,
+    SessionResumed: SessionView._on_resumed,
+    SessionEnded: SessionView._on_ended,
+    StepChanged: SessionView._on_step,
+    ProbeSent: SessionView._on_probe_sent,
+    ProbeAnswered: SessionView._on_probe_answered,
+    VerdictReached: SessionView._on_verdict,
+    MeasurementTaken: SessionView._on_measurement,
+    OperatorAnswered: SessionView._on_answered,
+    PhysicalActionRequested: SessionView._on_physical_requested,
+    PhysicalActionDone: SessionView._on_physical_done,
+    LinkTransitionSeen: SessionView._on_transition,
+    NodeDrained: SessionView._on_drained,
+    ExportTaken: SessionView._on_export,
+    FixPreviewed: SessionView._on_fix_previewed,
+    FixApplied: SessionView._on_fix_applied,
+    FixVerified: SessionView._on_fix_verified,
+    FixRolledBack: SessionView._on_fix_rolled_back,
+    FixRefusedEvent: SessionView._on_fix_refused,
+    RollbackArmed: SessionView._on_rollback_armed,
+    RollbackDisarmed: SessionView._on_rollback_disarmed,
+    Note: SessionView._on_note,
+}
 
 
 def _probe_text(p: ProbeResult) -> str:

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
+from flows.bisection import FLOW
 from flows.checks import forwarding
-from screens.compose import resume_from
 from wizard import changes
 from wizard.drain import DrainGuard
 from wizard.events import (
@@ -22,6 +22,7 @@ from wizard.events import (
 )
 from wizard.model import ProbeResult, Status
 from wizard.probes import Observations
+from wizard.resume import resume_from
 from wizard.session import LoadedSession
 
 T_FIX = 1796132700.0  # crs804's clock when the offload fix landed
@@ -78,7 +79,7 @@ def test_resume_hands_the_change_times_to_the_checks(tmp_path: Path) -> None:
     loaded = LoadedSession(
         path=tmp_path / "events.jsonl", events=tuple(events), seqs=tuple(range(len(events)))
     )
-    resume = resume_from(loaded)
+    resume = resume_from(loaded, [s.id for s in FLOW])
     assert resume.guard is not None
     assert resume.guard.changed_at == {"crs804": T_BACK, "spark1": N_FIX}
     # the offload activation line logged between the fix and its rollback is history now

@@ -90,7 +90,7 @@ def test_disk_full_mid_fix_is_a_clear_message_and_exit_2(
     import wizard.session
     from screens.compose import run_fix_command
 
-    real = wizard.session._write_all
+    real = wizard.session.writer._write_all
     state = {"armed": False}
 
     def write(fd: int, data: bytes) -> None:
@@ -100,7 +100,7 @@ def test_disk_full_mid_fix_is_a_clear_message_and_exit_2(
             raise OSError(errno.ENOSPC, "No space left on device")
         real(fd, data)
 
-    monkeypatch.setattr(wizard.session, "_write_all", write)
+    monkeypatch.setattr(wizard.session.writer, "_write_all", write)
     code = run_fix_command(
         inventory=None,
         lab="fault-switch-offload-split-cage",
@@ -133,14 +133,14 @@ def test_a_read_only_session_folder_on_resume_is_a_clear_message(
     log.start("fix", inventory_digest="", inventory_path="", scenario="healthy-2node-direct",
               nodes=["spark1", "spark2"], switches=[], options={"lab": True})  # fmt: skip
     log.close()
-    real_open = wizard.session.os.open
+    real_open = wizard.session.files.os.open
 
     def read_only(path: Any, flags: int, *a: Any, **kw: Any) -> int:
-        if flags & wizard.session.os.O_WRONLY and str(path).endswith("events.jsonl"):
+        if flags & wizard.session.files.os.O_WRONLY and str(path).endswith("events.jsonl"):
             raise OSError(errno.EROFS, "Read-only file system")  # as a read-only mount says
         return real_open(path, flags, *a, **kw)
 
-    monkeypatch.setattr(wizard.session.os, "open", read_only)
+    monkeypatch.setattr(wizard.session.files.os, "open", read_only)
     code = resume_fix(tmp_path / "s", yes=True, as_json=False)
     out = capsys.readouterr()
     text = out.out + out.err

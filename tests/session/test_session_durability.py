@@ -65,7 +65,7 @@ def _probe(i: int) -> list[Any]:
 def test_observations_are_batched_and_a_change_event_syncs_them_all(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(session, "BATCH_FSYNC_S", 3600.0)  # no timer inside this test
+    monkeypatch.setattr(session.writer, "BATCH_FSYNC_S", 3600.0)  # no timer inside this test
     log = SessionLog.create(tmp_path / "s")
     rec = SyncRecorder(monkeypatch, log.path)
     log.start("fix", nodes=["spark1"])
@@ -95,10 +95,30 @@ def test_observations_are_batched_and_a_change_event_syncs_them_all(
     assert rec.calls == 5 and rec.synced == len(log.path.read_bytes())
 
 
+def test_a_long_burst_of_observations_is_fsynced_every_batch_of_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session.writer, "BATCH_FSYNC_S", 3600.0)  # no timer inside this test
+    monkeypatch.setattr(session.writer, "BATCH_FSYNC_EVENTS", 10)
+    log = SessionLog.create(tmp_path / "s")
+    rec = SyncRecorder(monkeypatch, log.path)
+    log.start("check")
+    assert rec.calls == 1
+    for i in range(12):  # 24 batched lines: the 10th and the 20th sync
+        for ev in _probe(i):
+            log.write(ev)
+    assert rec.calls == 3
+    lines = log.path.read_text().splitlines()
+    synced = log.path.read_bytes()[: rec.synced].decode().splitlines()
+    assert (len(lines), len(synced)) == (25, 21)  # the start and 20 observations are on disk
+    log.close()
+    assert (rec.calls, rec.durable()) == (4, True)
+
+
 def test_a_batch_is_fsynced_on_a_timer_without_a_further_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(session, "BATCH_FSYNC_S", 0.01)
+    monkeypatch.setattr(session.writer, "BATCH_FSYNC_S", 0.01)
     log = SessionLog.create(tmp_path / "s")
     rec = SyncRecorder(monkeypatch, log.path)
     log.start("check")
@@ -133,7 +153,7 @@ def test_without_fsync_nothing_is_synced_and_no_timer_runs(
 async def test_a_switch_change_is_sent_only_once_its_log_is_durable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(session, "BATCH_FSYNC_S", 3600.0)  # only the rule syncs here
+    monkeypatch.setattr(session.writer, "BATCH_FSYNC_S", 3600.0)  # only the rule syncs here
     seen: list[tuple[str, bool, str]] = []
     holder: dict[str, SyncRecorder] = {}
     real_fsync = os.fsync

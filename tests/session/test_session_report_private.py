@@ -37,7 +37,7 @@ def test_report_file_is_written_0600_even_over_a_world_readable_one(tmp_path: Pa
 def test_a_bare_session_id_names_a_folder_of_the_default_sessions_root(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import wizard.session as session_mod
+    import wizard.session.files as session_mod
 
     monkeypatch.setattr(session_mod, "default_sessions_root", lambda: tmp_path)
     folder = tmp_path / "20261201T000000Z-abcdef12"
