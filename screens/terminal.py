@@ -9,6 +9,8 @@ With `--json` everything human goes to stderr so stdout carries only the final o
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import click
 from rich.console import Console
@@ -32,7 +34,7 @@ from wizard.events import (
     VerdictReached,
 )
 from wizard.fixes import ExportStatus
-from wizard.model import FixPlan, PhysicalAction, Status
+from wizard.model import Evidence, FixPlan, PhysicalAction, Status
 from wizard.safetext import clean
 from wizard.safetext import markup as esc
 
@@ -112,63 +114,96 @@ class EventPrinter:
         self.verbose = verbose
 
     def __call__(self, event: Event) -> None:
-        c = self.console
-        if isinstance(event, StepChanged):
-            if event.phase == "entered":
-                c.rule(f"[bold]{event.step}[/]")
-            elif self.verbose:
-                c.print(f"[dim]{event.step}: {event.phase}[/]")
-        elif isinstance(event, VerdictReached):
-            v = event.verdict
-            if v.status is Status.PASS and not self.verbose:
-                return
-            style = STATUS_STYLE[v.status]
-            c.print(f"[{style}]{v.status.value.upper():7}[/] {v.fault}: {esc(v.summary)}")
-            if v.status is not Status.PASS and v.evidence:
-                table = Table(show_header=True, header_style="dim", box=None, padding=(0, 1))
-                for col in ("target", "command", "observed", "expected"):
-                    table.add_column(col, overflow="fold")
-                for e in v.evidence[:8]:
-                    table.add_row(
-                        *(Text(clean(x)) for x in (e.target, e.command, e.observed, e.expected))
-                    )
-                if len(v.evidence) > 8:
-                    table.add_row("...", f"{len(v.evidence) - 8} more", "", "")
-                c.print(table)
-        elif isinstance(event, MeasurementTaken):
-            m = event.measurement
-            flag = "" if m.valid else f" [yellow](not judged: {esc(m.reason)})[/]"
-            if m.valid and m.reason:
-                flag = f" [red]({esc(m.reason)})[/]"
-            c.print(f"  measured {esc(m.target)}: {m.value:.2f} {m.unit}{flag}")
-        elif isinstance(event, ExportTaken):
-            c.print(
-                f"  [cyan]export[/] {event.file} on {event.switch} ({event.purpose}): "
-                f"{len(event.contents)} bytes, sha256 {event.sha256[:12]}"
-            )
-        elif isinstance(event, RollbackArmed):
-            c.print(
-                f"  [cyan]rollback armed[/] {event.name} on {event.target} "
-                f"(fires in {event.window_s:.0f} s unless the fix is verified)"
-            )
-        elif isinstance(event, FixApplied):
-            c.print(f"  [bold]applied[/] {event.fault} on {event.target}")
-        elif isinstance(event, FixVerified):
-            style = "green" if event.ok else "red"
-            c.print(
-                f"  [{style}]verified[/] {event.fault}: {esc(event.detail)}"
-                if event.ok
-                else f"  [{style}]verification failed[/] {event.fault}: {esc(event.detail)}"
-            )
-        elif isinstance(event, FixRolledBack):
-            c.print(
-                f"  [red]rolled back[/] {event.fault}: {esc(event.reason)}"
-                + (" (switch back at the exported state)" if event.restored else "")
-            )
-        elif isinstance(event, FixRefusedEvent):
-            c.print(f"  [red]refused[/] {event.fault} on {esc(event.target)}: {esc(event.reason)}")
-        elif isinstance(event, PhysicalActionDone):
-            c.print(f"  [green]done[/] {event.kind} ({event.performed_by}): {esc(event.observed)}")
-        elif isinstance(event, Note):
-            style = {"info": "dim", "warn": "yellow", "error": "red"}.get(event.level, "dim")
-            c.print(f"  [{style}]{esc(event.text)}[/]")
+        handler = _PRINTERS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+
+    def _step(self, event: StepChanged) -> None:
+        if event.phase == "entered":
+            self.console.rule(f"[bold]{esc(event.step)}[/]")
+        elif self.verbose:
+            self.console.print(f"[dim]{esc(event.step)}: {esc(event.phase)}[/]")
+
+    def _verdict(self, event: VerdictReached) -> None:
+        v = event.verdict
+        if v.status is Status.PASS and not self.verbose:
+            return
+        style = STATUS_STYLE[v.status]
+        self.console.print(f"[{style}]{v.status.value.upper():7}[/] {v.fault}: {esc(v.summary)}")
+        if v.status is not Status.PASS and v.evidence:
+            self.console.print(_evidence_table(v.evidence))
+
+    def _measurement(self, event: MeasurementTaken) -> None:
+        m = event.measurement
+        flag = "" if m.valid else f" [yellow](not judged: {esc(m.reason)})[/]"
+        if m.valid and m.reason:
+            flag = f" [red]({esc(m.reason)})[/]"
+        self.console.print(f"  measured {esc(m.target)}: {m.value:.2f} {esc(m.unit)}{flag}")
+
+    def _export(self, event: ExportTaken) -> None:
+        self.console.print(
+            f"  [cyan]export[/] {esc(event.file)} on {esc(event.switch)} ({esc(event.purpose)}): "
+            f"{len(event.contents)} bytes, sha256 {event.sha256[:12]}"
+        )
+
+    def _armed(self, event: RollbackArmed) -> None:
+        self.console.print(
+            f"  [cyan]rollback armed[/] {esc(event.name)} on {esc(event.target)} "
+            f"(fires in {event.window_s:.0f} s unless the fix is verified)"
+        )
+
+    def _applied(self, event: FixApplied) -> None:
+        self.console.print(f"  [bold]applied[/] {event.fault} on {esc(event.target)}")
+
+    def _verified(self, event: FixVerified) -> None:
+        if event.ok:
+            self.console.print(f"  [green]verified[/] {event.fault}: {esc(event.detail)}")
+        else:
+            self.console.print(f"  [red]verification failed[/] {event.fault}: {esc(event.detail)}")
+
+    def _rolled_back(self, event: FixRolledBack) -> None:
+        self.console.print(
+            f"  [red]rolled back[/] {event.fault}: {esc(event.reason)}"
+            + (" (switch back at the exported state)" if event.restored else "")
+        )
+
+    def _refused(self, event: FixRefusedEvent) -> None:
+        self.console.print(
+            f"  [red]refused[/] {event.fault} on {esc(event.target)}: {esc(event.reason)}"
+        )
+
+    def _physical(self, event: PhysicalActionDone) -> None:
+        self.console.print(
+            f"  [green]done[/] {esc(event.kind)} ({esc(event.performed_by)}): {esc(event.observed)}"
+        )
+
+    def _note(self, event: Note) -> None:
+        style = {"info": "dim", "warn": "yellow", "error": "red"}.get(event.level, "dim")
+        self.console.print(f"  [{style}]{esc(event.text)}[/]")
+
+
+def _evidence_table(evidence: Sequence[Evidence]) -> Table:
+    """The first eight rows of a verdict's evidence; values from targets are plain text."""
+    table = Table(show_header=True, header_style="dim", box=None, padding=(0, 1))
+    for col in ("target", "command", "observed", "expected"):
+        table.add_column(col, overflow="fold")
+    for e in evidence[:8]:
+        table.add_row(*(Text(clean(x)) for x in (e.target, e.command, e.observed, e.expected)))
+    if len(evidence) > 8:
+        table.add_row("...", f"{len(evidence) - 8} more", "", "")
+    return table
+
+
+_PRINTERS: dict[type[Any], Callable[[EventPrinter, Any], None]] = {
+    StepChanged: EventPrinter._step,
+    VerdictReached: EventPrinter._verdict,
+    MeasurementTaken: EventPrinter._measurement,
+    ExportTaken: EventPrinter._export,
+    RollbackArmed: EventPrinter._armed,
+    FixApplied: EventPrinter._applied,
+    FixVerified: EventPrinter._verified,
+    FixRolledBack: EventPrinter._rolled_back,
+    FixRefusedEvent: EventPrinter._refused,
+    PhysicalActionDone: EventPrinter._physical,
+    Note: EventPrinter._note,
+}
