@@ -241,11 +241,12 @@ def test_a_fix_declined_after_its_export_goes_back_to_the_verdict_and_can_measur
     assert seen[-3:] == ["exporting", "verdict", "measuring"]
 
 
-def test_an_undeclared_move_is_logged_as_a_bug() -> None:
-    """The engine never drops a life-cycle move it did not declare silently: it logs an error
-    naming the step, the phase and the trigger, and the phase does not move."""
+def test_an_undeclared_move_raises_as_a_bug() -> None:
+    """The engine never drops a life-cycle move it did not declare: it raises, naming the step,
+    the phase and the trigger, and the phase does not move."""
     from flows.expectations import DEFAULT
     from wizard.engine import Engine
+    from wizard.errors import LifecycleError
     from wizard.events import Note
 
     notes: list[Note] = []
@@ -261,8 +262,13 @@ def test_an_undeclared_move_is_logged_as_a_bug() -> None:
     engine._step = "offload"
     engine._fire("probe")  # declared: idle -> probing
     assert engine.lifecycle.state is Phase.PROBING and not notes
-    engine._fire("verified")  # never declared from probing
+    with pytest.raises(LifecycleError) as raised:
+        engine._fire("verified")  # never declared from probing
     assert engine.lifecycle.state is Phase.PROBING  # nothing moved
-    assert [n.level for n in notes] == ["error"]
-    assert "step 'offload' cannot go 'verified' from phase 'probing'" in notes[0].text
-    assert "bug in fabwiz" in notes[0].text
+    assert (raised.value.step, raised.value.phase, raised.value.trigger) == (
+        "offload",
+        "probing",
+        "verified",
+    )
+    assert "step 'offload' cannot go 'verified' from phase 'probing'" in raised.value.message
+    assert raised.value.hint is not None and "bug in fabwiz" in raised.value.hint

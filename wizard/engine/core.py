@@ -141,12 +141,11 @@ class EngineCore:
         self.emit(StepChanged(step=self._step, phase=dest.value, reason=reason))
 
     def _fire(self, trigger: str) -> None:
-        """Move the step's life cycle. A move `wizard.machine.TRANSITIONS` does not declare is
-        a bug in the engine: it is logged as an error naming the step, phase and trigger (in the
-        session log, the TUI and the report), never a silent no-op; the walk goes on."""
+        """Move the step's life cycle. A move `wizard.engine.machine.TRANSITIONS` does not
+        declare is a bug in the engine: it raises `LifecycleError` naming the step, phase and
+        trigger (the walk stops and says so), never a silent no-op."""
         if not self.lifecycle.can(trigger):
-            self.note(str(LifecycleError(self._step, self.lifecycle.state.value, trigger)), "error")
-            return
+            raise LifecycleError(self._step, self.lifecycle.state.value, trigger)
         self.lifecycle.fire(trigger)
 
     # -- what the fix transaction reads of the walk (wizard/engine/session.py) ---------------

@@ -118,11 +118,17 @@ class Engine(StepsMixin):
         else:
             if state not in (Phase.VERDICT, Phase.IDLE):  # IDLE: nothing to judge
                 self._fire("judged")
-            self._fire("finish")
+            if not self._declined.get(spec.id):  # else done once no fix is wanted any more
+                self._fire("finish")
 
     async def _after_step(self, spec: StepLike) -> str:
         """Ask where to go; a declined fix stays on offer and is offered again (with a fresh
-        export) when the operator asks for it."""
+        export) when the operator asks for it. The step stays at its verdict while fixes are
+        on offer and is done once the operator moves on; a skipped step offers none."""
+        if self.lifecycle.state is Phase.SKIPPED and self._declined.pop(spec.id, []):
+            self.note(
+                f"{spec.title}: skipped, so its declined fixes are no longer on offer", "warn"
+            )
         while True:
             declined = self._declined.get(spec.id, [])
             options = ["next", "rerun", "back"] + (["apply"] if declined else [])
@@ -132,6 +138,8 @@ class Engine(StepsMixin):
             answer = await self.operator.choose(spec.id, question, options)
             self.emit(OperatorAnswered(step=spec.id, question="step finished", answer=answer))
             if answer != "apply":
+                if self.lifecycle.state is Phase.VERDICT:  # fixes were on offer: done now
+                    self._fire("finish")
                 return answer
             self._declined[spec.id] = []
             for verdict, plan in declined:
