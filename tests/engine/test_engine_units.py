@@ -272,3 +272,26 @@ def test_an_undeclared_move_raises_as_a_bug() -> None:
     )
     assert "step 'offload' cannot go 'verified' from phase 'probing'" in raised.value.message
     assert raised.value.hint is not None and "bug in fabwiz" in raised.value.hint
+
+
+def test_a_fix_record_ends_in_one_fix_state() -> None:
+    from wizard.engine import FixRecord, RunResult
+    from wizard.model import FixState
+
+    def rec(**kw: object) -> FixRecord:
+        return FixRecord("addressing:host.mtu:spark1", "host.mtu", "spark1", **kw)  # type: ignore[arg-type]
+
+    assert rec().final_state is FixState.DECLINED
+    assert rec(applied=True).final_state is FixState.APPLIED
+    assert rec(applied=True, verified=True).final_state is FixState.VERIFIED
+    assert rec(applied=True, rolled_back=True).final_state is FixState.ROLLED_BACK
+    assert rec(refused="locked by another session").final_state is FixState.REFUSED
+    undone = rec(applied=True, verified=True, rolled_back=True, state=FixState.UNDONE_BY_ROLLBACK)
+    assert undone.final_state is FixState.UNDONE_BY_ROLLBACK
+    # a state given as its text (a resumed session's record) is read into the enum
+    assert rec(state="interrupted").final_state is FixState.INTERRUPTED
+    assert rec(state="", applied=True).final_state is FixState.APPLIED
+    with pytest.raises(ValueError, match="half-done"):
+        rec(state="half-done")
+    result = RunResult(fixes=[undone])
+    assert result.to_json()["fixes"][0]["state"] == "undone-by-rollback"

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.drain import DrainGuard
-from wizard.model import Verdict
+from wizard.model import FixState, Verdict
 
 
 @dataclass(slots=True)
@@ -19,20 +19,24 @@ class FixRecord:
     rolled_back: bool = False
     export: str | None = None
     refused: str | None = None
-    state: str = ""  # final state, when the flags do not say it (see `final_state`)
+    state: FixState | None = None  # the final state, when the flags do not say it
+
+    def __post_init__(self) -> None:
+        # a state given as its text ("" for none: the flags say it) is read into the enum
+        self.state = FixState(self.state) if self.state else None
 
     @property
-    def final_state(self) -> str:
-        """verified, rolled-back, undone-by-rollback, rollback-armed, refused, declined..."""
-        if self.state:
+    def final_state(self) -> FixState:
+        """The state the fix ended in (the flags say it unless `state` does)."""
+        if self.state is not None:
             return self.state
         if self.refused:
-            return "refused"
+            return FixState.REFUSED
         if self.rolled_back:
-            return "rolled-back"
+            return FixState.ROLLED_BACK
         if self.verified:
-            return "verified"
-        return "applied" if self.applied else "declined"
+            return FixState.VERIFIED
+        return FixState.APPLIED if self.applied else FixState.DECLINED
 
 
 @dataclass(slots=True)
@@ -64,7 +68,7 @@ class RunResult:
                     "verified": f.verified,
                     "rolled_back": f.rolled_back,
                     "export": f.export,
-                    "state": f.final_state,
+                    "state": f.final_state.value,
                 }
                 for f in self.fixes
             ],

@@ -21,6 +21,7 @@ from wizard.engine.records import FixRecord, Resume
 from wizard.engine.session import TxnSession
 from wizard.events import FixRolledBack, RollbackDisarmed
 from wizard.fixes import ExportStatus
+from wizard.model import FixState
 
 
 @dataclass(slots=True)
@@ -61,7 +62,7 @@ async def _keep_verified(
         out.undone_fixes.add(fix_id)
         for rec in fixes:
             if rec.fix_id == fix_id:
-                rec.rolled_back, rec.state = True, "undone-by-rollback"
+                rec.rolled_back, rec.state = True, FixState.UNDONE_BY_ROLLBACK
         session.emit(
             FixRolledBack(
                 step=session.step,

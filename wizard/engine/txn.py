@@ -38,7 +38,7 @@ from wizard.events import (
     RollbackDisarmed,
 )
 from wizard.fixes import ExportStatus
-from wizard.model import FixPlan, HostChange, SwitchChange
+from wizard.model import FixPlan, FixState, HostChange, SwitchChange
 
 MANUAL_WAY = (
     " Do it by hand from the switch's console (serial or a port outside the change), or move "
@@ -496,7 +496,7 @@ class FixTransaction:
             else:
                 await self._still_armed(plan, a, settled, record)
         if kept:
-            record.state = "verified"
+            record.state = FixState.VERIFIED
         return kept
 
     async def _undone(
@@ -513,7 +513,7 @@ class FixTransaction:
         if isinstance(a, ArmedSwitch):
             restored = await rollback.compare_with_export(self.s, a.target, a.name, exports)
         record.rolled_back = True
-        record.state = "undone-by-rollback"
+        record.state = FixState.UNDONE_BY_ROLLBACK
         reason = f"verified, then {settled.detail}"
         self.s.emit(
             FixRolledBack(
@@ -530,7 +530,7 @@ class FixTransaction:
         self, plan: FixPlan, a: Armed, settled: deadman.Settled, record: FixRecord
     ) -> None:
         """The rollback could not be disarmed: it still fires unless removed by hand."""
-        record.state = "rollback-armed"
+        record.state = FixState.ROLLBACK_ARMED
         self.s.note(f"{plan.fault} on {a.target}: {settled.detail}", "error")
         how = (
             f"/system scheduler remove [find name={a.name}]"
