@@ -15,8 +15,9 @@ The package, bottom up:
 
 - `ports`: the protocols the engine is given; `records`: what a walk produces and resumes from;
 - `machine`: the step life cycle (a `transitions` state machine, defined as data);
-- `txn`: the fix transaction, with `linkwait` (links a fix bounced), `rollback` (loss recovery,
-  rollbacks run now) and `settlement` (a resumed session's armed rollbacks);
+- `txn`: the fix transaction, with `guards` (locks, the checks that fail closed), `linkwait`
+  (links a fix bounced), `rollback` (loss recovery, rollbacks run now) and `settlement` (a
+  resumed session's armed rollbacks);
 - `core` (state, events, probing, judging, measuring) < `physical` (hands at the rack) <
   `fixing` (fixes within a step) < `bisection` (the direct-connect test) < `steps` < `walk`
   (`Engine`, the step loop).

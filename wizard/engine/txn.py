@@ -19,8 +19,8 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from wizard import changes, deadman, fixes, locks
-from wizard.engine import linkwait, rollback
+from wizard import changes, deadman, fixes
+from wizard.engine import guards, linkwait, rollback
 from wizard.engine.ports import FabricRunner
 from wizard.engine.records import FixRecord
 from wizard.engine.session import TxnSession
@@ -39,11 +39,6 @@ from wizard.events import (
 )
 from wizard.fixes import ExportStatus
 from wizard.model import FixPlan, FixState, HostChange, SwitchChange
-
-MANUAL_WAY = (
-    " Do it by hand from the switch's console (serial or a port outside the change), or move "
-    "the management port first."
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,56 +152,15 @@ class FixTransaction:
         record = FixRecord(fix_id=fix_id, fault=plan.fault, target=plan.target)
         held: list[tuple[str, str]] = []
         try:
-            await self._lock(plan, held)
+            await guards.take_locks(self.s, plan, held)
         except Exception as exc:  # held by another session, or the target did not answer
-            await self._release(held)
+            await guards.release_locks(self.s, held)
             return self.refuse(plan, record, f"not changed: {_why(exc)}", offered=False)
         try:
             self.preview(fix_id, plan)
             return await self._guarded(fix_id, plan, record)
         finally:
-            await self._release(held)
-
-    def lock_hold_s(self) -> float:
-        """How long a lock stays valid without its session: the dead-man window, the disarm
-        retries and time to verify."""
-        return self.s.rollback_window_s + self.s.disarm_budget_s + 600.0
-
-    async def _lock(self, plan: FixPlan, held: list[tuple[str, str]]) -> None:
-        s = self.s
-        for change in plan.switch_changes:
-            if ("switch", change.switch) not in held:
-                await locks.lock_switch(
-                    s.fabric.api(change.switch),
-                    change.switch,
-                    s.session_id,
-                    self.lock_hold_s(),
-                    break_stale=s.break_stale_locks,
-                )
-                held.append(("switch", change.switch))
-        for hchange in plan.host_changes:
-            if ("node", hchange.node) not in held:
-                await locks.lock_node(
-                    FabricRunner(s.fabric),
-                    hchange.node,
-                    s.session_id,
-                    self.lock_hold_s(),
-                    now=dt.datetime.fromtimestamp(s.clock(), dt.UTC).replace(tzinfo=None),
-                    break_stale=s.break_stale_locks,
-                )
-                held.append(("node", hchange.node))
-
-    async def _release(self, held: Sequence[tuple[str, str]]) -> None:
-        for kind, target in held:
-            try:
-                if kind == "switch":
-                    await locks.unlock_switch(self.s.fabric.api(target), self.s.session_id)
-                else:
-                    await locks.unlock_node(FabricRunner(self.s.fabric), target, self.s.session_id)
-            except Exception as exc:  # away: the lock expires on its own
-                self.s.note(
-                    f"{target}: could not release the fabwiz lock ({exc}); it expires", "warn"
-                )
+            await guards.release_locks(self.s, held)
 
     def refuse(
         self, plan: FixPlan, record: FixRecord, why: str, *, offered: bool = True
@@ -220,45 +174,8 @@ class FixTransaction:
             self.s.fire("declined")
         return Outcome(record)
 
-    # -- the guards ----------------------------------------------------------------------------
-
-    async def bridge_of(self, switch: str) -> tuple[dict[str, str], str]:
-        """Each bridge port's bridge on `switch`, or why it could not be read."""
-        try:
-            rows = await self.s.fabric.api(switch).call("/interface/bridge/port", "print")
-        except Exception as exc:  # the management guard refuses the change on this
-            return {}, f"{type(exc).__name__}: {exc}".rstrip(": ")
-        return {r["interface"]: r.get("bridge", "") for r in rows if "interface" in r}, ""
-
-    async def refusal(self, plan: FixPlan) -> str | None:
-        """Why `plan` must not be sent, or None: every value must be writable as RouterOS script
-        text and the management-path guard must hold, on every switch it changes. When fabwiz
-        cannot tell where its own management path runs, the answer is a refusal."""
-        for change in plan.switch_changes:
-            why = fixes.unwritable(change)
-            if why:
-                return why
-            bridge_of, unread = await self.bridge_of(change.switch)
-            mgmt = self.s.fabric.management_ports(change.switch)
-            if unread:
-                why = (
-                    f"the bridge ports of {change.switch} could not be read ({unread}), so fabwiz "
-                    "cannot tell whether this change cuts its own RouterOS API session."
-                )
-            elif not mgmt:
-                why = (
-                    f"fabwiz cannot tell which port of {change.switch} carries its own RouterOS "
-                    "API session (the switch did not show it and the inventory lists no "
-                    "`management_ports`), so it cannot rule out cutting that session."
-                )
-            else:
-                why = fixes.management_conflict(change, mgmt, bridge_of)
-            if why:
-                return why + MANUAL_WAY
-        return None
-
     async def _guarded(self, fix_id: str, plan: FixPlan, record: FixRecord) -> Outcome:
-        why = await self.refusal(plan)
+        why = await guards.refusal(self.s, plan)
         if why:
             return self.refuse(plan, record, why)
         exports: list[ExportStatus] = []
