@@ -32,6 +32,19 @@ class Status(StrEnum):
         return max(statuses, key=lambda s: s.severity, default=Status.PASS)
 
 
+class FixState(StrEnum):
+    """Where one offered fix ended: the engine's record of it, `fabwiz fix --json`, reports."""
+
+    DECLINED = "declined"  # the operator said no (it stays on offer in its step)
+    REFUSED = "refused"  # nothing was sent: a guard, a lock or the export refused it
+    APPLIED = "applied"  # applied, not verified (a physical fix not seen done is not applied)
+    VERIFIED = "verified"  # applied, verified, every rollback known disarmed
+    ROLLED_BACK = "rolled-back"  # verification failed (or the change stopped): undone
+    UNDONE_BY_ROLLBACK = "undone-by-rollback"  # verified, then its dead-man rollback ran
+    ROLLBACK_ARMED = "rollback-armed"  # verified, but its rollback could not be disarmed
+    INTERRUPTED = "interrupted"  # previewed, then the session stopped (a resumed walk's record)
+
+
 _SEVERITY = {
     Status.PASS: 0,
     Status.BENIGN: 1,

@@ -241,11 +241,12 @@ def test_a_fix_declined_after_its_export_goes_back_to_the_verdict_and_can_measur
     assert seen[-3:] == ["exporting", "verdict", "measuring"]
 
 
-def test_an_undeclared_move_is_logged_as_a_bug() -> None:
-    """The engine never drops a life-cycle move it did not declare silently: it logs an error
-    naming the step, the phase and the trigger, and the phase does not move."""
+def test_an_undeclared_move_raises_as_a_bug() -> None:
+    """The engine never drops a life-cycle move it did not declare: it raises, naming the step,
+    the phase and the trigger, and the phase does not move."""
     from flows.expectations import DEFAULT
     from wizard.engine import Engine
+    from wizard.errors import LifecycleError
     from wizard.events import Note
 
     notes: list[Note] = []
@@ -261,8 +262,36 @@ def test_an_undeclared_move_is_logged_as_a_bug() -> None:
     engine._step = "offload"
     engine._fire("probe")  # declared: idle -> probing
     assert engine.lifecycle.state is Phase.PROBING and not notes
-    engine._fire("verified")  # never declared from probing
+    with pytest.raises(LifecycleError) as raised:
+        engine._fire("verified")  # never declared from probing
     assert engine.lifecycle.state is Phase.PROBING  # nothing moved
-    assert [n.level for n in notes] == ["error"]
-    assert "step 'offload' cannot go 'verified' from phase 'probing'" in notes[0].text
-    assert "bug in fabwiz" in notes[0].text
+    assert (raised.value.step, raised.value.phase, raised.value.trigger) == (
+        "offload",
+        "probing",
+        "verified",
+    )
+    assert "step 'offload' cannot go 'verified' from phase 'probing'" in raised.value.message
+    assert raised.value.hint is not None and "bug in fabwiz" in raised.value.hint
+
+
+def test_a_fix_record_ends_in_one_fix_state() -> None:
+    from wizard.engine import FixRecord, RunResult
+    from wizard.model import FixState
+
+    def rec(**kw: object) -> FixRecord:
+        return FixRecord("addressing:host.mtu:spark1", "host.mtu", "spark1", **kw)  # type: ignore[arg-type]
+
+    assert rec().final_state is FixState.DECLINED
+    assert rec(applied=True).final_state is FixState.APPLIED
+    assert rec(applied=True, verified=True).final_state is FixState.VERIFIED
+    assert rec(applied=True, rolled_back=True).final_state is FixState.ROLLED_BACK
+    assert rec(refused="locked by another session").final_state is FixState.REFUSED
+    undone = rec(applied=True, verified=True, rolled_back=True, state=FixState.UNDONE_BY_ROLLBACK)
+    assert undone.final_state is FixState.UNDONE_BY_ROLLBACK
+    # a state given as its text (a resumed session's record) is read into the enum
+    assert rec(state="interrupted").final_state is FixState.INTERRUPTED
+    assert rec(state="", applied=True).final_state is FixState.APPLIED
+    with pytest.raises(ValueError, match="half-done"):
+        rec(state="half-done")
+    result = RunResult(fixes=[undone])
+    assert result.to_json()["fixes"][0]["state"] == "undone-by-rollback"
