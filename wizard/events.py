@@ -11,32 +11,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, ClassVar
 
 from wizard.model import Measurement, ProbeResult, Verdict
-
-
-class FixState(StrEnum):
-    """A fix's life cycle, the one vocabulary of the session fold, the engine and the TUI.
-
-    previewed -> declined (the operator said no) | refused (a guard said no) | applied;
-    applied -> verified | verify_failed | rolled_back. A declined, refused or failed fix offered
-    again is previewed again; a rolled-back one offered again is a new attempt.
-    """
-
-    PREVIEWED = "previewed"
-    DECLINED = "declined"
-    REFUSED = "refused"
-    APPLIED = "applied"
-    VERIFIED = "verified"
-    VERIFY_FAILED = "verify_failed"
-    ROLLED_BACK = "rolled_back"
-
-    @property
-    def open(self) -> bool:
-        """Offered and not answered, or applied and not verified: quitting leaves it behind."""
-        return self in (FixState.PREVIEWED, FixState.APPLIED)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

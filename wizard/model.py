@@ -33,16 +33,44 @@ class Status(StrEnum):
 
 
 class FixState(StrEnum):
-    """Where one offered fix ended: the engine's record of it, `fabwiz fix --json`, reports."""
+    """A fix's life cycle: the one vocabulary of the engine, the session fold, the TUI and reports.
 
-    DECLINED = "declined"  # the operator said no (it stays on offer in its step)
-    REFUSED = "refused"  # nothing was sent: a guard, a lock or the export refused it
+    previewed -> declined (the operator said no) | refused (a guard, a lock or the export said
+    no; nothing was sent) | applied; applied -> verified | verify_failed | rolled_back. After the
+    walk a verified fix can still end undone_by_rollback (its dead-man rollback ran) or
+    rollback_armed (its rollback could not be disarmed); a fix previewed when the session stopped
+    is interrupted. A declined, refused or failed fix offered again is previewed again; a
+    rolled-back one offered again is a new attempt.
+    """
+
+    PREVIEWED = "previewed"
+    DECLINED = "declined"
+    REFUSED = "refused"
     APPLIED = "applied"  # applied, not verified (a physical fix not seen done is not applied)
     VERIFIED = "verified"  # applied, verified, every rollback known disarmed
-    ROLLED_BACK = "rolled-back"  # verification failed (or the change stopped): undone
-    UNDONE_BY_ROLLBACK = "undone-by-rollback"  # verified, then its dead-man rollback ran
-    ROLLBACK_ARMED = "rollback-armed"  # verified, but its rollback could not be disarmed
+    VERIFY_FAILED = "verify_failed"
+    ROLLED_BACK = "rolled_back"  # verification failed (or the change stopped): undone
+    UNDONE_BY_ROLLBACK = "undone_by_rollback"  # verified, then its dead-man rollback ran
+    ROLLBACK_ARMED = "rollback_armed"  # verified, but its rollback could not be disarmed
     INTERRUPTED = "interrupted"  # previewed, then the session stopped (a resumed walk's record)
+
+    @property
+    def open(self) -> bool:
+        """Offered and not answered, or applied and not verified: quitting leaves it behind."""
+        return self in (FixState.PREVIEWED, FixState.APPLIED)
+
+    @property
+    def label(self) -> str:
+        """The spelling of `fabwiz fix --json`'s `fixes[].state` (hyphens, as since 0.1.0)."""
+        return self.value.replace("_", "-")
+
+    @classmethod
+    def read(cls, text: str) -> FixState:
+        """A state from either spelling (`rolled_back` or the JSON's `rolled-back`)."""
+        try:
+            return cls(text.replace("-", "_"))
+        except ValueError:
+            raise ValueError(f"{text!r} is not a fix state") from None
 
 
 _SEVERITY = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from wizard.engine import FixRecord, Resume
-from wizard.events import FixState
+from wizard.model import FixState
 from wizard.session import LoadedSession, SessionState
 
 
@@ -39,7 +39,7 @@ def engine_fixes(state: SessionState) -> tuple[FixRecord, ...]:
             verified=f.state is FixState.VERIFIED,
             rolled_back=f.state is FixState.ROLLED_BACK,
             export=f.export,
-            state="interrupted" if f.status is FixState.PREVIEWED else "",
+            state=FixState.INTERRUPTED if f.status is FixState.PREVIEWED else None,
         )
         for f in state.fixes.values()
     )

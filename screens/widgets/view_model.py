@@ -19,7 +19,6 @@ from wizard.events import (
     FixPreviewed,
     FixRefusedEvent,
     FixRolledBack,
-    FixState,
     FixVerified,
     LinkTransitionSeen,
     MeasurementTaken,
@@ -38,7 +37,7 @@ from wizard.events import (
     StepChanged,
     VerdictReached,
 )
-from wizard.model import Evidence, Measurement, ProbeResult, Status, Verdict
+from wizard.model import Evidence, FixState, Measurement, ProbeResult, Status, Verdict
 from wizard.session.fold import SessionState
 from wizard.session.records import FixRecord
 

@@ -43,6 +43,7 @@ from wizard.lab.sshd import NodeServer
 from wizard.model import (
     ApiCommand,
     FixPlan,
+    FixState,
     HostChange,
     HostFile,
     Measurement,
@@ -319,7 +320,7 @@ async def test_a_failed_verification_rolls_both_targets_back(lab1: Lab1) -> None
     )
     assert not outcome.ok and not outcome.kept
     assert outcome.record.applied and outcome.record.rolled_back
-    assert outcome.record.final_state == "rolled-back"
+    assert outcome.record.final_state is FixState.ROLLED_BACK
     verified = rig.of(FixVerified)
     assert [v.ok for v in verified] == [False] and lab1.port in verified[0].detail
     rolled = rig.of(FixRolledBack)

@@ -17,12 +17,11 @@ from hypothesis import strategies as st
 from wizard.events import (
     EVENT_TYPES,
     Event,
-    FixState,
     MeasurementTaken,
     VerdictReached,
     event_from_json,
 )
-from wizard.model import Evidence, Measurement, ProbeResult, Status, Verdict
+from wizard.model import Evidence, FixState, Measurement, ProbeResult, Status, Verdict
 from wizard.session import SessionLog, load_session
 
 # JSON-native values for the free-form mappings (`options`, `Measurement.extra`)

@@ -13,7 +13,6 @@ from wizard.events import (
     FixPreviewed,
     FixRefusedEvent,
     FixRolledBack,
-    FixState,
     FixVerified,
     LinkTransitionSeen,
     NodeDrained,
@@ -23,6 +22,7 @@ from wizard.events import (
     SessionStarted,
     StepChanged,
 )
+from wizard.model import FixState
 from wizard.resume import resume_from
 from wizard.session import LoadedSession, SessionState
 

@@ -23,7 +23,7 @@ class FixRecord:
 
     def __post_init__(self) -> None:
         # a state given as its text ("" for none: the flags say it) is read into the enum
-        self.state = FixState(self.state) if self.state else None
+        self.state = FixState.read(self.state) if self.state else None
 
     @property
     def final_state(self) -> FixState:
@@ -68,7 +68,7 @@ class RunResult:
                     "verified": f.verified,
                     "rolled_back": f.rolled_back,
                     "export": f.export,
-                    "state": f.final_state.value,
+                    "state": f.final_state.label,
                 }
                 for f in self.fixes
             ],

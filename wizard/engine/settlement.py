@@ -57,7 +57,7 @@ async def _keep_verified(
         session.note(
             f"{fix_id}: verified before the interruption; rollback {name} on {target} disarmed"
         )
-    elif settled.state == "rolled-back":
+    elif settled.state == "rolled-back":  # the dead-man script ran
         out.undone_steps.add(fix_id.split(":", maxsplit=1)[0])
         out.undone_fixes.add(fix_id)
         for rec in fixes:

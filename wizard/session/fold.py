@@ -15,7 +15,6 @@ from wizard.events import (
     FixPreviewed,
     FixRefusedEvent,
     FixRolledBack,
-    FixState,
     FixVerified,
     LinkTransitionSeen,
     MeasurementTaken,
@@ -34,7 +33,7 @@ from wizard.events import (
     StepChanged,
     VerdictReached,
 )
-from wizard.model import ProbeResult, Verdict
+from wizard.model import FixState, ProbeResult, Verdict
 from wizard.probes import Transition
 from wizard.session.records import (
     BeforeAfter,

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from wizard.events import FixState
-from wizard.model import Measurement
+from wizard.model import FixState, Measurement
 
 FixStatus = Literal["previewed", "applied", "verified", "verify_failed", "rolled_back"]
 """A fix as its own events say it (`FixRecord.status`): declined and refused read as previewed."""
