@@ -459,11 +459,6 @@ def test_what_a_stopped_change_may_have_left_is_typed() -> None:
     assert landed(ConnectionResetError("lost"), []) is False
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the lab shell skips `c` in `a && b || c` when `a` fails (wizard/lab/hostcmds.py "
-    "_pipelines keeps `skip` set across `||`), so the revert script's `|| rm -f` never runs",
-)
 async def test_a_rollback_removes_a_file_the_fix_created(lab1: Lab1) -> None:
     assert (await lab1.cat(SYSCTL)).exit_status != 0  # the node has no such file
     rig = lab1.rig(_reads(lab1))

@@ -60,6 +60,10 @@ async def test_shell_subset() -> None:
     s = n["spark1"]
     assert await s.run("echo a && false || echo b; echo rc=$?") == ("a\nb\nrc=0\n", "", 0)
     assert await s.run("false; echo $?") == ("1\n", "", 0)
+    # and-or lists read left to right, as sh does: `c` runs when `a` fails in `a && b || c`
+    assert await s.run("false && echo b || echo c") == ("c\n", "", 0)
+    assert await s.run("true || echo b && echo c") == ("c\n", "", 0)
+    assert await s.run("false || false && echo b; echo rc=$?") == ("rc=1\n", "", 0)
     assert await s.run("foo --bar") == ("", "bash: foo: command not found\n", 127)
     assert await s.run("foo 2>/dev/null; echo $?") == ("127\n", "", 0)
     assert await s.run("cat /nope 2>&1") == ("cat: /nope: No such file or directory\n", "", 1)

@@ -138,20 +138,22 @@ class Host:
         login: bool,
         root: bool,
     ) -> int:
+        # An and-or list is read left to right (POSIX): a pipeline after `&&` runs when the last
+        # one that ran succeeded, after `||` when it failed, so `a && b || c` runs c when a fails.
         status = 0
-        skip = False
+        run = True
         for pl in pipelines:
-            if not skip:
+            if run:
                 status = await self._pipeline(
                     pl.commands, out, err, stdin=stdin, login=login, root=root
                 )
                 self.last_status = status
             if pl.connector == "&&":
-                skip = skip or status != 0
+                run = status == 0
             elif pl.connector == "||":
-                skip = skip or status == 0
+                run = status != 0
             else:
-                skip = False
+                run = True
         return status
 
     async def _pipeline(
