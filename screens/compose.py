@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from rich.console import Console
 
@@ -181,21 +181,23 @@ def _transports(
     return ssh, switches, secrets
 
 
-async def open_wizard(
-    *,
-    operator: Operator,
-    sinks: Sequence[Callable[[Event], None]] = (),
-    inventory: Path | None = None,
-    lab: str | None = None,
-    session_dir: Path | None = None,
-    accept_new_host_keys: bool = False,
-    time_scale: float | None = None,
-    command: str = "fix",
-    resume: LoadedSession | None = None,
-    prompt: Callable[[str], str] | None = None,
-    lab_object: Any = None,
-    fsync: bool = True,
-) -> Wiring:
+class WizardOptions(TypedDict, total=False):
+    """How `open_wizard` finds its cluster and keeps its log (every key optional)."""
+
+    sinks: Sequence[Callable[[Event], None]]
+    inventory: Path | None
+    lab: str | None
+    session_dir: Path | None
+    accept_new_host_keys: bool
+    time_scale: float | None
+    command: str
+    resume: LoadedSession | None
+    prompt: Callable[[str], str] | None
+    lab_object: Any
+    fsync: bool
+
+
+async def open_wizard(*, operator: Operator, **options: Unpack[WizardOptions]) -> Wiring:
     """Open everything a wizard session needs. Raises FabwizError (InventoryError, ...) with a
     message for the operator when something is wrong; nothing is left running then.
 
@@ -205,35 +207,11 @@ async def open_wizard(
     (tests only) skips the fsync of each log line.
     """
     _window_from_env(300.0)  # a bad FABWIZ_ROLLBACK_WINDOW_S is said before anything starts
-    the_lab = lab_object
-    owns_lab = False
-    scenario = lab
-    if resume is not None:
-        started = resume.started
-        scenario = started.scenario
-        if inventory is None and started.inventory_path and scenario is None:
-            inventory = Path(started.inventory_path)
-    if the_lab is None and scenario is not None:
-        scale = time_scale or LAB_TIME_SCALE
-        saved = resume.lab_state() if resume is not None else None
-        the_lab = await _start_lab(scenario, scale, saved)
-        owns_lab = True
+    resume = options.get("resume")
+    sinks = list(options.get("sinks", ()))
+    the_lab, owns_lab, scenario, inventory = await _lab_for(options)
     try:
-        if the_lab is not None:
-            inventory = Path(the_lab.inventory_path)
-        if inventory is None:
-            raise FabwizError(
-                "no cluster given", hint="give -i INVENTORY, or --lab SCENARIO for the lab"
-            )
-        inv = load_inventory(inventory, expectations=validate_overrides)
-        from wizard.inventory_files import require_identity_files
-
-        require_identity_files(inv)  # about to connect: a missing key is an inventory error
-        ssh, switches, secrets = _transports(inv, accept_new_host_keys, prompt)
-        if resume is not None:
-            log, _loaded = SessionLog.reopen(resume.path, secrets=secrets, fsync=fsync)
-        else:
-            log = SessionLog.create(session_dir, secrets=secrets, fsync=fsync)
+        inv, ssh, switches, log = _open_cluster(the_lab, inventory, options)
     except BaseException:
         if owns_lab and the_lab is not None:
             await the_lab.stop()
@@ -249,26 +227,11 @@ async def open_wizard(
         for sink in fanout:
             sink(event)
 
-    hands: Any = the_lab.hands if the_lab is not None else None
-    if hands is None and inv.lab is not None:
-        # An inventory written by a `fabwiz lab` running elsewhere: its hands answer on the
-        # lab's control channel. A real inventory has no `lab:` section, so never any hands.
-        from wizard.lab.control import RemoteHands
-
-        try:
-            token = inv.lab_token
-        except OSError as exc:
-            raise FabwizError(
-                f"{inv.path}: lab.token_file: cannot read the lab's control token: {exc}",
-                hint="is the `fabwiz lab` that wrote this inventory still running?",
-            ) from None
-        if token:
-            hands = RemoteHands(inv.lab.control, token)
     fabric = InventoryFabric(
         inv,
         ssh,
         switches,
-        hands=hands,
+        hands=_hands_for(the_lab, inv),
         sink=emit,
         server_start_delay_s=0.3 if the_lab is None else 0.05,
     )
@@ -279,24 +242,7 @@ async def open_wizard(
         state_resume = resume_from(resume)
         log.resumed(resume, state_resume.step)
     else:
-        log.start(
-            command,
-            inventory_digest=_digest(inventory),
-            inventory_path=str(inventory) if the_lab is None else "",
-            scenario=scenario if the_lab is not None else None,
-            nodes=fabric.nodes,
-            switches=fabric.switches,
-            options={
-                "context": {
-                    "expectations": dict(inv.expectations),
-                    "cabling": {k: list(v) for k, v in inv.cabling.items()},
-                    "management": {s.name: list(s.management_ports) for s in inv.switches},
-                    "addressing": {"pattern": inv.addressing_pattern},
-                    "known_good_firmware": inv.known_good_firmware,
-                },
-                "lab": the_lab is not None,
-            },
-        )
+        _start_log(log, inv, fabric, options.get("command", "fix"), inventory, scenario, the_lab)
     if the_lab is not None:
         _save_lab(log, the_lab)
     _trust_notes(emit, ssh, switches)
@@ -316,7 +262,104 @@ async def open_wizard(
     engine.target_clock_rate = float(getattr(the_lab, "time_scale", 1.0) or 1.0)
     fabric.sweeper.clock_rate = engine.target_clock_rate
     fabric.sweeper.open()  # the handshakes run while the engine and the screen get going
-    return Wiring(engine, fabric, log, inv, the_lab, owns_lab, list(sinks))
+    return Wiring(engine, fabric, log, inv, the_lab, owns_lab, sinks)
+
+
+async def _lab_for(options: WizardOptions) -> tuple[Any, bool, str | None, Path | None]:
+    """The lab to run against (started here when a scenario is named: then this call owns it),
+    the scenario and the inventory path, a resumed session's own when it names them."""
+    the_lab = options.get("lab_object")
+    scenario = options.get("lab")
+    inventory = options.get("inventory")
+    resume = options.get("resume")
+    if resume is not None:
+        started = resume.started
+        scenario = started.scenario
+        if inventory is None and started.inventory_path and scenario is None:
+            inventory = Path(started.inventory_path)
+    if the_lab is not None or scenario is None:
+        return the_lab, False, scenario, inventory
+    scale = options.get("time_scale") or LAB_TIME_SCALE
+    saved = resume.lab_state() if resume is not None else None
+    return await _start_lab(scenario, scale, saved), True, scenario, inventory
+
+
+def _open_cluster(
+    the_lab: Any, inventory: Path | None, options: WizardOptions
+) -> tuple[Inventory, SshTransport, dict[str, RouterOsTransport], SessionLog]:
+    """The validated inventory, its transports and the session log (new, or reopened on resume)."""
+    if the_lab is not None:
+        inventory = Path(the_lab.inventory_path)
+    if inventory is None:
+        raise FabwizError(
+            "no cluster given", hint="give -i INVENTORY, or --lab SCENARIO for the lab"
+        )
+    inv = load_inventory(inventory, expectations=validate_overrides)
+    from wizard.inventory_files import require_identity_files
+
+    require_identity_files(inv)  # about to connect: a missing key is an inventory error
+    ssh, switches, secrets = _transports(
+        inv, options.get("accept_new_host_keys", False), options.get("prompt")
+    )
+    resume = options.get("resume")
+    fsync = options.get("fsync", True)
+    if resume is not None:
+        log, _loaded = SessionLog.reopen(resume.path, secrets=secrets, fsync=fsync)
+    else:
+        log = SessionLog.create(options.get("session_dir"), secrets=secrets, fsync=fsync)
+    return inv, ssh, switches, log
+
+
+def _hands_for(the_lab: Any, inv: Inventory) -> Any:
+    """Who does the physical actions: the in-process lab's hands, a remote `fabwiz lab`'s over
+    its control channel, or nobody (a real inventory has no `lab:` section)."""
+    if the_lab is not None:
+        return the_lab.hands
+    if inv.lab is None:
+        return None
+    from wizard.lab.control import RemoteHands
+
+    try:
+        token = inv.lab_token
+    except OSError as exc:
+        raise FabwizError(
+            f"{inv.path}: lab.token_file: cannot read the lab's control token: {exc}",
+            hint="is the `fabwiz lab` that wrote this inventory still running?",
+        ) from None
+    return RemoteHands(inv.lab.control, token) if token else None
+
+
+def _start_log(
+    log: SessionLog,
+    inv: Inventory,
+    fabric: InventoryFabric,
+    command: str,
+    inventory: Path | None,
+    scenario: str | None,
+    the_lab: Any,
+) -> None:
+    """The session's first event: what was run, on which cluster, with which settings."""
+    assert inventory is not None or the_lab is not None
+    path = Path(the_lab.inventory_path) if the_lab is not None else inventory
+    assert path is not None
+    log.start(
+        command,
+        inventory_digest=_digest(path),
+        inventory_path=str(path) if the_lab is None else "",
+        scenario=scenario if the_lab is not None else None,
+        nodes=fabric.nodes,
+        switches=fabric.switches,
+        options={
+            "context": {
+                "expectations": dict(inv.expectations),
+                "cabling": {k: list(v) for k, v in inv.cabling.items()},
+                "management": {s.name: list(s.management_ports) for s in inv.switches},
+                "addressing": {"pattern": inv.addressing_pattern},
+                "known_good_firmware": inv.known_good_firmware,
+            },
+            "lab": the_lab is not None,
+        },
+    )
 
 
 def _trust_notes(
