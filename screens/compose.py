@@ -26,6 +26,7 @@ from flows.expectations import DEFAULT, Expectations, validate_overrides
 from flows.registry import CHECKS, make_context
 from wizard.drain import DrainGuard
 from wizard.engine import Engine, Operator, Resume, RunResult
+from wizard.engine.resume import resume_from as resume_along
 from wizard.errors import FabwizError, SessionLogError
 from wizard.events import (
     Event,
@@ -42,7 +43,6 @@ from wizard.events import (
 from wizard.fabric import InventoryFabric
 from wizard.inventory import Inventory, load_inventory, resolve_password
 from wizard.probes import Observations
-from wizard.resume import resume_from as resume_along
 from wizard.session import LoadedSession, SessionLog, load_session
 from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
 from wizard.transports.ssh import SshTarget, SshTransport
@@ -446,7 +446,7 @@ def _save_lab(log: SessionLog, lab: Any) -> None:
 
 
 def resume_from(loaded: LoadedSession) -> Resume:
-    """What the engine needs to continue `loaded` along this build's flow (`wizard.resume`)."""
+    """What the engine needs to continue `loaded` along this build's flow (`wizard.engine.resume`)."""
     return resume_along(loaded, [s.id for s in FLOW])
 
 

@@ -12,6 +12,7 @@ from flows.bisection import FLOW
 from flows.checks import forwarding
 from wizard import changes
 from wizard.drain import DrainGuard
+from wizard.engine.resume import resume_from
 from wizard.events import (
     Event,
     FixApplied,
@@ -22,7 +23,6 @@ from wizard.events import (
 )
 from wizard.model import ProbeResult, Status
 from wizard.probes import Observations
-from wizard.resume import resume_from
 from wizard.session import LoadedSession
 
 T_FIX = 1796132700.0  # crs804's clock when the offload fix landed

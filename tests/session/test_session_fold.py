@@ -6,6 +6,7 @@ from pathlib import Path
 
 from flows.bisection import FLOW
 from wizard.drain import DrainGuard
+from wizard.engine.resume import resume_from
 from wizard.events import (
     BisectionConcluded,
     Event,
@@ -23,7 +24,6 @@ from wizard.events import (
     StepChanged,
 )
 from wizard.model import FixState
-from wizard.resume import resume_from
 from wizard.session import LoadedSession, SessionState
 
 TO_DIRECT = (("spark1", "enp1s0f0np0", "node:spark2:enp1s0f0np0"),)

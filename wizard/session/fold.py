@@ -52,7 +52,7 @@ starts over as a new record)."""
 class SessionState:
     """Everything a session knows, rebuilt from its events in order (`from_events`, `apply`).
 
-    The one fold of the event stream: the engine resumes from it (`wizard.resume`), the TUI's
+    The one fold of the event stream: the engine resumes from it (`wizard.engine.resume`), the TUI's
     view model, the drain guard (`drain_guard`), replay and reports read it. `step`/`phase` say
     where it stopped, `fixes` which changes went out (never resend an `applied` one) and each
     fix's `FixState`, `answers` what the operator already said, `pending_physical` what the hands

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from wizard.engine import FixRecord, Resume
+from wizard.engine.records import FixRecord, Resume
 from wizard.model import FixState
 from wizard.session import LoadedSession, SessionState
 
