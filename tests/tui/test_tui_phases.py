@@ -1,4 +1,4 @@
-"""The phase a step shows comes from the engine's own lifecycle (wizard.machine): a fix declined
+"""The phase a step shows comes from the engine's own lifecycle (wizard.engine.machine): a fix declined
 after its export leaves "exporting" for the verdict, and the measuring that follows shows as
 measuring, never as a stale "exporting"."""
 
@@ -19,7 +19,7 @@ from wizard.events import (
     StepChanged,
     VerdictReached,
 )
-from wizard.machine import StepLifecycle
+from wizard.engine.machine import StepLifecycle
 from wizard.model import Measurement
 
 SIZE = (120, 40)
