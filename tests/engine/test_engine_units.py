@@ -7,8 +7,8 @@ from transitions import MachineError
 
 from wizard import fixes
 from wizard.drain import DrainGuard
-from wizard.events import LinkTransitionSeen, NodeDrained
 from wizard.engine.machine import TRANSITIONS, Phase, StepLifecycle, mermaid
+from wizard.events import LinkTransitionSeen, NodeDrained
 from wizard.model import ApiCommand, HostChange, HostFile, SwitchChange
 
 

@@ -11,6 +11,7 @@ from tui_fakes import OFFLOAD_PLAN, RAILS, SPLIT_CAGE, export_of
 
 from screens.app import FabwizApp
 from screens.modals import FixConfirmModal
+from wizard.engine.machine import StepLifecycle
 from wizard.events import (
     Event,
     ExportTaken,
@@ -19,7 +20,6 @@ from wizard.events import (
     StepChanged,
     VerdictReached,
 )
-from wizard.engine.machine import StepLifecycle
 from wizard.model import Measurement
 
 SIZE = (120, 40)
