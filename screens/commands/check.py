@@ -136,12 +136,14 @@ async def run_check(
         accept_new_host_keys=accept_new_host_keys,
         ssh_config=ssh_config,
     )
-    # the handshakes first: the sweep and the checks load while their round trips are in flight
+    switches = _switch_transports(inv, passwords)
+    # the handshakes and logins first: the sweep and the checks load while their round trips
+    # are in flight
     ssh.start(n.name for n in inv.nodes)
-    switches: dict[str, Any] = {}
+    for api in switches.values():
+        api.start()
     try:
         loaded = await asyncio.to_thread(_load_checks, perf)
-        switches = _switch_transports(inv, passwords)
         sweeper = loaded.sweeper(
             ssh=ssh,
             nodes=[n.name for n in inv.nodes],
@@ -150,7 +152,7 @@ async def run_check(
             tool_paths={n.name: n.tools for n in inv.nodes if n.tools},
             limits=expectations,
         )
-        sweeper.open()  # the switches' logins (the nodes' handshakes are under way)
+        sweeper.open()  # takes over the handshakes and logins under way
         obs = await sweeper.sweep(loaded.probes)
         if password_errors:
             obs = dataclasses.replace(obs, unreachable={**obs.unreachable, **password_errors})

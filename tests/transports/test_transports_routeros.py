@@ -259,6 +259,32 @@ async def test_failures_are_results_naming_the_switch(fake: tuple[FakeSwitch, in
         assert ok.ok and t.logins == 3
 
 
+async def test_a_started_login_is_the_one_connect_waits_for(fake: tuple[FakeSwitch, int]) -> None:
+    sw, port = fake
+    async with RouterOsTransport(target(port)) as t:
+        t.start()
+        t.start()  # once
+        assert await t.connect() is None and t.logins == 1
+        assert (await t.print("/system/resource")).ok and t.logins == 1
+    async with RouterOsTransport(target(port, password="wrong")) as bad:
+        bad.start()
+        err = await bad.connect()
+        assert err is not None and err.startswith("crs804: login refused for user 'fabwiz'")
+        assert bad.logins == 1  # the refused login was tried once, not again by connect
+        assert await bad.connect() is not None and bad.logins == 2  # a later connect: a new try
+    logins = [w for w in sw.received if w[0] == "/login"]
+    assert len(logins) == 3
+
+
+async def test_close_cancels_a_login_nobody_waited_for(fake: tuple[FakeSwitch, int]) -> None:
+    _sw, port = fake
+    t = RouterOsTransport(target(port))
+    t.start()
+    started = t._starting
+    await t.close()
+    assert started is not None and started.done() and t._starting is None
+
+
 async def test_refused_port() -> None:
     probe = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = probe.sockets[0].getsockname()[1]

@@ -116,6 +116,7 @@ class RouterOsTransport:
         self.target = target
         self._api: Any = None
         self._lock = asyncio.Lock()
+        self._starting: asyncio.Future[str | None] | None = None  # a login begun by start()
         self.logins = 0
         # API-SSL certificates trusted on first use (only when the operator asked)
         self.known_certs: Path | None = None
@@ -131,8 +132,18 @@ class RouterOsTransport:
 
     # --- read ------------------------------------------------------------------------------
 
+    def start(self) -> None:
+        """Begin the login now, in the background, so that a caller overlaps its round trips
+        with work of its own; the next `connect` waits for that login (still one try)."""
+        if self._starting is None and self._api is None:
+            self._starting = asyncio.ensure_future(self._connect())
+
     async def connect(self) -> str | None:
         """Log in now. Returns None, or the error text."""
+        started, self._starting = self._starting, None
+        return await (started if started is not None else self._connect())
+
+    async def _connect(self) -> str | None:
         async with self._lock:
             try:
                 await self._session()
@@ -255,6 +266,10 @@ class RouterOsTransport:
         )
 
     async def close(self) -> None:
+        started, self._starting = self._starting, None
+        if started is not None:
+            started.cancel()
+            await asyncio.gather(started, return_exceptions=True)
         api, self._api = self._api, None
         if api is not None:
             try:
