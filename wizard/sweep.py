@@ -648,8 +648,7 @@ class Sweeper:
                         or not (ra.up and rb.up and ra.addresses and rb.addresses)
                     ):
                         continue
-                    # half B's rails the other way: a node sends on one half, receives on the other
-                    flows.append((rb, ra) if ra.half == "B" else (ra, rb))
+                    flows.append((ra, rb))
         plan = [[(i, ra, rb) for i, (ra, rb) in enumerate(r)] for r in pack_rounds(flows)]
         rounds = tuple(tuple(f"{ra.key}->{rb.key}" for _, ra, rb in r) for r in plan)
         self._emit(TrafficPlanned(step=self.step, rounds=rounds, duration_s=float(duration_s)))
@@ -1097,8 +1096,8 @@ def flow_uses(client: Rail, server: Rail) -> frozenset[tuple[str, ...]]:
 def pack_rounds(flows: Sequence[tuple[Rail, Rail]]) -> list[list[tuple[Rail, Rail]]]:
     """(client, server) rail tests packed into as few rounds as run without sharing a
     bottleneck (`flow_uses`): each goes into the first round it fits, in order. A node may
-    send on one PCIe half while it receives on the other, so two rail indexes of one node pair
-    share a round when they run opposite ways on different halves."""
+    send on one PCIe half while it receives on the other, so a plane's test joins another
+    plane's round where its nodes play the other parts on the other half."""
     rounds: list[tuple[list[tuple[Rail, Rail]], set[tuple[str, ...]]]] = []
     for client, server in flows:
         need = flow_uses(client, server)
