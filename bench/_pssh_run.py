@@ -20,6 +20,8 @@ def main() -> None:
     ]
     client = ParallelSSHClient(hosts, host_config=config, pool_size=pool)
     output = client.run_command(command, stop_on_errors=True)
+    for host_out in output:  # no input: end stdin at once, as `ssh -n` and clush do
+        host_out.client.eagain(host_out.channel.send_eof)
     client.join(output)
     for host_out in output:
         for line in host_out.stdout:

@@ -308,6 +308,9 @@ def main() -> None:
         return
     if args.quick:
         args.runs, args.nodes = 3, 8
+    from _bytecode import compile_fabwiz
+
+    compile_fabwiz()
     asyncio.run(main_async(args))
     gauge_runs(args.quick)
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
@@ -26,15 +26,6 @@ from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from flows.expectations import Expectations
 from screens.deadman import DeadmanCountdown
-from screens.end_screen import SessionEndModal
-from screens.modals import (
-    ChoiceModal,
-    ErrorModal,
-    FixConfirmModal,
-    PhysicalActionModal,
-    QuitModal,
-    RawOutputModal,
-)
 from screens.session_screen import DIRECT_SKIP, Prompt, SessionScreen
 from screens.widgets.coalesce import Coalescer
 from screens.widgets.gauges import RailGauges
@@ -70,6 +61,12 @@ from wizard.events import (
 )
 from wizard.fixes import ExportStatus
 from wizard.model import FixPlan, PhysicalAction, Rail
+
+if TYPE_CHECKING:
+    from screens.modals import FixConfirmModal, PhysicalActionModal
+
+# The dialogs (screens.modals, screens.end_screen) are imported when one first opens: the first
+# screen shows none of them.
 
 GAUGE_FLUSH_S = 0.25  # at most four gauge repaints a second, whatever the sample rate
 # Events that come by the thousand during a sweep; their repaints are coalesced.
@@ -167,6 +164,8 @@ class TuiPorts:
         answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
 
         def make() -> FixConfirmModal:
+            from screens.modals import FixConfirmModal
+
             return FixConfirmModal(plan, export, rollback_window_s=window, answer=answer)
 
         self.app.open_question(HiddenQuestion(f"fix: {plan.summary}", "fix", make, answer))
@@ -192,6 +191,8 @@ class TuiPorts:
         since: list[float] = []
 
         def make() -> PhysicalActionModal:
+            from screens.modals import PhysicalActionModal
+
             modal = PhysicalActionModal(
                 action,
                 can_perform_in_lab=can_perform_in_lab,
@@ -218,6 +219,8 @@ class TuiPorts:
     async def choose(self, step: str, question: str, options: list[str]) -> str:
         answers = match_intents(options)
         if answers is None:
+            from screens.modals import ChoiceModal
+
             self.app.repaints.flush()
             picked: str = await self.app.push_screen(
                 ChoiceModal(step, question, options), wait_for_dismiss=True
@@ -234,6 +237,8 @@ class TuiPorts:
             self.app.offer_choice(None)
 
     async def error(self, title: str, message: str, hint: str | None) -> None:
+        from screens.modals import ErrorModal
+
         self.app.repaints.flush()
         await self.app.push_screen_wait(ErrorModal(title, message, hint))
 
@@ -350,6 +355,8 @@ class FabwizApp(App[int]):
             return
         if event.state == WorkerState.ERROR:
             self._failed = True
+            from screens.modals import ErrorModal
+
             error = event.worker.error
             self.session.engine_ready = False
             self.repaints.flush({"detail"})
@@ -401,6 +408,8 @@ class FabwizApp(App[int]):
 
     def action_show_summary(self) -> None:
         """The end-of-session screen (found, fixed, not checked, numbers, what next)."""
+        from screens.end_screen import SessionEndModal
+
         if self.view.ended is None or isinstance(self.screen, SessionEndModal):
             return
         self.push_screen(SessionEndModal(self.summary()))
@@ -493,6 +502,8 @@ class FabwizApp(App[int]):
         modal = question.make()
 
         def closed(_result: Any) -> None:
+            from screens.modals import PhysicalActionModal
+
             if isinstance(modal, PhysicalActionModal):
                 self.physical_modal_closed(modal)
             if self.question is question and self._still_open(question):
@@ -592,6 +603,8 @@ class FabwizApp(App[int]):
         else:
             title = f"{step.info.title}: raw output"
             text = raw_for(step, None)
+        from screens.modals import RawOutputModal
+
         self.push_screen(RawOutputModal(title, text or "(no raw output recorded for this step)"))
 
     # --- commands, quitting --------------------------------------------------------------------
@@ -634,6 +647,8 @@ class FabwizApp(App[int]):
         def decided(quit_: bool | None) -> None:
             if quit_:
                 self.exit_session()
+
+        from screens.modals import QuitModal
 
         self.push_screen(QuitModal(unapplied), callback=decided)
 

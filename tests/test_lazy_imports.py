@@ -94,3 +94,21 @@ def test_check_as_its_own_process_prints_everything_and_its_exit_code() -> None:
     report = json.loads(proc.stdout)
     assert "host.mtu" in {f["fault"] for f in report["findings"]}
     assert len(report["nodes"]) == 4 and proc.stdout.rstrip().endswith("}")
+
+
+def test_the_app_loads_its_dialogs_when_one_first_opens() -> None:
+    code = (
+        "import sys, screens.app\n"
+        "print(sorted(m for m in ('screens.modals', 'screens.end_screen', 'asyncssh')"
+        " if m in sys.modules))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["[]"]

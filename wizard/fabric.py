@@ -234,7 +234,7 @@ class InventoryFabric:
                         last = sample
                         if first_wall is None:
                             first_wall = (now, sample[0])
-                        elif not calibrated and now - first_wall[0] > 0:
+                        elif not calibrated and now - first_wall[0] >= _CALIBRATION_WALL_S:
                             calibrated = True
                             rate = (sample[0] - first_wall[1]) / (now - first_wall[0])
                             sleep_node_s = self.sample_interval_s
@@ -463,6 +463,9 @@ class InventoryFabric:
 
 _COUNTERS = "cat /proc/uptime; grep -H . /sys/class/infiniband/*/ports/1/counters/port_xmit_data"
 _SAMPLE_END = "@@fabwiz-sample@@"
+# The node clock's rate is measured over at least this much wall time: samples of a fast lab
+# clock arrive several to a read, and two of one read would give a rate without bound.
+_CALIBRATION_WALL_S = 0.2
 
 
 def _sampler(sleep_s: float) -> str:

@@ -390,11 +390,10 @@ class Sweeper:
         by_node = {n: self.rails.get(n, ()) for n in self.nodes}
         count = max((len(r) for r in by_node.values()), default=0)
         schedule = rail_pairs(list(self.nodes)) if quick else round_robin(list(self.nodes))
-        plan: list[list[tuple[int, Rail, Rail]]] = []
+        flows: list[tuple[Rail, Rail]] = []
         for idx in range(count):
             for round_pairs in _isl_safe(schedule, by_node, idx):
-                planned = []
-                for i, (a, b) in enumerate(round_pairs):
+                for a, b in round_pairs:
                     ra = rail_at(by_node.get(a, ()), idx)
                     rb = peer_rail(ra, by_node.get(b, ()), idx)
                     if (
@@ -403,9 +402,8 @@ class Sweeper:
                         or not (ra.up and rb.up and ra.addresses and rb.addresses)
                     ):
                         continue
-                    planned.append((i, ra, rb))
-                if planned:
-                    plan.append(planned)
+                    flows.append((ra, rb))
+        plan = [[(i, ra, rb) for i, (ra, rb) in enumerate(r)] for r in pack_rounds(flows)]
         rounds = tuple(tuple(f"{ra.key}->{rb.key}" for _, ra, rb in r) for r in plan)
         self._emit(TrafficPlanned(step=self.step, rounds=rounds, duration_s=float(duration_s)))
         for planned in plan:
@@ -474,6 +472,40 @@ def _isl_safe(
                 subs.append(([(a, b)], {way: 1} if crossing else {}))
         out.extend(sub for sub, _ in subs)
     return out
+
+
+def flow_uses(client: Rail, server: Rail) -> frozenset[tuple[str, ...]]:
+    """What one single-QP rail test needs to itself to measure the rail: its client's send
+    side and its server's receive side (the NIC's ~196 Gb/s a direction is less than two rails),
+    both nodes' PCIe halves (both directions on one half cost each ~8%), and the ISL direction
+    it crosses (two flows on one direction is `isl_shared_test`)."""
+    uses = {
+        ("tx", client.node),
+        ("rx", server.node),
+        ("half", client.node, client.half),
+        ("half", server.node, server.half),
+    }
+    if client.switch and server.switch and client.switch != server.switch:
+        uses.add(("isl", client.switch, server.switch))
+    return frozenset(uses)
+
+
+def pack_rounds(flows: Sequence[tuple[Rail, Rail]]) -> list[list[tuple[Rail, Rail]]]:
+    """(client, server) rail tests packed into as few rounds as run without sharing a
+    bottleneck (`flow_uses`): each goes into the first round it fits, in order. A node may
+    send on one PCIe half while it receives on the other, so a plane's test joins another
+    plane's round where its nodes play the other parts on the other half."""
+    rounds: list[tuple[list[tuple[Rail, Rail]], set[tuple[str, ...]]]] = []
+    for client, server in flows:
+        need = flow_uses(client, server)
+        for planned, used in rounds:
+            if not need & used:
+                planned.append((client, server))
+                used.update(need)
+                break
+        else:
+            rounds.append(([(client, server)], set(need)))
+    return [planned for planned, _ in rounds]
 
 
 def round_robin(nodes: list[str]) -> list[list[tuple[str, str]]]:

@@ -126,75 +126,127 @@ async def run_check(
     """Sweep the fabric of `inv`, judge every check, return the report (no printing)."""
     import time
 
-    from flows.expectations import DEFAULT
-    from wizard.inventory import resolve_password
-    from wizard.sweep import Sweeper
-    from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
     from wizard.transports.ssh import SshTarget, SshTransport
 
     t0 = time.monotonic()
-    try:
-        expectations = DEFAULT.with_overrides(inv.expectations)
-    except KeyError as exc:
-        raise InventoryError(
-            f"unknown expectation {exc}", path=str(inv.path), field="expectations"
-        ) from None
+    expectations = _expectations(inv)
+    passwords, password_errors = _switch_passwords(inv, prompt)
     ssh = SshTransport(
         [SshTarget.from_spec(n) for n in inv.nodes],
         accept_new_host_keys=accept_new_host_keys,
         ssh_config=ssh_config,
     )
-    switches: dict[str, RouterOsTransport] = {}
-    warnings = list(inv.warnings)
-    password_errors: dict[str, str] = {}
-    for s in inv.switches:
-        try:
-            pw = resolve_password(s, prompt=prompt)
-        except InventoryError as exc:
-            password_errors[s.name] = str(exc)
-            continue
-        switches[s.name] = RouterOsTransport(RouterOsTarget.from_spec(s, pw))
-    nodes = [n.name for n in inv.nodes]
-    sweeper = Sweeper(
-        ssh=ssh,
-        nodes=nodes,
-        switches=switches,
-        sink=sink,
-        tool_paths={n.name: n.tools for n in inv.nodes if n.tools},
-        limits=expectations,
-    )
+    switches = _switch_transports(inv, passwords)
+    # the handshakes and logins first: the sweep and the checks load while their round trips
+    # are in flight
+    ssh.start(n.name for n in inv.nodes)
+    for api in switches.values():
+        api.start()
     try:
-        # handshakes and logins first: the checks load while their round trips are in flight
-        sweeper.open()
-        checks, probes, make_context = await asyncio.to_thread(_load_checks, perf)
-        obs = await sweeper.sweep(probes)
+        loaded = await asyncio.to_thread(_load_checks, perf)
+        sweeper = loaded.sweeper(
+            ssh=ssh,
+            nodes=[n.name for n in inv.nodes],
+            switches=switches,
+            sink=sink,
+            tool_paths={n.name: n.tools for n in inv.nodes if n.tools},
+            limits=expectations,
+        )
+        sweeper.open()  # takes over the handshakes and logins under way
+        obs = await sweeper.sweep(loaded.probes)
         if password_errors:
             obs = dataclasses.replace(obs, unreachable={**obs.unreachable, **password_errors})
+        warnings = list(inv.warnings)
         if perf:
-            reachable = [n for n in nodes if n not in obs.unreachable]
-            sweeper.nodes = reachable
-            measurements: list[Measurement] = []
-            if len(reachable) >= 2:
-                measurements.extend(
-                    await sweeper.rail_tests(low_gbps=expectations.rail_pass_gate_gbps, quick=quick)
-                )
-                if not quick:
-                    measurements.extend(await sweeper.fabric_tests())
-                    obs = dataclasses.replace(obs, traffic={"ping": list(sweeper.pings)})
-                nccl, _res = await sweeper.nccl_test()
-                measurements.append(nccl)
-                pair, _res = await sweeper.nccl_test(op="sendrecv_perf", nodes=reachable[:2])
-                job, _res = await sweeper.nccl_test(mode="job")
-                measurements += [pair, job]
-                gap = _job_gap(nccl, job, expectations)
-                if gap:
-                    warnings.append(gap)
-            obs = dataclasses.replace(obs, measurements=tuple(measurements))
+            obs = await _measure(sweeper, obs, quick=quick, warnings=warnings)
     finally:
         await ssh.close()
         for t in switches.values():
             await t.close()
-    ctx = make_context(
+    verdicts, rails = _judge(inv, loaded, obs, sweeper.rails, expectations)
+    return CheckReport(
+        verdicts=merge(verdicts),
+        nodes=_nodes_json(inv, obs, rails),
+        switches=_switches_json(inv, obs),
+        measurements=list(obs.measurements),
+        warnings=warnings,
+        checked=len(obs.unreachable) < len(inv.nodes) + len(inv.switches),
+        seconds=time.monotonic() - t0,
+        measured=any(m.valid for m in obs.measurements),
+    )
+
+
+def _expectations(inv: Inventory) -> Any:
+    from flows.expectations import DEFAULT
+
+    try:
+        return DEFAULT.with_overrides(inv.expectations)
+    except KeyError as exc:
+        raise InventoryError(
+            f"unknown expectation {exc}", path=str(inv.path), field="expectations"
+        ) from None
+
+
+def _switch_passwords(
+    inv: Inventory, prompt: Callable[[str], str] | None
+) -> tuple[dict[str, str | None], dict[str, str]]:
+    """Each switch's password (asked before any connection), and the switches without one."""
+    from wizard.inventory import resolve_password
+
+    passwords: dict[str, str | None] = {}
+    errors: dict[str, str] = {}
+    for s in inv.switches:
+        try:
+            passwords[s.name] = resolve_password(s, prompt=prompt)
+        except InventoryError as exc:
+            errors[s.name] = str(exc)
+    return passwords, errors
+
+
+def _switch_transports(inv: Inventory, passwords: dict[str, str | None]) -> dict[str, Any]:
+    from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
+
+    return {
+        s.name: RouterOsTransport(RouterOsTarget.from_spec(s, passwords[s.name]))
+        for s in inv.switches
+        if s.name in passwords
+    }
+
+
+async def _measure(
+    sweeper: Any, obs: Observations, *, quick: bool, warnings: list[str]
+) -> Observations:
+    """--perf: rail tests (and the fabric's ping matrix), then NCCL, as observations."""
+    expectations = sweeper.limits
+    reachable = [n for n in sweeper.nodes if n not in obs.unreachable]
+    sweeper.nodes = reachable
+    measurements: list[Measurement] = []
+    if len(reachable) < 2:
+        return dataclasses.replace(obs, measurements=())
+    measurements.extend(
+        await sweeper.rail_tests(low_gbps=expectations.rail_pass_gate_gbps, quick=quick)
+    )
+    if not quick:
+        measurements.extend(await sweeper.fabric_tests())
+        obs = dataclasses.replace(obs, traffic={"ping": list(sweeper.pings)})
+    nccl, _res = await sweeper.nccl_test()
+    measurements.append(nccl)
+    pair, _res = await sweeper.nccl_test(op="sendrecv_perf", nodes=reachable[:2])
+    job, _res = await sweeper.nccl_test(mode="job")
+    measurements += [pair, job]
+    gap = _job_gap(nccl, job, expectations)
+    if gap:
+        warnings.append(gap)
+    return dataclasses.replace(obs, measurements=tuple(measurements))
+
+
+def _judge(
+    inv: Inventory, loaded: _Loaded, obs: Observations, rails: Any, expectations: Any
+) -> tuple[list[Verdict], Any]:
+    """Every check's verdict on the observations, and one per target that could not be seen;
+    and the rails they were judged on."""
+    nodes = [n.name for n in inv.nodes]
+    ctx = loaded.make_context(
         obs,
         nodes=nodes,  # unreachable ones included: their verdicts say `unknown` (flows.unseen)
         switches=[s.name for s in inv.switches],
@@ -203,7 +255,7 @@ async def run_check(
         management={s.name: tuple(s.management_ports) for s in inv.switches},
         addressing={"pattern": inv.addressing_pattern},
         known_good_firmware=inv.known_good_firmware,
-        discovered=sweeper.rails,
+        discovered=rails,
         nccl_devices=inv.nccl_devices,
     )
     # where the real job runs (its container or process), as the wizard's walk reads it
@@ -212,7 +264,7 @@ async def run_check(
         jobs={n.name: n.job_container for n in inv.nodes if n.job_container},
         job_processes={n.name: n.job_process for n in inv.nodes if n.job_process},
     )
-    verdicts = run_checks(checks, obs, ctx)
+    verdicts = run_checks(loaded.checks, obs, ctx)
     for target, error in sorted(obs.unreachable.items()):
         kind = "node" if target in nodes else "switch"
         verdicts.append(
@@ -225,33 +277,38 @@ async def run_check(
                 check="sweep",
             )
         )
-    report = CheckReport(
-        verdicts=merge(verdicts),
-        nodes=_nodes_json(inv, obs, ctx.rails),
-        switches=[
-            {
-                "name": s.name,
-                "host": s.host,
-                "reachable": s.name not in obs.unreachable,
-                "error": obs.unreachable.get(s.name),
-            }
-            for s in inv.switches
-        ],
-        measurements=list(obs.measurements),
-        warnings=warnings,
-        checked=len(obs.unreachable) < len(inv.nodes) + len(inv.switches),
-        seconds=time.monotonic() - t0,
-        measured=any(m.valid for m in obs.measurements),
-    )
-    return report
+    return verdicts, ctx.rails
 
 
-def _load_checks(perf: bool) -> tuple[list[Any], list[Any], Callable[..., Any]]:
-    """Every check of a sweep (and its probes): the largest import of `check`."""
+def _switches_json(inv: Inventory, obs: Observations) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": s.name,
+            "host": s.host,
+            "reachable": s.name not in obs.unreachable,
+            "error": obs.unreachable.get(s.name),
+        }
+        for s in inv.switches
+    ]
+
+
+@dataclass
+class _Loaded:
+    """What `check` loads while the handshakes run: the sweep and every check with its probes."""
+
+    sweeper: Callable[..., Any]
+    checks: list[Any]
+    probes: list[Any]
+    make_context: Callable[..., Any]
+
+
+def _load_checks(perf: bool) -> _Loaded:
+    """The sweep and every check of it (and their probes): the largest import of `check`."""
     from flows.registry import checks_for, make_context, probes_of
+    from wizard.sweep import Sweeper
 
     checks = checks_for(traffic=perf)
-    return list(checks), list(probes_of(checks)), make_context
+    return _Loaded(Sweeper, list(checks), list(probes_of(checks)), make_context)
 
 
 def _nodes_json(inv: Inventory, obs: Observations, rails: Any) -> list[dict[str, Any]]:

@@ -131,8 +131,18 @@ async def test_full_plan_on_four_nodes_every_pair_every_plane_plus_bidir() -> No
     assert all(str(p["command"]).startswith("ping -M do -s 8972 ") for p in pings)
     # each sweep announced its plan before running it: the rounds, in the order measured
     plans = [e for e in seen if isinstance(e, TrafficPlanned)]
-    assert [len(p.rounds) for p in plans] == [12, 4]  # 4 planes x 3 rounds; quick: x 1
-    assert all(len(r) == 2 and p.duration_s == 1.0 for p in plans for r in p.rounds)
+    # 4 planes x 3 rounds of pairs (quick: x 1), packed where a node sends on one half and
+    # receives on the other: 8 rounds (quick: 4, a node sends on every plane)
+    assert [len(p.rounds) for p in plans] == [8, 4]
+    assert sum(len(r) for r in plans[0].rounds) == 24
+    assert all(p.duration_s == 1.0 for p in plans)
+    assert all(len(r) == 2 for r in plans[1].rounds)
+    for r in plans[0].rounds:  # in a round, a node sends once and receives once
+        ends = [t.split("->") for t in r]
+        senders = {c.split("/")[0] for c, _ in ends}
+        assert len(senders) == len({s.split("/")[0] for _, s in ends}) == len(r) > 1
+    # run together, each rail still measures what it does alone (one switch: ~109.2 Gb/s)
+    assert all(m.value == pytest.approx(109.2, rel=0.01) for m in uni)
     assert [t for r in plans[0].rounds for t in r] == [m.target for m in uni]
     assert [t for r in plans[1].rounds for t in r] == [m.target for m in quick]
 

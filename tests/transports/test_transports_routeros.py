@@ -45,67 +45,89 @@ class FakeSwitch:
         cmd, rest = words[0], words[1:]
         attrs = {w[1:].split("=", 1)[0]: w[1:].split("=", 1)[1] for w in rest if w.startswith("=")}
         query = {w[1:].split("=", 1)[0]: w[1:].split("=", 1)[1] for w in rest if w.startswith("?")}
-        done = [["!done"]]
-        if cmd == "/login":
-            if attrs.get("name") == "fabwiz" and attrs.get("password") == "pw":
-                return done
-            return [["!trap", "=message=invalid user name or password (6)"], ["!done"]]
-        if cmd == "/interface/bridge/port/print":
-            out = []
-            for pid, row in self.ports.items():
-                if all(row.get(k) == v or (k == ".id" and pid == v) for k, v in query.items()):
-                    full = {".id": pid, **row}
-                    keep = (
-                        attrs.get(".proplist", "").split(",")
-                        if ".proplist" in attrs
-                        else list(full)
-                    )
-                    out.append(["!re", *(f"={k}={full[k]}" for k in keep if k in full)])
-            return [*out, ["!done"]]
-        if cmd in ("/interface/bridge/port/set", "/interface/bridge/port/remove"):
-            pid = attrs.pop(".id")
-            if pid not in self.ports:
-                return [["!trap", "=message=no such item (4)"], ["!done"]]
-            if cmd.endswith("remove"):
-                del self.ports[pid]
-            else:
-                self.ports[pid].update(attrs)
-            return done
-        if cmd == "/interface/bridge/port/add":
-            pid = f"*{len(self.ports) + 10:X}"
-            self.ports[pid] = attrs
-            return [["!done", f"=ret={pid}"]]
-        if cmd == "/interface/ethernet/monitor":
-            return [
-                *(
-                    ["!re", f"=name={p}", "=status=link-ok", "=rate=200Gbps", "=fec=fec91"]
-                    for p in attrs["numbers"].split(",")
-                ),
-                ["!done"],
-            ]
-        if cmd == "/export":
-            self.files[attrs["file"] + ".rsc"] = BIG
-            return done
-        if cmd == "/file/print":
-            name = query["name"]
-            if name not in self.files:
-                return done
-            text = self.files[name]
-            row = ["!re", f"=name={name}", f"=size={len(text)}"]
-            if len(text) < 61439:
-                row.append(f"=contents={text}")
-            return [row, ["!done"]]
-        if cmd == "/file/read":
-            text = self.files[attrs["file"]]
-            off, size = int(attrs["offset"]), int(attrs["chunk-size"])
-            return [["!re", f"=data={text[off : off + size]}"], ["!done"]]
-        if cmd == "/system/resource/print":
-            return [["!re", "=cpu-load=3", "=version=7.23.1 (stable)"], ["!done"]]
         if cmd == "/slow/print":
             return None  # never answer
-        if cmd == "/quit":
-            return [["!fatal", "session terminated on request"]]
-        return [["!trap", "=message=no such command prefix"], ["!done"]]
+        handler = {
+            "/login": self._login,
+            "/interface/bridge/port/print": self._port_print,
+            "/interface/bridge/port/set": self._port_change,
+            "/interface/bridge/port/remove": self._port_change,
+            "/interface/bridge/port/add": self._port_add,
+            "/interface/ethernet/monitor": self._monitor,
+            "/export": self._export,
+            "/file/print": self._file_print,
+            "/file/read": self._file_read,
+            "/system/resource/print": self._resource,
+            "/quit": self._quit,
+        }.get(cmd)
+        if handler is None:
+            return [["!trap", "=message=no such command prefix"], ["!done"]]
+        return handler(cmd, attrs, query)
+
+    def _login(self, _cmd: str, attrs: dict[str, str], _q: dict[str, str]) -> list[list[str]]:
+        if attrs.get("name") == "fabwiz" and attrs.get("password") == "pw":
+            return [["!done"]]
+        return [["!trap", "=message=invalid user name or password (6)"], ["!done"]]
+
+    def _port_print(
+        self, _cmd: str, attrs: dict[str, str], query: dict[str, str]
+    ) -> list[list[str]]:
+        out = []
+        for pid, row in self.ports.items():
+            if all(row.get(k) == v or (k == ".id" and pid == v) for k, v in query.items()):
+                full = {".id": pid, **row}
+                keep = attrs.get(".proplist", "").split(",") if ".proplist" in attrs else list(full)
+                out.append(["!re", *(f"={k}={full[k]}" for k in keep if k in full)])
+        return [*out, ["!done"]]
+
+    def _port_change(self, cmd: str, attrs: dict[str, str], _q: dict[str, str]) -> list[list[str]]:
+        pid = attrs.pop(".id")
+        if pid not in self.ports:
+            return [["!trap", "=message=no such item (4)"], ["!done"]]
+        if cmd.endswith("remove"):
+            del self.ports[pid]
+        else:
+            self.ports[pid].update(attrs)
+        return [["!done"]]
+
+    def _port_add(self, _cmd: str, attrs: dict[str, str], _q: dict[str, str]) -> list[list[str]]:
+        pid = f"*{len(self.ports) + 10:X}"
+        self.ports[pid] = attrs
+        return [["!done", f"=ret={pid}"]]
+
+    def _monitor(self, _cmd: str, attrs: dict[str, str], _q: dict[str, str]) -> list[list[str]]:
+        return [
+            *(
+                ["!re", f"=name={p}", "=status=link-ok", "=rate=200Gbps", "=fec=fec91"]
+                for p in attrs["numbers"].split(",")
+            ),
+            ["!done"],
+        ]
+
+    def _export(self, _cmd: str, attrs: dict[str, str], _q: dict[str, str]) -> list[list[str]]:
+        self.files[attrs["file"] + ".rsc"] = BIG
+        return [["!done"]]
+
+    def _file_print(self, _cmd: str, _a: dict[str, str], query: dict[str, str]) -> list[list[str]]:
+        name = query["name"]
+        if name not in self.files:
+            return [["!done"]]
+        text = self.files[name]
+        row = ["!re", f"=name={name}", f"=size={len(text)}"]
+        if len(text) < 61439:
+            row.append(f"=contents={text}")
+        return [row, ["!done"]]
+
+    def _file_read(self, _cmd: str, attrs: dict[str, str], _q: dict[str, str]) -> list[list[str]]:
+        text = self.files[attrs["file"]]
+        off, size = int(attrs["offset"]), int(attrs["chunk-size"])
+        return [["!re", f"=data={text[off : off + size]}"], ["!done"]]
+
+    def _resource(self, _cmd: str, _a: dict[str, str], _q: dict[str, str]) -> list[list[str]]:
+        return [["!re", "=cpu-load=3", "=version=7.23.1 (stable)"], ["!done"]]
+
+    def _quit(self, _cmd: str, _a: dict[str, str], _q: dict[str, str]) -> list[list[str]]:
+        return [["!fatal", "session terminated on request"]]
 
 
 @pytest.fixture
@@ -235,6 +257,32 @@ async def test_failures_are_results_naming_the_switch(fake: tuple[FakeSwitch, in
         )
         ok = await t.print("/system/resource")  # reconnects
         assert ok.ok and t.logins == 3
+
+
+async def test_a_started_login_is_the_one_connect_waits_for(fake: tuple[FakeSwitch, int]) -> None:
+    sw, port = fake
+    async with RouterOsTransport(target(port)) as t:
+        t.start()
+        t.start()  # once
+        assert await t.connect() is None and t.logins == 1
+        assert (await t.print("/system/resource")).ok and t.logins == 1
+    async with RouterOsTransport(target(port, password="wrong")) as bad:
+        bad.start()
+        err = await bad.connect()
+        assert err is not None and err.startswith("crs804: login refused for user 'fabwiz'")
+        assert bad.logins == 1  # the refused login was tried once, not again by connect
+        assert await bad.connect() is not None and bad.logins == 2  # a later connect: a new try
+    logins = [w for w in sw.received if w[0] == "/login"]
+    assert len(logins) == 3
+
+
+async def test_close_cancels_a_login_nobody_waited_for(fake: tuple[FakeSwitch, int]) -> None:
+    _sw, port = fake
+    t = RouterOsTransport(target(port))
+    t.start()
+    started = t._starting
+    await t.close()
+    assert started is not None and started.done() and t._starting is None
 
 
 async def test_refused_port() -> None:

@@ -216,3 +216,39 @@ async def test_a_server_that_always_drops_gets_a_clear_message(server: Server) -
 def test_default_handshake_bound_is_below_openssh_maxstartups() -> None:
     assert SshTransport([], ssh_config=None)._handshake._value == ssh_mod.DEFAULT_MAX_HANDSHAKES
     assert ssh_mod.DEFAULT_MAX_HANDSHAKES < 10
+
+
+async def test_started_handshakes_are_the_ones_connect_waits_for(server: Server) -> None:
+    proxy = DroppingProxy(upstream=server.port, drop=0)
+    listener = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
+    proxy.port = listener.sockets[0].getsockname()[1]
+    server.known_hosts.write_text(
+        server.known_hosts.read_text().replace(f":{server.port} ", f":{proxy.port} ")
+    )
+    closed = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
+    dead_port = closed.sockets[0].getsockname()[1]
+    closed.close()
+    await closed.wait_closed()
+    targets = [_target(server, "spark1", proxy.port), _target(server, "dead", dead_port)]
+    try:
+        async with SshTransport(targets, ssh_config=None) as t:
+            t.start(["spark1", "dead", "spark1"])
+            assert await t.connect("spark1") is None
+            err = await t.connect("dead")
+            assert err is not None and err.startswith(f"dead: cannot reach 127.0.0.1:{dead_port}")
+            assert t.handshakes == 2  # one try each: the started handshake was the one awaited
+            r = await t.run("spark1", "hostname")
+            assert r.stdout == "ran: hostname\n" and t.handshakes == 2
+            assert await t.connect("dead") is not None and t.handshakes == 3  # a new try
+        assert proxy.accepted == 1
+    finally:
+        listener.close()
+
+
+async def test_close_cancels_handshakes_nobody_waited_for(server: Server) -> None:
+    t = SshTransport([_target(server, "spark1")], ssh_config=None)
+    t.start(["spark1"])
+    started = list(t._starting.values())
+    await t.close()
+    assert started and all(f.done() for f in started)
+    assert t._conns == {} and t._starting == {}

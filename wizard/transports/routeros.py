@@ -116,6 +116,7 @@ class RouterOsTransport:
         self.target = target
         self._api: Any = None
         self._lock = asyncio.Lock()
+        self._starting: asyncio.Future[str | None] | None = None  # a login begun by start()
         self.logins = 0
         # API-SSL certificates trusted on first use (only when the operator asked)
         self.known_certs: Path | None = None
@@ -131,8 +132,18 @@ class RouterOsTransport:
 
     # --- read ------------------------------------------------------------------------------
 
+    def start(self) -> None:
+        """Begin the login now, in the background, so that a caller overlaps its round trips
+        with work of its own; the next `connect` waits for that login (still one try)."""
+        if self._starting is None and self._api is None:
+            self._starting = asyncio.ensure_future(self._connect())
+
     async def connect(self) -> str | None:
         """Log in now. Returns None, or the error text."""
+        started, self._starting = self._starting, None
+        return await (started if started is not None else self._connect())
+
+    async def _connect(self) -> str | None:
         async with self._lock:
             try:
                 await self._session()
@@ -255,6 +266,10 @@ class RouterOsTransport:
         )
 
     async def close(self) -> None:
+        started, self._starting = self._starting, None
+        if started is not None:
+            started.cancel()
+            await asyncio.gather(started, return_exceptions=True)
         api, self._api = self._api, None
         if api is not None:
             try:
@@ -416,9 +431,9 @@ class RouterOsTransport:
             except (TimeoutError, OSError, LibRouterosError):
                 pass
 
-    async def _session(self) -> Any:
-        if self._api is not None:
-            return self._api
+    def _tls_target(self) -> tuple[RouterOsTarget, bool, ssl.SSLContext | None]:
+        """The target with a recorded certificate pinned, whether this is a first use (no pin,
+        no CA, not anonymous), and the TLS context (None without TLS)."""
         t = self.target
         first_use = t.tls and not (t.tls_fingerprint or t.ca_file or t.tls_anonymous)
         if first_use and self.known_certs is not None:
@@ -432,6 +447,32 @@ class RouterOsTransport:
                 context = routeros_tls.client_context(t)
             except (OSError, ssl.SSLError) as exc:
                 raise _Failed(f"{t.name}: cannot load the CA file {t.ca_file}: {exc}") from None
+        return t, first_use, context
+
+    async def _untrusted(
+        self, t: RouterOsTarget, exc: ssl.SSLCertVerificationError, first_use: bool
+    ) -> None:
+        """A certificate not trusted: recorded when the operator accepts new ones (returns, to
+        log in again with it pinned), else refused with what to do."""
+        seen = await routeros_tls.peer_fingerprint(t.host, t.api_port, t.timeout_s)
+        if seen and first_use and self.accept_new_certs and self.known_certs is not None:
+            # recorded, then checked as a pin on the connection that logs in
+            routeros_tls.record_cert(self.known_certs, t.where, seen)
+            if self.on_new_cert is not None:
+                self.on_new_cert(t.name, t.where, seen)
+            return
+        raise _Failed(
+            f"{t.name}: the API-SSL certificate at {t.where} is not trusted "
+            f"({exc.verify_message or exc.reason or exc}); the password was not sent. It "
+            f"presents {seen or 'a certificate'}: if that is the switch's own (check "
+            "`/certificate print detail` on its console), pin it in the inventory with "
+            f"`tls: {{fingerprint: {seen or 'sha256:...'}}}`, or give the CA in `ca_file`"
+        ) from None
+
+    async def _session(self) -> Any:
+        if self._api is not None:
+            return self._api
+        t, first_use, context = self._tls_target()
 
         async def checked_login(api: Any, user: str, password: str) -> None:
             # the peer is checked on this connection before the password is written
@@ -476,20 +517,8 @@ class RouterOsTransport:
                 f"{t.timeout_s:g} s: is the switch up, and is {t.api_port} reachable?"
             ) from None
         except ssl.SSLCertVerificationError as exc:
-            seen = await routeros_tls.peer_fingerprint(t.host, t.api_port, t.timeout_s)
-            if seen and first_use and self.accept_new_certs and self.known_certs is not None:
-                # recorded, then checked as a pin on the connection that logs in
-                routeros_tls.record_cert(self.known_certs, t.where, seen)
-                if self.on_new_cert is not None:
-                    self.on_new_cert(t.name, t.where, seen)
-                return await self._session()
-            raise _Failed(
-                f"{t.name}: the API-SSL certificate at {t.where} is not trusted "
-                f"({exc.verify_message or exc.reason or exc}); the password was not sent. It "
-                f"presents {seen or 'a certificate'}: if that is the switch's own (check "
-                "`/certificate print detail` on its console), pin it in the inventory with "
-                f"`tls: {{fingerprint: {seen or 'sha256:...'}}}`, or give the CA in `ca_file`"
-            ) from None
+            await self._untrusted(t, exc, first_use)
+            return await self._session()
         except (ssl.SSLError, ConnectionResetError) as exc:
             reason = getattr(exc, "reason", None) or exc.strerror or type(exc).__name__
             if not t.tls:

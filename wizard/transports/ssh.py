@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from wizard.model import ProbeResult
 from wizard.transports.capped import cap_from_env, run_capped
+from wizard.transports.sshlib import load_asyncssh
 
 if TYPE_CHECKING:
     import asyncssh
@@ -44,14 +45,14 @@ HANDSHAKE_RETRIES = 3
 
 
 def _asyncssh() -> Any:
-    """asyncssh, imported on first use (it costs ~0.1 s, which `--help` and replay never pay)."""
-    import asyncssh
-
-    return asyncssh
+    """asyncssh, imported on first use (it costs ~0.1 s, which `--help` and replay never pay),
+    without the parts a client of the nodes never needs (`wizard.transports.sshlib`)."""
+    return load_asyncssh()
 
 
 def encryption_algs() -> list[str]:
     """The cipher preference sent to the server: AES-GCM first, then asyncssh's defaults."""
+    _asyncssh()
     from asyncssh.encryption import get_default_encryption_algs
 
     rest = [a.decode() for a in get_default_encryption_algs()]
@@ -180,6 +181,7 @@ class SshTransport:
         self._ciphers: list[str] | None = None
         self.retried_handshakes = 0  # handshakes dropped by the server and tried again
         self._locks: dict[str, asyncio.Lock] = {}
+        self._starting: dict[str, asyncio.Future[str | None]] = {}  # handshakes begun by start()
         self.handshakes = 0  # connections opened, for tests and the bench
         self.max_concurrent_handshakes = 0
         self._in_handshake = 0
@@ -203,8 +205,20 @@ class SshTransport:
         if self.on_host_key is not None:  # shown to the operator and kept in the session
             self.on_host_key(target.name, pattern, key.get_fingerprint("sha256"))
 
+    def start(self, names: Iterable[str]) -> None:
+        """Begin the handshakes of `names` now, in the background, so that a caller overlaps
+        their round trips with work of its own (loading the checks). The next `connect` of each
+        node waits for that handshake: still one try per node."""
+        for name in names:
+            if name not in self._starting and name not in self._conns:
+                self._starting[name] = asyncio.ensure_future(self._connect(name))
+
     async def connect(self, name: str) -> str | None:
         """Open (or reuse) the connection to `name`. Returns None, or the error text."""
+        started = self._starting.pop(name, None)
+        return await (started if started is not None else self._connect(name))
+
+    async def _connect(self, name: str) -> str | None:
         try:
             await self._connection(name)
         except _ConnectFailed as exc:
@@ -290,6 +304,11 @@ class SshTransport:
             ) from None
 
     async def close(self) -> None:
+        starting = list(self._starting.values())
+        self._starting.clear()
+        for fut in starting:
+            fut.cancel()
+        await asyncio.gather(*starting, return_exceptions=True)
         conns = list(self._conns.values())
         self._conns.clear()
         for c in conns:
@@ -392,10 +411,8 @@ class SshTransport:
             self._ciphers = [] if chosen else encryption_algs()
         return self._ciphers or None
 
-    async def _open(self, target: SshTarget) -> asyncssh.SSHClientConnection:
-        asyncssh = _asyncssh()
-        known = self._parsed_known_hosts(target)
-        policy = _make_policy(self, target, known)
+    def _options(self, target: SshTarget, known: Any, policy: _HostKeyPolicy) -> dict[str, Any]:
+        """asyncssh.connect's options for `target` (raises `_ConnectFailed` for a missing key)."""
         options: dict[str, Any] = {
             "known_hosts": known,
             "connect_timeout": self.connect_timeout,
@@ -420,6 +437,13 @@ class SshTransport:
                     "fix identity_file in the inventory (or leave it out to use your SSH agent)"
                 )
             options["client_keys"] = self._client_keys(target)
+        return options
+
+    async def _open(self, target: SshTarget) -> asyncssh.SSHClientConnection:
+        asyncssh = _asyncssh()
+        known = self._parsed_known_hosts(target)
+        policy = _make_policy(self, target, known)
+        options = self._options(target, known, policy)
         self.handshakes += 1
         try:
             return await asyncio.wait_for(
