@@ -67,6 +67,16 @@ EventSink = Callable[[Event], None]
 # --- the sweep -------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class _RailTest:
+    """How long and where one rail test runs (ib_write_bw's port, duration, timeouts)."""
+
+    port: int
+    duration_s: int
+    delay: float
+    timeout_s: float
+
+
 @dataclass
 class Sweeper:
     """Runs probes against nodes (over `ssh`) and switches (over their API sessions)."""
@@ -279,29 +289,19 @@ class Sweeper:
         server_start_delay_s: float = 0.3,
         base_port: int = 18515,
         timeout_s: float = 60.0,
-        low_gbps: float | None = None,
-        rerun_qps: int | None = None,
-        max_reruns: int | None = None,
         bidirectional: bool = True,
         quick: bool = False,
     ) -> list[Measurement]:
         """Single-QP ib_write_bw on every rail index between node pairs (every pair over a
-        round-robin schedule, or the disjoint pairs only with `quick`); the pairs of a round
-        run at the same time, rounds and rail indexes one after the other. Then: up to
-        `max_reruns` rails below `low_gbps` are re-run alone with one QP and `rerun_qps` QPs (a
-        number that does not move is a fixed structure in the path, seed 000), and
-        `bidir_rails` rails run bidirectional (`-b`). Unset limits come from `self.limits`
-        (the expectations table: rail_pass_gate_gbps, qp_rerun_qps, qp_rerun_max_rails,
-        bidir_rails)."""
-        lim = self.limits
-        if low_gbps is None:
-            low_gbps = float(getattr(lim, "rail_pass_gate_gbps", 80.0))
-        rerun_qps = int(getattr(lim, "qp_rerun_qps", 8)) if rerun_qps is None else rerun_qps
-        if max_reruns is None:
-            max_reruns = int(getattr(lim, "qp_rerun_max_rails", 4))
-        bidir_rails = int(getattr(lim, "bidir_rails", 1)) if bidirectional else 0
+        round-robin schedule, or the disjoint pairs only with `quick`); the tests of a round
+        run at the same time, rounds one after the other. Then: up to `qp_rerun_max_rails`
+        rails below `rail_pass_gate_gbps` are re-run alone with one QP and `qp_rerun_qps` QPs
+        (a number that does not move is a fixed structure in the path, seed 000), and
+        `bidir_rails` rails run bidirectional (`-b`). The limits are `self.limits` (the
+        expectations table)."""
         if any(n not in self.tools for n in self.nodes if self.rails.get(n)):
             await self.sweep([readiness.TOOLS_PROBE])  # a resumed session has not looked yet
+        test = _RailTest(base_port, duration_s, server_start_delay_s, timeout_s)
         out = await self._rail_rounds(
             duration_s=duration_s,
             delay=server_start_delay_s,
@@ -309,60 +309,66 @@ class Sweeper:
             timeout_s=timeout_s,
             quick=quick,
         )
-        if max_reruns > 0:
-            low = [m for m in out if m.valid and 0.0 < m.value < low_gbps][:max_reruns]
-            for m in low:
-                pair = self._pair_rails(m)
-                if pair is None:
-                    continue
-                # alone, one QP then several: like against like (a round shares the path)
-                alone: dict[int, Measurement] = {}
-                for qps in (1, rerun_qps):
-                    [alone[qps]] = await self.with_switch_cpu(
-                        [
-                            self._one_rail_test(
-                                *pair,
-                                port=base_port,
-                                duration_s=duration_s,
-                                delay=server_start_delay_s,
-                                timeout=timeout_s,
-                                qps=qps,
-                            )
-                        ],
-                        delay=server_start_delay_s,
-                    )
-                one, many = alone[1], alone[rerun_qps]
-                i = out.index(m)
-                out[i] = replace(
-                    m,
-                    extra={
-                        **m.extra,
-                        "rerun_qps": rerun_qps,
-                        "rerun_single_gbps": one.value if one.valid else None,
-                        "rerun_gbps": many.value if many.valid else None,
-                        "rerun_command": many.extra.get("command", ""),
-                    },
+        await self._rerun_low_rails(out, test)
+        if bidirectional:
+            out.extend(await self._bidirectional(out, test))
+        return out
+
+    def _limit(self, name: str, default: float) -> float:
+        return float(getattr(self.limits, name, default))
+
+    async def _alone(self, pair: tuple[Rail, Rail], test: _RailTest, **kw: Any) -> Measurement:
+        """One rail test with nothing else on the fabric, the switch CPU sampled during it."""
+        [m] = await self.with_switch_cpu(
+            [
+                self._one_rail_test(
+                    *pair,
+                    port=test.port,
+                    duration_s=test.duration_s,
+                    delay=test.delay,
+                    timeout=test.timeout_s,
+                    **kw,
                 )
+            ],
+            delay=test.delay,
+        )
+        return m
+
+    async def _rerun_low_rails(self, out: list[Measurement], test: _RailTest) -> None:
+        """The low rails re-run alone, one QP then several: like against like (a round shares
+        the path); the two numbers are added to the round's measurement."""
+        low_gbps = self._limit("rail_pass_gate_gbps", 80.0)
+        rerun_qps = int(self._limit("qp_rerun_qps", 8))
+        max_reruns = int(self._limit("qp_rerun_max_rails", 4))
+        low = [m for m in out if m.valid and 0.0 < m.value < low_gbps][: max(max_reruns, 0)]
+        for m in low:
+            pair = self._pair_rails(m)
+            if pair is None:
+                continue
+            one = await self._alone(pair, test, qps=1)
+            many = await self._alone(pair, test, qps=rerun_qps)
+            out[out.index(m)] = replace(
+                m,
+                extra={
+                    **m.extra,
+                    "rerun_qps": rerun_qps,
+                    "rerun_single_gbps": one.value if one.valid else None,
+                    "rerun_gbps": many.value if many.valid else None,
+                    "rerun_command": many.extra.get("command", ""),
+                },
+            )
+
+    async def _bidirectional(self, out: list[Measurement], test: _RailTest) -> list[Measurement]:
+        """The first `bidir_rails` measured rails again with `-b` (both directions at once)."""
         measured = [m for m in out if m.valid and m.value > 0 and not m.extra.get("bidir")]
-        for first in measured[:bidir_rails]:
+        extra: list[Measurement] = []
+        for first in measured[: int(self._limit("bidir_rails", 1))]:
             pair = self._pair_rails(first)
             if pair is not None:
-                [bi] = await self.with_switch_cpu(
-                    [
-                        self._one_rail_test(
-                            *pair,
-                            port=base_port,
-                            duration_s=duration_s,
-                            delay=server_start_delay_s,
-                            timeout=timeout_s,
-                            bidir=True,
-                        )
-                    ],
-                    delay=server_start_delay_s,
-                )
-                out.append(bi)
+                bi = await self._alone(pair, test, bidir=True)
+                extra.append(bi)
                 self._emit(MeasurementTaken(step=self.step, measurement=bi))
-        return out
+        return extra
 
     async def fabric_tests(
         self, *, duration_s: int = 5, server_start_delay_s: float = 0.3, timeout_s: float = 60.0

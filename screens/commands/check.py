@@ -223,9 +223,7 @@ async def _measure(
     measurements: list[Measurement] = []
     if len(reachable) < 2:
         return dataclasses.replace(obs, measurements=())
-    measurements.extend(
-        await sweeper.rail_tests(low_gbps=expectations.rail_pass_gate_gbps, quick=quick)
-    )
+    measurements.extend(await sweeper.rail_tests(quick=quick))
     if not quick:
         measurements.extend(await sweeper.fabric_tests())
         obs = dataclasses.replace(obs, traffic={"ping": list(sweeper.pings)})
