@@ -4,7 +4,8 @@ The world (wizard/lab/world.py) asks a switch about links, forwarding paths, RST
 through the interface of wizard/lab/switchport.py; the RouterOS API server and the scheduler
 scripts read and change the same configuration through `menus.py`. Configuration is kept as
 RouterOS-shaped items (string values, booleans `true`/`false`, `*HEX` ids); what RouterOS
-derives (`hw-offload`, link status, cpu-load, RSTP role) is computed from it on demand.
+derives (`hw-offload`, link status, cpu-load, RSTP role) is computed from it on demand, by
+`SwitchFabric` (fabric.py); port facts are in ports.py, the factory tables in factory.py.
 
 Derived hardware-offload rules (98DX7335, routeros-api.md 4.1/4.2):
 - one offloaded bridge per switch chip: bridges are considered in creation order and the first
