@@ -10,22 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from wizard.lab.routeros.menus_base import Menu, MenuError
-from wizard.lab.routeros.menus_interface import (
-    BridgeMenu,
-    BridgePortMenu,
-    EthernetMenu,
-    InterfaceMenu,
-    PfcMenu,
-    QosPortMenu,
-    SwitchMenu,
-    monitor_row,
-)
+from wizard.lab.routeros.menus_bridge import BridgeMenu, BridgePortMenu
+from wizard.lab.routeros.menus_ether import EthernetMenu, InterfaceMenu, monitor_row
 from wizard.lab.routeros.menus_ip import (
     BridgeHostWithLocalMenu,
     IpAddressMenu,
     IpArpMenu,
     UserActiveMenu,
 )
+from wizard.lab.routeros.menus_qos import PfcMenu, QosPortMenu, SwitchMenu
 from wizard.lab.routeros.menus_system import (
     ClockMenu,
     FileMenu,

@@ -1,7 +1,8 @@
 """The base of the emulated RouterOS menus: items, validation and the error replies.
 
-A `Menu` answers print/add/set/remove for one path; subclasses in `menus_interface.py` and
-`menus_system.py` describe what can be set and what RouterOS derives on print. Errors are
+A `Menu` answers print/add/set/remove for one path; subclasses in `menus_ether.py`,
+`menus_bridge.py`, `menus_qos.py`, `menus_ip.py` and `menus_system.py` describe what can be set
+and what RouterOS derives on print. Errors are
 `MenuError`s carrying the exact RouterOS texts (routeros-api.md 1.7).
 """
 

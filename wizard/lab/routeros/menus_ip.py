@@ -18,7 +18,7 @@ import ipaddress
 from typing import ClassVar
 
 from wizard.lab.routeros.menus_base import Kind, Menu, MenuError
-from wizard.lab.routeros.menus_interface import BridgeHostMenu
+from wizard.lab.routeros.menus_bridge import BridgeHostMenu
 from wizard.lab.routeros.switch import Item, SwitchState
 
 WIZARD_IP = "192.168.88.250"
