@@ -15,11 +15,10 @@ before sending: RouterOS ids change after a reboot.
 from __future__ import annotations
 
 import asyncio
-import codecs
 import ssl
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,71 +35,19 @@ from librouteros.exceptions import (
 from wizard.model import ApiCommand, ProbeResult
 from wizard.transports import routeros_tls
 from wizard.transports.capped import api_mark, cap_from_env, mark, rows_from_env
+from wizard.transports.routeros_wire import (
+    FILE_CHUNK,
+    READ_ONLY,
+    WIRE_ENCODING,
+    RouterOsTarget,
+    api_attrs,
+    brief,
+    parse_words,
+    with_fields,
+    word_int,
+)
 
 __all__ = ["WIRE_ENCODING", "RouterOsTarget", "RouterOsTransport"]
-
-# librouteros decodes with the ASCII codec and errors="ignore": a comment "café" would come back
-# as "caf" and a rollback would write that back. Words are UTF-8 on the wire (as WinBox and the
-# CLI write them); a byte that is not UTF-8 becomes U+FFFD, visibly, and a change that would have
-# to write such a value back is refused (wizard/rosquote.py) rather than corrupting it.
-WIRE_ENCODING = "fabwiz-routeros-utf8"
-
-
-def _wire_codec(name: str) -> codecs.CodecInfo | None:
-    if name.replace("_", "-") != WIRE_ENCODING:
-        return None
-    utf8 = codecs.lookup("utf-8")
-
-    def decode(data: Any, errors: str = "strict", /) -> tuple[str, int]:
-        return codecs.utf_8_decode(data, "replace", True)
-
-    return codecs.CodecInfo(utf8.encode, decode, name=WIRE_ENCODING)
-
-
-codecs.register(_wire_codec)
-
-FILE_CHUNK = 32768
-_READ_ONLY = frozenset({"print", "getall", "monitor"})
-
-
-@dataclass(frozen=True, slots=True)
-class RouterOsTarget:
-    name: str
-    host: str
-    user: str
-    password: str
-    port: int | None = None
-    tls: bool = False
-    ca_file: str | None = None  # verify API-SSL against this CA; None: the system CAs
-    timeout_s: float = 10.0
-    tls_fingerprint: str | None = None  # pinned certificate (sha256:...)
-    tls_anonymous: bool = False  # RouterOS' certificate-less api-ssl, by explicit opt-in
-
-    @property
-    def api_port(self) -> int:
-        return self.port or (8729 if self.tls else 8728)
-
-    @property
-    def where(self) -> str:
-        return f"{self.host}:{self.api_port}"
-
-    @classmethod
-    def from_spec(cls, spec: Any, password: str) -> RouterOsTarget:
-        """From an inventory `SwitchSpec` and its resolved password."""
-        tls = spec.tls
-        detail = tls if not isinstance(tls, bool) else None
-        return cls(
-            name=spec.name,
-            host=spec.host,
-            user=spec.user,
-            password=password,
-            port=spec.port,
-            tls=bool(tls),
-            ca_file=(getattr(detail, "ca_file", None) or spec.ca_file),
-            timeout_s=spec.timeout_s,
-            tls_fingerprint=getattr(detail, "fingerprint", None),
-            tls_anonymous=bool(getattr(detail, "anonymous", False)),
-        )
 
 
 class _Failed(Exception):
@@ -170,7 +117,7 @@ class RouterOsTransport:
         self, path: str, verb: str, *, timeout: float | None = None, **args: str
     ) -> ProbeResult:
         """Any command: `<path>/<verb>` with attribute words `=k=v` (use ** for dotted keys)."""
-        return await self._command(path, verb, _attrs(args.items()), timeout=timeout)
+        return await self._command(path, verb, api_attrs(args.items()), timeout=timeout)
 
     async def monitor_once(
         self, ports: Iterable[str], *, timeout: float | None = None
@@ -187,18 +134,18 @@ class RouterOsTransport:
     # --- write (the engine's fix executor) --------------------------------------------------
 
     async def add(self, path: str, **args: str) -> ProbeResult:
-        return await self._command(path, "add", _attrs(args.items()))
+        return await self._command(path, "add", api_attrs(args.items()))
 
     async def set(self, path: str, select: tuple[str, str], **args: str) -> ProbeResult:
         """`set` on every item whose `select[0]` equals `select[1]`."""
-        return await self._on_selected(path, "set", select, _attrs(args.items()))
+        return await self._on_selected(path, "set", select, api_attrs(args.items()))
 
     async def remove(self, path: str, select: tuple[str, str]) -> ProbeResult:
         return await self._on_selected(path, "remove", select, [])
 
     async def execute(self, cmd: ApiCommand) -> ProbeResult:
         """Run one `ApiCommand` of a fix plan (select by key when it has one)."""
-        words = _attrs(cmd.args)
+        words = api_attrs(cmd.args)
         if cmd.select is not None and cmd.verb in ("set", "unset", "remove", "enable", "disable"):
             return await self._on_selected(cmd.path, cmd.verb, cmd.select, words)
         return await self._command(cmd.path, cmd.verb, words)
@@ -223,10 +170,10 @@ class RouterOsTransport:
         if listing.error is not None:
             return listing
         if not listing.rows:
-            return _replace(listing, error=f"{self.name}: no file {name!r} on the switch")
+            return with_fields(listing, error=f"{self.name}: no file {name!r} on the switch")
         row = listing.rows[0]
         contents = row.get("contents")
-        size = _int(row.get("size", "0"))
+        size = word_int(row.get("size", "0"))
         cut = ""
         if contents is None and size > 0:
             parts: list[str] = []
@@ -252,7 +199,7 @@ class RouterOsTransport:
                 offset += len(data.encode("utf-8", "surrogateescape"))
             contents = "".join(parts)
         text = contents or ""
-        return _replace(
+        return with_fields(
             listing,
             command=f"/file print ?name={name} (contents)",
             stdout=text + cut,
@@ -295,7 +242,7 @@ class RouterOsTransport:
         ids = [r[".id"] for r in found.rows if ".id" in r]
         command = f"{path} {verb} [find {key}={value}] {' '.join(w[1:] for w in words)}".strip()
         if not ids:
-            return _replace(
+            return with_fields(
                 found,
                 command=command,
                 error=f"{self.name}: nothing in {path} has {key}={value}; the configuration "
@@ -306,14 +253,14 @@ class RouterOsTransport:
             last = await self._command(path, verb, [f"=.id={item}", *words])
             if last.error is not None:
                 break
-        return _replace(last, command=command)
+        return with_fields(last, command=command)
 
     async def _command(
         self, path: str, verb: str, words: list[str], *, timeout: float | None = None
     ) -> ProbeResult:
         cmd = f"{path}/{verb}"
         shown = (f"{path} {verb}" if path else f"/{verb}") + "".join(
-            f" {_brief(w[1:])}" for w in words if not w.startswith("=password=")
+            f" {brief(w[1:])}" for w in words if not w.startswith("=password=")
         )
         started = time.time()
         t0 = time.monotonic()
@@ -344,7 +291,7 @@ class RouterOsTransport:
                     # A session that sat idle may have been closed by the switch (a reboot, a
                     # management link flap): a read is safe to send again on a fresh session.
                     # A write is never repeated: it may have reached the switch.
-                    if not (reused and verb in _READ_ONLY):
+                    if not (reused and verb in READ_ONLY):
                         raise
                     await self._reset()
                     try:
@@ -393,7 +340,7 @@ class RouterOsTransport:
         full = False
         while True:
             reply, raw = await protocol.readSentence()
-            attrs = _parse_words(raw)
+            attrs = parse_words(raw)
             if reply == "!re" or (reply == "!done" and attrs):
                 size = sum(len(w.encode("utf-8", "surrogateescape")) + 1 for w in raw)
                 total += size
@@ -543,44 +490,3 @@ class RouterOsTransport:
         except (LibRouterosError, UnicodeError) as exc:
             raise _Failed(f"{t.name}: API login failed at {t.where}: {exc}") from None
         return self._api
-
-
-def _brief(word: str, limit: int = 80) -> str:
-    """One word as shown in a message: a scheduler script or a file body on one short line."""
-    flat = " ".join(word.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _attrs(items: Iterable[tuple[str, str]]) -> list[str]:
-    return [f"={k}={_wire(v)}" for k, v in items]
-
-
-def _wire(value: object) -> str:
-    if value is True:
-        return "yes"
-    if value is False:
-        return "no"
-    return str(value)
-
-
-def _parse_words(words: Iterable[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for word in words:
-        if not word.startswith("="):
-            continue  # .tag and the like
-        key, _, value = word[1:].partition("=")
-        out[key] = value
-    return out
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        return 0
-
-
-def _replace(r: ProbeResult, **kw: Any) -> ProbeResult:
-    from dataclasses import replace
-
-    return replace(r, **kw)

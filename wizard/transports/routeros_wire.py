@@ -1,0 +1,126 @@
+"""The RouterOS API's words as fabwiz writes and reads them: a switch's address and credentials
+(`RouterOsTarget`), the UTF-8 wire codec, and the small conversions of API words."""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from wizard.model import ProbeResult
+
+__all__ = [
+    "FILE_CHUNK",
+    "READ_ONLY",
+    "WIRE_ENCODING",
+    "RouterOsTarget",
+    "api_attrs",
+    "brief",
+    "parse_words",
+    "wire_value",
+    "with_fields",
+    "word_int",
+]
+
+# librouteros decodes with the ASCII codec and errors="ignore": a comment "café" would come back
+# as "caf" and a rollback would write that back. Words are UTF-8 on the wire (as WinBox and the
+# CLI write them); a byte that is not UTF-8 becomes U+FFFD, visibly, and a change that would have
+# to write such a value back is refused (wizard/rosquote.py) rather than corrupting it.
+WIRE_ENCODING = "fabwiz-routeros-utf8"
+
+
+def _wire_codec(name: str) -> codecs.CodecInfo | None:
+    if name.replace("_", "-") != WIRE_ENCODING:
+        return None
+    utf8 = codecs.lookup("utf-8")
+
+    def decode(data: Any, errors: str = "strict", /) -> tuple[str, int]:
+        return codecs.utf_8_decode(data, "replace", True)
+
+    return codecs.CodecInfo(utf8.encode, decode, name=WIRE_ENCODING)
+
+
+codecs.register(_wire_codec)
+
+FILE_CHUNK = 32768
+READ_ONLY = frozenset({"print", "getall", "monitor"})
+
+
+@dataclass(frozen=True, slots=True)
+class RouterOsTarget:
+    name: str
+    host: str
+    user: str
+    password: str
+    port: int | None = None
+    tls: bool = False
+    ca_file: str | None = None  # verify API-SSL against this CA; None: the system CAs
+    timeout_s: float = 10.0
+    tls_fingerprint: str | None = None  # pinned certificate (sha256:...)
+    tls_anonymous: bool = False  # RouterOS' certificate-less api-ssl, by explicit opt-in
+
+    @property
+    def api_port(self) -> int:
+        return self.port or (8729 if self.tls else 8728)
+
+    @property
+    def where(self) -> str:
+        return f"{self.host}:{self.api_port}"
+
+    @classmethod
+    def from_spec(cls, spec: Any, password: str) -> RouterOsTarget:
+        """From an inventory `SwitchSpec` and its resolved password."""
+        tls = spec.tls
+        detail = tls if not isinstance(tls, bool) else None
+        return cls(
+            name=spec.name,
+            host=spec.host,
+            user=spec.user,
+            password=password,
+            port=spec.port,
+            tls=bool(tls),
+            ca_file=(getattr(detail, "ca_file", None) or spec.ca_file),
+            timeout_s=spec.timeout_s,
+            tls_fingerprint=getattr(detail, "fingerprint", None),
+            tls_anonymous=bool(getattr(detail, "anonymous", False)),
+        )
+
+
+def brief(word: str, limit: int = 80) -> str:
+    """One word as shown in a message: a scheduler script or a file body on one short line."""
+    flat = " ".join(word.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def api_attrs(items: Iterable[tuple[str, str]]) -> list[str]:
+    return [f"={k}={wire_value(v)}" for k, v in items]
+
+
+def wire_value(value: object) -> str:
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    return str(value)
+
+
+def parse_words(words: Iterable[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for word in words:
+        if not word.startswith("="):
+            continue  # .tag and the like
+        key, _, value = word[1:].partition("=")
+        out[key] = value
+    return out
+
+
+def word_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        return 0
+
+
+def with_fields(r: ProbeResult, **kw: Any) -> ProbeResult:
+    return replace(r, **kw)
