@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from wizard.probes import HostProbe
+from wizard.yamlload import safe_load
 
 PROBE = HostProbe(name="netplan.files", command="grep -H . /etc/netplan/*.yaml", sudo=True)
 DEFAULT_RENDERER = "networkd"
@@ -39,7 +40,7 @@ def parse_files(text: str) -> dict[str, str]:
 
 def _doc(text: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(text) or {}
+        data = safe_load(text) or {}
     except yaml.YAMLError:
         return {}
     return data if isinstance(data, dict) else {}

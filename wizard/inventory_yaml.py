@@ -21,6 +21,7 @@ from wizard.inventory_models import (
     PasswordSource,
     SwitchSpec,
 )
+from wizard.yamlload import SAFE_LOADER
 
 __all__ = ["DuplicateKey", "Loader", "dotted", "explain", "line_of", "root_causes"]
 
@@ -114,7 +115,7 @@ class DuplicateKey(Exception):
         self.line = line
 
 
-class Loader(yaml.SafeLoader):
+class Loader(SAFE_LOADER):  # type: ignore[misc,valid-type]
     """SafeLoader that refuses duplicate keys (PyYAML silently keeps the last one)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -124,4 +125,5 @@ class Loader(yaml.SafeLoader):
             if key in seen:
                 raise DuplicateKey(str(key), k.start_mark.line + 1)
             seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return mapping

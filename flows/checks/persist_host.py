@@ -40,6 +40,7 @@ from flows.netplan import PROBE as NETPLAN_FILES
 from wizard.model import Evidence, FixPlan, HostChange, Status, Verdict
 from wizard.parsers import nmcli
 from wizard.parsers.sysctl import ARP_KEYS, parse_sysctl
+from wizard.yamlload import safe_load
 
 NM_LIST = HostProbe("nmcli_list", "nmcli -t -f " + ",".join(nmcli.LIST_FIELDS) + " connection show")
 NM_PROFILES = HostProbe(
@@ -78,7 +79,7 @@ def netplan_addresses(files: dict[str, str]) -> dict[str, tuple[str, ...]]:
     out: dict[str, tuple[str, ...]] = {}
     for path in sorted(files):
         try:
-            doc = yaml.safe_load(files[path]) or {}
+            doc = safe_load(files[path]) or {}
         except yaml.YAMLError:
             continue
         eths = (doc.get("network") or {}).get("ethernets") if isinstance(doc, dict) else None

@@ -419,3 +419,19 @@ def test_a_log_cut_during_its_first_write_says_so(tmp_path: Path) -> None:
     p.write_bytes(b'{"seq": 1, "type": "session_started", "at": 179')
     with pytest.raises(SessionLogError, match="only a torn first line"):
         load_session(p)
+
+
+def test_a_common_word_password_is_scrubbed_where_a_password_is_written_only(
+    tmp_path: Path,
+) -> None:
+    # "bridge" is also a word of every export: it is replaced under a password key or after
+    # `password=`, and left alone elsewhere (the record still takes the scrubbing path)
+    log = SessionLog.create(tmp_path / "s", secrets=["bridge"])
+    log.start("fix", options={"password": "bridge"})
+    log.write(Note(level="info", text="/user add name=x password=bridge; /interface bridge print"))
+    log.write(Note(level="info", text="no secret here"))
+    log.close()
+    lines = log.path.read_text().splitlines()
+    assert '"password": "«secret»"' in lines[0]
+    assert "password=«secret»; /interface bridge print" in lines[1]
+    assert json.loads(lines[2])["text"] == "no secret here"

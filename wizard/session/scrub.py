@@ -25,6 +25,7 @@ class SecretScrubber:
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._secrets: set[str] = set()
         self._weak: set[str] = set()  # common-word secrets: scrubbed in password contexts only
+        self._needles: tuple[str, ...] = ()  # every form, as it reads inside a JSON line
         for s in secrets:
             self.add(s)
 
@@ -50,6 +51,17 @@ class SecretScrubber:
             ):
                 if variant:
                     (self._weak if self.weak(base) else self._secrets).add(variant)
+        # JSON escapes character by character, so a form inside a string is, inside the encoded
+        # line, that form JSON-escaped: these are what `occurs_in` looks for
+        forms = self._secrets | self._weak
+        self._needles = tuple(
+            sorted(forms | {json.dumps(f, ensure_ascii=False)[1:-1] for f in forms})
+        )
+
+    def occurs_in(self, line: str) -> bool:
+        """Whether any registered secret, in any of its forms, occurs in `line` (a record as
+        JSON text): when none does, scrubbing the record would change nothing."""
+        return any(n in line for n in self._needles)
 
     def __len__(self) -> int:
         return len(self._secrets) + len(self._weak)

@@ -179,8 +179,10 @@ class SessionLog:
             if self._fd is None:
                 raise SessionLogError(f"the session log {self.path} is closed")
             seq = self._next_seq
-            record = {"seq": seq, **self.scrubber.scrub_json(event.to_json())}
-            line = _encode_line(record)
+            data = event.to_json()
+            line = _encode_line({"seq": seq, **data})
+            if self.scrubber.occurs_in(line.decode("utf-8")):
+                line = _encode_line({"seq": seq, **self.scrubber.scrub_json(data)})
             end = os.lseek(self._fd, 0, os.SEEK_END)
             try:
                 _write_all(self._fd, line)
