@@ -17,6 +17,47 @@ from wizard.lab.hostcmds import Host
 
 STDIN_COMMANDS = ("tee", "netplan try", "cat -", "bash -s", "sh -s")
 STDIN_WAIT_S = 5.0
+PIPE_CHUNK = 32768  # OpenSSH's sshd forwards a command's output in reads of up to this much
+
+
+class PipeWriter:
+    """A command's output as sshd forwards it: what the command wrote since sshd last read its
+    pipe goes out as one channel packet (up to PIPE_CHUNK), not one packet per line. A burst
+    (a sysfs walk, a framed batch script) is one read; output spaced in time (a test's progress,
+    a sampling loop) goes out as it comes, at the next turn of the event loop."""
+
+    def __init__(self, write: Callable[[str], object]) -> None:
+        self._write = write
+        self._parts: list[str] = []
+        self._size = 0
+        self._armed = False
+
+    def __call__(self, text: str) -> None:
+        if not text:
+            return
+        self._parts.append(text)
+        self._size += len(text)
+        if self._size >= PIPE_CHUNK:
+            self.flush()
+        elif not self._armed:
+            self._armed = True
+            asyncio.get_running_loop().call_soon(self._read)
+
+    def _read(self) -> None:
+        self._armed = False
+        self.flush()
+
+    def flush(self) -> None:
+        if not self._parts:
+            return
+        data = "".join(self._parts)
+        self._parts.clear()
+        self._size = 0
+        try:
+            for at in range(0, len(data), PIPE_CHUNK):
+                self._write(data[at : at + PIPE_CHUNK])
+        except (asyncssh.Error, BrokenPipeError, ConnectionError):
+            pass  # the client went away: like sshd, nothing to send it to
 FaultHook = Callable[["NodeServer", "asyncssh.SSHServerProcess[str]", str], Awaitable[bool]]
 
 
@@ -112,9 +153,8 @@ class NodeServer:
                 return
             # a command whose session goes away dies with it (SIGHUP), e.g. a perftest server
             # whose client never came and whose caller gave up
-            run = asyncio.ensure_future(
-                self.host.run(script, process.stdout.write, process.stderr.write, stdin=stdin)
-            )
+            out, err = PipeWriter(process.stdout.write), PipeWriter(process.stderr.write)
+            run = asyncio.ensure_future(self.host.run(script, out, err, stdin=stdin))
             closed = asyncio.ensure_future(process.channel.wait_closed())
             try:
                 await asyncio.wait({run, closed}, return_when=asyncio.FIRST_COMPLETED)
@@ -126,6 +166,8 @@ class NodeServer:
                 with contextlib.suppress(asyncio.CancelledError):
                     await run
                 return
+            out.flush()
+            err.flush()
             failure = run.exception()
             if failure is not None:
                 # a bug in an emulated command must not take the node's SSH server down: say
