@@ -58,6 +58,8 @@ class PipeWriter:
                 self._write(data[at : at + PIPE_CHUNK])
         except (asyncssh.Error, BrokenPipeError, ConnectionError):
             pass  # the client went away: like sshd, nothing to send it to
+
+
 FaultHook = Callable[["NodeServer", "asyncssh.SSHServerProcess[str]", str], Awaitable[bool]]
 
 
