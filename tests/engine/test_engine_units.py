@@ -295,3 +295,19 @@ def test_a_fix_record_ends_in_one_fix_state() -> None:
         rec(state="half-done")
     result = RunResult(fixes=[undone])
     assert result.to_json()["fixes"][0]["state"] == "undone-by-rollback"
+
+
+def test_nothing_to_drain_passes_only_the_nodes_whose_link_counters_were_read() -> None:
+    from wizard.engine.ports import CARRIER_PROBE
+    from wizard.engine.steps import _nothing_to_drain
+    from wizard.model import ProbeResult, Status
+    from wizard.probes import Observations
+
+    read = ProbeResult(target="spark1", kind="ssh", command=CARRIER_PROBE.command, stdout="x\n")
+    obs = Observations(nodes={"spark1": {CARRIER_PROBE.name: read}})
+    v = _nothing_to_drain(obs, ["spark1"])
+    assert v.status is Status.PASS and v.targets == ()
+    v = _nothing_to_drain(obs, ["spark1", "spark2"])
+    assert v.status is Status.UNKNOWN and v.targets == ("spark2",)
+    assert [e.status for e in v.evidence] == [Status.PASS, Status.UNKNOWN]
+    assert v.summary.startswith("link counters not read on spark2")

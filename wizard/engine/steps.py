@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from wizard import bisect, fixes, golden, undoes
 from wizard.drain import FAULT_ID as UNDRAINED
 from wizard.engine.bisection import BisectionMixin
-from wizard.engine.ports import CheckLike, Fabric, StepLike
+from wizard.engine.ports import CARRIER_PROBE, CheckLike, Fabric, StepLike
 from wizard.engine.txn import export_taken
 from wizard.errors import FabwizError
 from wizard.events import OperatorAnswered
@@ -40,11 +40,12 @@ class StepsMixin(BisectionMixin):
         return False
 
     async def _step_drain(self, spec: StepLike) -> bool:
-        await self._sweep([])
+        obs = await self._sweep([])
         pending = self.guard.undrained(self.fabric.nodes)
         if not pending:
             self.note("no link transition since the last drain on any node")
             self._fire("judged")
+            self._record_verdicts([_nothing_to_drain(obs, self.fabric.nodes)])
             return False
         await self._drain(pending)
         left = self.guard.undrained(self.fabric.nodes)
@@ -291,6 +292,37 @@ class StepsMixin(BisectionMixin):
                     if n in self.fabric.nodes:
                         return n
         return self.fabric.nodes[0] if self.fabric.nodes else None
+
+
+def _nothing_to_drain(obs: Observations, nodes: Sequence[str]) -> Verdict:
+    """No node to drain: a pass for the nodes whose link counters this sweep read, `unknown` for
+    a node it could not read (no transition seen is not the same as none)."""
+    read = [n for n in nodes if (r := obs.node(n, CARRIER_PROBE.name)) is not None and r.stdout]
+    unread = [n for n in nodes if n not in read]
+    evidence = tuple(
+        Evidence(
+            target=n,
+            command=CARRIER_PROBE.command,
+            observed="no link transition since the last AC drain"
+            if n in read
+            else "link counters not read",
+            expected="no link transition since the last AC drain",
+            status=Status.PASS if n in read else Status.UNKNOWN,
+        )
+        for n in nodes
+    )
+    return Verdict(
+        fault=UNDRAINED,
+        status=Status.UNKNOWN if unread else Status.PASS,
+        summary=(
+            f"link counters not read on {', '.join(unread)}: whether it needs a drain is unknown"
+            if unread
+            else "no link transition since the last drain on any node: nothing to drain"
+        ),
+        targets=tuple(unread),
+        evidence=evidence,
+        check="drain-guard",
+    )
 
 
 def _unreachable_verdicts(fabric: Fabric, obs: Observations) -> list[Verdict]:
