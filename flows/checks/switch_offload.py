@@ -18,6 +18,7 @@ in use nor the other bridges: a port without offload is reported with the causes
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from flows import plans
@@ -321,6 +322,7 @@ def _judge_lost(
 
 def judge(off: Offload, ctx: Context) -> list[Verdict]:
     findings = {f: Finding(f) for f in FAULTS}
+    explained: set[str] = set()  # the modelled causes found: offload-lost does not apply there
     for w in off.unreadable:
         for f in findings.values():
             f.cannot_tell(w, "bridge ports of the fabric")
@@ -328,6 +330,7 @@ def judge(off: Offload, ctx: Context) -> list[Verdict]:
         main = sw.fabric_bridge()
         bad = classify(sw)
         not_offloaded = [p for p in sw.fabric if p.in_use and not p.hw_offload and p.bridge == main]
+        explained.update(bad)
         for fault, found in bad.items():
             f = findings[fault]
             _cause_ports(sw, main, fault, found, f)
@@ -357,14 +360,21 @@ def judge(off: Offload, ctx: Context) -> list[Verdict]:
             ok="every fabric bridge port has hw=yes",
             bad=f"fabric bridge ports with hw=no: {listing(findings['switch.offload-disabled'].targets)}",
         ),
-        _lost_verdict(findings["switch.offload-lost"]),
+        _lost_verdict(findings["switch.offload-lost"], sorted(explained)),
     ]
 
 
-def _lost_verdict(f: Finding) -> Verdict:
+def _lost_verdict(f: Finding, explained: Sequence[str] = ()) -> Verdict:
+    """`switch.offload-lost` is a loss no modelled cause explains; where a cause was found, its
+    pass says so instead of claiming every port is offloaded."""
     warn_only = f.bad and all(e.status != Status.FAIL for e in f.bad[:1])
     return f.verdict(
-        ok="every in-use fabric port is hardware-offloaded (H flag)",
+        ok=(
+            f"fabric ports without hardware offload are explained by {', '.join(explained)}, "
+            "not lost for an unknown reason"
+            if explained
+            else "every in-use fabric port is hardware-offloaded (H flag)"
+        ),
         bad=(
             "the switch CPU is busy during a transfer although every fabric port shows the H "
             "flag: forwarding is not proven offloaded; look at the bridge settings, VLAN "

@@ -161,3 +161,19 @@ def test_api_error_is_unknown() -> None:
     v = run(by_fault("switch.mtu"), dataclasses.replace(obs, switches=switches), s)["switch.mtu"]
     assert v.status == Status.UNKNOWN
     assert v.evidence[0].observed == "crs804: timeout"
+
+
+def test_offload_lost_names_the_cause_that_explains_the_ports_without_offload() -> None:
+    # the split cage leaves fabric ports without the H flag: offload-lost (a loss no modelled
+    # cause explains) passes, saying which cause it is, never that every port is offloaded
+    obs, settings = _case("switch.offload-split-cage", "fault-switch-offload-split-cage")
+    got = run(BY_ID["switch.offload-split-cage"], obs, settings)
+    lost = got["switch.offload-lost"]
+    assert lost.status is Status.PASS
+    assert lost.summary == (
+        "fabric ports without hardware offload are explained by switch.offload-split-cage, "
+        "not lost for an unknown reason"
+    )
+    obs, settings = _case("switch.offload-split-cage", "healthy-4node-crs804")
+    healthy = run(BY_ID["switch.offload-split-cage"], obs, settings)["switch.offload-lost"]
+    assert healthy.summary == "every in-use fabric port is hardware-offloaded (H flag)"
