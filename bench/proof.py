@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 
 async def proof(inventory: Path, duration_s: int, time_scale: float) -> dict[str, float]:
+    from flows.expectations import DEFAULT
     from wizard.events import Event, TrafficPlanned
     from wizard.inventory import load_inventory, resolve_password
     from wizard.sweep import Sweeper
@@ -39,7 +40,9 @@ async def proof(inventory: Path, duration_s: int, time_scale: float) -> dict[str
         for s in inv.switches
     }
     seen: list[Event] = []
-    sweeper = Sweeper(ssh=ssh, nodes=[n.name for n in inv.nodes], switches=sws, sink=seen.append)
+    sweeper = Sweeper(
+        ssh=ssh, nodes=[n.name for n in inv.nodes], switches=sws, sink=seen.append, limits=DEFAULT
+    )
     try:
         await sweeper.sweep([])
         t0 = time.perf_counter()

@@ -31,6 +31,7 @@ from wizard.discovery import (
     rails_from_observations,
     read_ibdev2netdev,
 )
+from wizard.errors import FabwizError
 from wizard.events import Event, MeasurementTaken, ProbeAnswered, ProbeSent, TrafficPlanned
 from wizard.model import Measurement, ProbeResult, Rail
 from wizard.parsers.ibdev2netdev import Ibdev2NetdevResult
@@ -314,8 +315,14 @@ class Sweeper:
             out.extend(await self._bidirectional(out, test))
         return out
 
-    def _limit(self, name: str, default: float) -> float:
-        return float(getattr(self.limits, name, default))
+    def _limit(self, name: str) -> float:
+        """A limit of the rail tests, from the expectations table the sweep was given."""
+        if self.limits is None:
+            raise FabwizError(
+                f"the rail tests have no expectations table to read {name} from",
+                hint="give the Sweeper the expectations (limits=...), as the composition root does",
+            )
+        return float(getattr(self.limits, name))
 
     async def _alone(self, pair: tuple[Rail, Rail], test: _RailTest, **kw: Any) -> Measurement:
         """One rail test with nothing else on the fabric, the switch CPU sampled during it."""
@@ -337,9 +344,9 @@ class Sweeper:
     async def _rerun_low_rails(self, out: list[Measurement], test: _RailTest) -> None:
         """The low rails re-run alone, one QP then several: like against like (a round shares
         the path); the two numbers are added to the round's measurement."""
-        low_gbps = self._limit("rail_pass_gate_gbps", 80.0)
-        rerun_qps = int(self._limit("qp_rerun_qps", 8))
-        max_reruns = int(self._limit("qp_rerun_max_rails", 4))
+        low_gbps = self._limit("rail_pass_gate_gbps")
+        rerun_qps = int(self._limit("qp_rerun_qps"))
+        max_reruns = int(self._limit("qp_rerun_max_rails"))
         low = [m for m in out if m.valid and 0.0 < m.value < low_gbps][: max(max_reruns, 0)]
         for m in low:
             pair = self._pair_rails(m)
@@ -362,7 +369,7 @@ class Sweeper:
         """The first `bidir_rails` measured rails again with `-b` (both directions at once)."""
         measured = [m for m in out if m.valid and m.value > 0 and not m.extra.get("bidir")]
         extra: list[Measurement] = []
-        for first in measured[: int(self._limit("bidir_rails", 1))]:
+        for first in measured[: int(self._limit("bidir_rails"))]:
             pair = self._pair_rails(first)
             if pair is not None:
                 bi = await self._alone(pair, test, bidir=True)

@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from flows.expectations import DEFAULT
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
@@ -46,7 +48,7 @@ async def record(name: str) -> None:
             for s in inv.switches
         }
         nodes = [n.name for n in inv.nodes]
-        sweeper = Sweeper(ssh=ssh, nodes=nodes, switches=sws)
+        sweeper = Sweeper(ssh=ssh, nodes=nodes, switches=sws, limits=DEFAULT)
         checks = checks_for(traffic=perf)
         obs = await sweeper.sweep(probes_of(checks))
         if perf:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from flows.expectations import DEFAULT
 from wizard.errors import ParseError
 from wizard.gids import gids_from_show_gids, parse_sysfs_gids, roce_v2_index, sysfs_command
 from wizard.inventory import load_inventory
@@ -83,7 +84,7 @@ async def test_rail_test_uses_the_discovered_index_on_each_end() -> None:
     async with Lab(load_text(IPV6_FIRST, path="v6.yaml"), time_scale=1000.0) as lab:
         inv = load_inventory(lab.inventory_path)
         ssh = SshTransport([SshTarget.from_spec(n) for n in inv.nodes], ssh_config=None)
-        sweeper = Sweeper(ssh=ssh, nodes=[n.name for n in inv.nodes])
+        sweeper = Sweeper(ssh=ssh, nodes=[n.name for n in inv.nodes], limits=DEFAULT)
         await sweeper.sweep([])
         r1 = sweeper.rails["spark1"][0]
         r2 = next(r for r in sweeper.rails["spark2"] if r.netdev == r1.netdev)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from flows.checks import forwarding, perf_rails, switch_offload
+from flows.expectations import DEFAULT
 from flows.registry import checks_for, make_context, probes_of
 from wizard.inventory import load_inventory, resolve_password
 from wizard.lab.lab import Lab
@@ -128,7 +129,7 @@ async def _sweep(lab: Lab, *, perf: bool, duration_s: int = 5) -> tuple[Observat
         for s in inv.switches
     }
     nodes = [n.name for n in inv.nodes]
-    sweeper = Sweeper(ssh=ssh, nodes=nodes, switches=sws)
+    sweeper = Sweeper(ssh=ssh, nodes=nodes, switches=sws, limits=DEFAULT)
     obs = await sweeper.sweep(probes_of(checks_for(traffic=perf)))
     if perf:
         from dataclasses import replace

@@ -182,7 +182,7 @@ async def test_lab_counters_move_with_the_simulated_traffic(scenario: str, timeo
             s.name: RouterOsTransport(RouterOsTarget.from_spec(s, resolve_password(s)))
             for s in inv.switches
         }
-        sweeper = Sweeper(ssh=ssh, nodes=[n.name for n in inv.nodes], switches=sws)
+        sweeper = Sweeper(ssh=ssh, nodes=[n.name for n in inv.nodes], switches=sws, limits=DEFAULT)
         await sweeper.sweep([])
         ms = await sweeper.rail_tests(duration_s=2)
         await ssh.close()

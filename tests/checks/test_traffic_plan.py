@@ -101,7 +101,7 @@ async def _sweeper(lab: Lab) -> tuple[Sweeper, SshTransport, dict[str, RouterOsT
         s.name: RouterOsTransport(RouterOsTarget.from_spec(s, resolve_password(s)))
         for s in inv.switches
     }
-    sweeper = Sweeper(ssh=ssh, nodes=[n.name for n in inv.nodes], switches=sws)
+    sweeper = Sweeper(ssh=ssh, nodes=[n.name for n in inv.nodes], switches=sws, limits=DEFAULT)
     await sweeper.sweep([])
     return sweeper, ssh, sws
 

@@ -9,6 +9,7 @@ from itertools import combinations
 
 import pytest
 
+from flows.expectations import DEFAULT
 from wizard.fabric import InventoryFabric
 from wizard.inventory import load_inventory, resolve_password
 from wizard.lab.lab import Lab
@@ -36,6 +37,7 @@ async def test_walk_measures_every_pair_without_sharing_an_isl() -> None:
             for s in inv.switches
         }
         fabric = InventoryFabric(inv, ssh, sws)
+        fabric.sweeper.limits = DEFAULT  # as the composition root gives it
         await fabric.sweeper.sweep([])  # the walk's rails, as its sweeps discover them
         ms = await fabric.sweeper.rail_tests(duration_s=5)
         rails = {n: list(rs) for n, rs in fabric.rails.items()}
