@@ -151,6 +151,7 @@ async def preflight(nodes: int, runs: int) -> tuple[float, float]:
 
 
 async def _fabric(inventory: Path, stack: AsyncExitStack, sink: Callable[[Any], None]) -> Any:
+    from flows.expectations import DEFAULT
     from wizard.fabric import InventoryFabric
     from wizard.inventory import load_inventory
     from wizard.transports.ssh import SshTarget, SshTransport
@@ -158,6 +159,7 @@ async def _fabric(inventory: Path, stack: AsyncExitStack, sink: Callable[[Any], 
     inv = load_inventory(inventory)
     ssh = SshTransport([SshTarget.from_spec(n) for n in inv.nodes], ssh_config=None)
     fabric = InventoryFabric(inv, ssh, {}, sink=sink, perf_duration_s=5)
+    fabric.sweeper.limits = DEFAULT  # as the composition root gives it
     stack.push_async_callback(fabric.close)
     await fabric.sweeper.sweep([])
     return fabric

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from flows.expectations import DEFAULT
 from wizard.events import Event, RailSampled
 from wizard.fabric import InventoryFabric
 from wizard.inventory import load_inventory
@@ -38,6 +39,7 @@ async def test_gauges_stream_through_one_channel_per_node_during_a_rail_test() -
         ssh.run = run  # type: ignore[method-assign]
         events: list[Event] = []
         fabric = InventoryFabric(inv, ssh, {}, sink=events.append, perf_duration_s=10)
+        fabric.sweeper.limits = DEFAULT  # as the composition root gives it
         try:
             measured = await fabric.measure("rails")
         finally:
