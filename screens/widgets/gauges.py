@@ -217,13 +217,25 @@ class RailGauges(Vertical):
         self.gauges: dict[tuple[str, str], RailGauge] = {}
         self.stale_s = STALE_S
         self._label_width = 8
+        # The panel holds its own children: rails and samples can arrive before it is mounted
+        # (rails known at start-up) or while the app tears it down, and neither may query the DOM.
+        self._summary = Static("no rail sampled yet", id="gauge-summary")
+        self._rows = VerticalScroll(id="gauge-rows")
+        self._unmounted: list[RailGauge] = []
 
     def compose(self) -> ComposeResult:
-        yield Static("no rail sampled yet", id="gauge-summary")
-        yield VerticalScroll(id="gauge-rows")
+        yield self._summary
+        yield self._rows
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self.expire)
+        self.call_after_refresh(self._mount_waiting_rows)
+
+    def _mount_waiting_rows(self) -> None:
+        waiting, self._unmounted = self._unmounted, []
+        live = [g for g in waiting if self.gauges.get((g.node, g.netdev)) is g]
+        if live and self._rows.is_attached:
+            self._rows.mount(*sorted(live, key=_gauge_order))
 
     def expire(self, now: float | None = None) -> None:
         """Rails whose samples stopped (the test ended) drop back to 0 and rest."""
@@ -324,7 +336,11 @@ class RailGauges(Vertical):
             rows.append(gauge)
         if not rows:
             return
-        container = self.query_one("#gauge-rows", VerticalScroll)
+        container = self._rows
+        if not container.is_attached:
+            self._unmounted.extend(rows)  # mounted, in order, once the panel is
+            self._summarise()
+            return
         existing = [g for g in self.gauges.values() if g not in rows]
         rows.sort(key=_gauge_order)
         if existing and _gauge_order(rows[0]) < max(_gauge_order(g) for g in existing):
@@ -354,7 +370,7 @@ class RailGauges(Vertical):
             extra += f" · {counts['stale']} not re-measured since a fix"
         if counts["uncabled"]:
             extra += f" · {counts['uncabled']} not cabled"
-        self.query_one("#gauge-summary", Static).update(
+        self._summary.update(
             f"{nodes} nodes · {len(self.gauges)} rails · tested ✔{counts['pass']} "
             f"▲{counts['warn']} ✘{counts['fail']}{extra} · {live} live, {total:.0f} Gb/s"
         )
