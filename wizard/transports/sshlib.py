@@ -16,7 +16,6 @@ Two parts of asyncssh's import cost more than the rest of it together and give f
 
 from __future__ import annotations
 
-import glob
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -55,14 +54,32 @@ def library_dirs(etc: Path = Path("/etc")) -> list[str]:
     return list(dict.fromkeys([*env, *_ld_conf_dirs(etc / "ld.so.conf"), *_STANDARD_DIRS]))
 
 
-def find_shared_library(name: str, dirs: list[str] | None = None) -> str | None:
+def _listing(d: str, cache: dict[str, list[str]]) -> list[str]:
+    """A directory's names, read once per lookup (os.listdir: pathlib costs ~0.1 s over
+    /usr/lib's thousands of entries, and usrmerge lists the same directory twice)."""
+    key = os.path.realpath(d)
+    if key not in cache:
+        try:
+            cache[key] = os.listdir(key)  # noqa: PTH208  # speed, see above
+        except OSError:
+            cache[key] = []
+    return cache[key]
+
+
+def find_shared_library(
+    name: str, dirs: list[str] | None = None, cache: dict[str, list[str]] | None = None
+) -> str | None:
     """The path of `lib<name>.so*` in the linker's directories (what find_library would name),
     without running a child process; None when it is not installed."""
+    prefix = f"lib{name}.so"
     for d in library_dirs() if dirs is None else dirs:
         # the versioned name (the soname the loader uses) before a -dev package's bare .so
-        found = sorted(Path(d).glob(f"lib{glob.escape(name)}.so*"), key=lambda p: -len(p.name))
+        names = _listing(d, {} if cache is None else cache)
+        found = sorted(
+            (f for f in names if f == prefix or f.startswith(prefix + ".")), key=lambda f: -len(f)
+        )
         if found:
-            return str(found[0])
+            return str(Path(d) / found[0])
     return None
 
 
@@ -72,9 +89,10 @@ def _quick_library_lookup() -> Iterator[None]:
 
     original: Callable[[str], str | None] = ctypes.util.find_library
     dirs = library_dirs()
+    cache: dict[str, list[str]] = {}
 
     def find_library(name: str) -> str | None:
-        return find_shared_library(name, dirs)
+        return find_shared_library(name, dirs, cache)
 
     setattr(ctypes.util, "find_library", find_library)  # noqa: B010  # typed as the original
     try:
