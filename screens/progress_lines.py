@@ -14,20 +14,14 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from flows.expectations import DEFAULT, Expectations
 from wizard import safetext
-from wizard.events import (
-    Event,
-    MeasurementTaken,
-    PhysicalActionDone,
-    PhysicalActionRequested,
-    ProbeSent,
-    StepChanged,
-    TrafficPlanned,
-)
 from wizard.model import Measurement
+
+if TYPE_CHECKING:
+    from wizard.events import Event
 
 _LIMIT = re.compile(r"\btimeout\s+(?:-k\s+\S+\s+)?(\d+)")
 _NCCL_TOOL = re.compile(r"\b(\w+_perf)\b")
@@ -168,6 +162,17 @@ class ProgressModel:
         return f"{int(left) // 60}:{int(left) % 60:02d} left"
 
     def feed(self, ev: Event) -> list[str]:
+        # the event types load with whoever makes the events (the sweep, the engine): a
+        # progress printer is made before them, on the path to the first handshake
+        from wizard.events import (
+            MeasurementTaken,
+            PhysicalActionDone,
+            PhysicalActionRequested,
+            ProbeSent,
+            StepChanged,
+            TrafficPlanned,
+        )
+
         if isinstance(ev, StepChanged):
             self.step = ev.step
         elif isinstance(ev, ProbeSent):

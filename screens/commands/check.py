@@ -127,6 +127,7 @@ async def run_check(
     import time
 
     from wizard.transports.ssh import SshTarget, SshTransport
+    from wizard.transports.sshlib import load_asyncssh
 
     t0 = time.monotonic()
     expectations = _expectations(inv)
@@ -138,12 +139,17 @@ async def run_check(
     )
     switches = _switch_transports(inv, passwords)
     # the handshakes and logins first: the sweep and the checks load while their round trips
-    # are in flight
+    # are in flight. asyncssh is imported before the checks start loading: both are CPU-bound
+    # imports under one GIL, and only the handshakes wait on it.
+    load_asyncssh()
     ssh.start(n.name for n in inv.nodes)
     for api in switches.values():
         api.start()
     try:
         loaded = await asyncio.to_thread(_load_checks, perf)
+        from screens.cli import startup_done
+
+        startup_done()  # everything `check` needs is loaded
         sweeper = loaded.sweeper(
             ssh=ssh,
             nodes=[n.name for n in inv.nodes],
