@@ -146,11 +146,12 @@ async def run_check(
     for api in switches.values():
         api.start()
     try:
-        loaded = await asyncio.to_thread(_load_checks, perf)
-        from screens.cli import startup_done
+        from flows.probe_manifest import probes_for
+        from wizard.sweep import Sweeper
 
-        startup_done()  # everything `check` needs is loaded
-        sweeper = loaded.sweeper(
+        # the checks load while the sweep's commands run: their probes are known without them
+        loading = asyncio.ensure_future(asyncio.to_thread(_load_checks, perf))
+        sweeper = Sweeper(
             ssh=ssh,
             nodes=[n.name for n in inv.nodes],
             switches=switches,
@@ -159,7 +160,14 @@ async def run_check(
             limits=expectations,
         )
         sweeper.open()  # takes over the handshakes and logins under way
-        obs = await sweeper.sweep(loaded.probes)
+        listed = probes_for(traffic=perf)
+        obs = await sweeper.sweep(listed)
+        loaded = await loading
+        from screens.cli import startup_done
+
+        startup_done()  # everything `check` needs is loaded
+        if loaded.probes != listed:  # a stale list: the checks' own probes, all of them
+            obs = await sweeper.sweep(loaded.probes)
         if password_errors:
             obs = dataclasses.replace(obs, unreachable={**obs.unreachable, **password_errors})
         warnings = list(inv.warnings)
@@ -298,21 +306,19 @@ def _switches_json(inv: Inventory, obs: Observations) -> list[dict[str, Any]]:
 
 @dataclass
 class _Loaded:
-    """What `check` loads while the handshakes run: the sweep and every check with its probes."""
+    """What `check` loads while the sweep runs: every check with its probes."""
 
-    sweeper: Callable[..., Any]
     checks: list[Any]
     probes: list[Any]
     make_context: Callable[..., Any]
 
 
 def _load_checks(perf: bool) -> _Loaded:
-    """The sweep and every check of it (and their probes): the largest import of `check`."""
+    """Every check (and their probes): the largest import of `check`."""
     from flows.registry import checks_for, make_context, probes_of
-    from wizard.sweep import Sweeper
 
     checks = checks_for(traffic=perf)
-    return _Loaded(Sweeper, list(checks), list(probes_of(checks)), make_context)
+    return _Loaded(list(checks), list(probes_of(checks)), make_context)
 
 
 def _nodes_json(inv: Inventory, obs: Observations, rails: Any) -> list[dict[str, Any]]:
