@@ -12,15 +12,33 @@ import importlib
 import os
 import sys
 import threading
+import types
 from typing import NoReturn
 
 import click
+
+from wizard import __version__
 
 # fabwiz uses no pydantic plugins: without this, pydantic's first model scans every installed
 # distribution's entry points for them (tens of milliseconds on each start).
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
-from wizard import __version__
+
+def _no_plugin_loader() -> None:
+    """With every plugin disabled, pydantic's plugin loader returns none, but importing it still
+    imports importlib.metadata (and email, zipfile, csv: ~15 ms before the first handshake). The
+    loader's one entry point, with the answer it would give, stands in for it."""
+    name = "pydantic.plugin._loader"
+    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in ("__all__", "1", "true"):
+        return
+    if name in sys.modules:
+        return
+    loader = types.ModuleType(name, "pydantic plugins: all disabled (PYDANTIC_DISABLE_PLUGINS)")
+    loader.get_plugins = lambda: ()  # type: ignore[attr-defined]
+    sys.modules[name] = loader
+
+
+_no_plugin_loader()
 
 # name -> (module, attribute, one-line help). The module is imported only when the command runs.
 COMMANDS: dict[str, tuple[str, str, str]] = {

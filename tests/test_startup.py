@@ -48,3 +48,36 @@ def test_a_pause_made_later_by_someone_else_is_not_undone() -> None:
     gc.disable()  # e.g. Textual while it scrolls
     cli.startup_done()  # the start-up pause is over: nothing to undo
     assert not gc.isenabled()
+
+
+def _modules_after_loading_an_inventory(env: dict[str, str]) -> str:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys\n"
+        "import screens.cli\n"
+        "from wizard.inventory import parse_inventory\n"
+        "inv = parse_inventory('nodes: [{name: n1, host: 127.0.0.1}]\\n', path='x.yaml')\n"
+        "print(len(inv.nodes), 'importlib.metadata' in sys.modules)\n"
+    )
+    base = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[1],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+def test_with_plugins_disabled_pydantic_does_not_look_for_them() -> None:
+    assert _modules_after_loading_an_inventory({}) == "1 False"
+
+
+def test_a_plugin_the_user_enables_is_still_looked_for() -> None:
+    # the user's own setting wins: pydantic's real loader (and its metadata scan) runs
+    assert _modules_after_loading_an_inventory({"PYDANTIC_DISABLE_PLUGINS": "logfire"}) == "1 True"
