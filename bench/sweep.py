@@ -254,24 +254,28 @@ def fabwiz_ok(r: Run, nodes: int) -> bool:
 IMPORT_PROBE = """
 import time
 t0 = time.perf_counter()
-import screens.cli, screens.commands.check, wizard.inventory
+import screens.cli
+screens.cli.pause_collector_for_startup()  # as `fabwiz` starts
+import screens.commands.check, wizard.inventory
 t1 = time.perf_counter()
 import wizard.transports.ssh, wizard.transports.routeros
 from wizard.transports.sshlib import load_asyncssh
 load_asyncssh()
 t2 = time.perf_counter()
-import flows.registry, wizard.sweep
+import flows.probe_manifest, wizard.sweep
 t3 = time.perf_counter()
-print(t1 - t0, t2 - t0, t3 - t0)
+import flows.registry
+t4 = time.perf_counter()
+print(t1 - t0, t2 - t0, t3 - t0, t4 - t0)
 """
 
 
-def import_times(runs: int) -> tuple[float, float, float]:
+def import_times(runs: int) -> tuple[float, float, float, float]:
     samples = []
     for _ in range(runs):
         r = run([str(ROOT / ".venv/bin/python"), "-c", IMPORT_PROBE], cwd=ROOT)
         samples.append([float(x) for x in r.out.split()])
-    return tuple(statistics.median(s[i] for s in samples) for i in range(3))  # type: ignore[return-value]
+    return tuple(statistics.median(s[i] for s in samples) for i in range(4))  # type: ignore[return-value]
 
 
 # --- the bench ----------------------------------------------------------------------------------
@@ -350,11 +354,12 @@ def bench(sizes: list[int], runs: int, venv: Path) -> None:
     skipped = tools.skipped()
     for name, why in skipped.items():
         print(f"skipped {name}: {why}")
-    first, handshake, checks = import_times(max(runs, 5))
+    first, handshake, sweep, checks = import_times(max(runs, 5))
     print(
         f"import: {first:.3f} s to the first useful work (command parsed, inventory loader "
         f"ready); {handshake:.3f} s to the first handshake (the transports and asyncssh); "
-        f"{checks:.3f} s with the sweep and every check (loaded while the handshakes run)"
+        f"{sweep:.3f} s to the first command (the sweep and its probe manifest); "
+        f"{checks:.3f} s with every check (loaded while the sweep's commands run)"
     )
     print(f"alternating runs, medians of {runs}; forks {FORKS}; lab in a child process")
     head = (
