@@ -103,6 +103,9 @@ def exit_now(code: int) -> NoReturn:
     the interpreter's teardown (freeing some 600 modules costs 0.1-0.4 s, longer than a small
     sweep): output is flushed, nothing else is left to do. Inside a caller, a plain exit."""
     if _STANDALONE:
+        from screens import codecache
+
+        codecache.save()
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -141,11 +144,17 @@ def startup_done() -> None:
         _GC_PAUSED = False
         gc.freeze()
         gc.enable()
+        from screens import codecache
+
+        codecache.save()  # what start-up compiled, for the next start
 
 
 def main() -> None:
     global _STANDALONE
     _STANDALONE = True
+    from screens import codecache
+
+    codecache.install()  # before the command's imports: their dataclasses compile from it
     pause_collector_for_startup()
     cli(prog_name="fabwiz")
 

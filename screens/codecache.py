@@ -1,0 +1,147 @@
+"""A persistent cache of the methods `dataclasses` writes, compiled once per Python version.
+
+`@dataclass` writes `__init__`, `__repr__`, `__eq__`, `__hash__` and, for frozen classes,
+`__setattr__`/`__delattr__` as source text and compiles each with `exec`. For the ~200 dataclasses
+`fabwiz check` loads (fabwiz's own, pydantic's, annotated_types') that is ~1,100 compilations:
+about a quarter of its start-up CPU, repeated on every run, for text that is the same every run.
+Python keeps compiled modules in `__pycache__`; this keeps those functions' code the same way.
+
+How: the `exec` that the dataclasses module calls is looked up in its globals before the
+builtins, so a module-level `exec` there takes the same (text, globals, namespace) and runs the
+code object compiled from exactly that text (the cache's key is the whole text; a miss compiles
+it as `exec` would and remembers it). Nothing else changes: the same text, compiled with the same
+flags, runs with the same globals.
+
+The cache is a marshal file per interpreter (`sys.implementation.cache_tag` and the full version
+in its name) under `$XDG_CACHE_HOME/fabwiz` (default `~/.cache/fabwiz`), created 0700/0600. It is
+read only if it belongs to this user and nobody else may write it (its code objects run), and it
+is written atomically. Any problem reading or writing it just means compiling, as without it.
+`FABWIZ_CODE_CACHE=off` turns it off.
+"""
+
+from __future__ import annotations
+
+import builtins
+import marshal
+import os
+import stat
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+__all__ = ["CodeCache", "install", "save"]
+
+_ACTIVE: CodeCache | None = None
+# past this many entries (texts of older fabwiz or library versions), a save keeps only the
+# entries this process used
+MAX_ENTRIES = 5000
+
+
+class CodeCache:
+    """Source text -> code object, loaded from and saved to one file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.codes: dict[str, CodeType] = {}
+        self.new = 0
+        self.hits = 0
+        self.used: set[str] = set()
+        self._lock = threading.Lock()
+
+    def load(self) -> None:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            # its code objects run in this process: only a file of ours nobody else can change
+            if st.st_uid != os.getuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                return
+            try:
+                loaded = marshal.loads(f.read())  # noqa: S302  # ours: owner and mode checked
+            except (EOFError, ValueError, TypeError):
+                return
+        if isinstance(loaded, dict):
+            self.codes = {
+                k: v for k, v in loaded.items() if isinstance(k, str) and isinstance(v, CodeType)
+            }
+
+    def code(self, source: str) -> CodeType:
+        found = self.codes.get(source)
+        if found is not None:
+            self.hits += 1
+            self.used.add(source)
+            return found
+        compiled = compile(source, "<string>", "exec", dont_inherit=True)
+        with self._lock:
+            self.codes[source] = compiled
+            self.used.add(source)
+            self.new += 1
+        return compiled
+
+    def exec(self, source: Any, globals_: Any = None, locals_: Any = None, /) -> None:
+        """`exec` as the dataclasses module calls it, with the compiled code of `source`."""
+        if isinstance(source, str):
+            source = self.code(source)
+        builtins.exec(source, globals_, locals_)  # noqa: S102  # the dataclasses' own text
+
+    def save(self) -> None:
+        """Write the cache if it learned something (atomically; silently not at all on error)."""
+        with self._lock:
+            if not self.new:
+                return
+            if len(self.codes) > MAX_ENTRIES:
+                self.codes = {k: v for k, v in self.codes.items() if k in self.used}
+            data = marshal.dumps(self.codes)
+            self.new = 0
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".codecache-", dir=self.path.parent)
+            with os.fdopen(fd, "wb") as f:  # mkstemp: 0600
+                f.write(data)
+            Path(tmp).replace(self.path)
+        except OSError:
+            return
+
+
+def default_path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    version = ".".join(map(str, sys.version_info[:3]))
+    return Path(base) / "fabwiz" / f"dataclass-code-{sys.implementation.cache_tag}-{version}.bin"
+
+
+def install(path: Path | None = None) -> CodeCache | None:
+    """Make the dataclasses module compile through the cache (once per process)."""
+    global _ACTIVE
+    if _ACTIVE is not None:
+        return _ACTIVE
+    if os.environ.get("FABWIZ_CODE_CACHE", "").lower() in ("off", "0", "no"):
+        return None
+    import dataclasses
+
+    if "exec" in vars(dataclasses):  # someone else's exec there already: leave it alone
+        return None
+    cache = CodeCache(path or default_path())
+    cache.load()
+    dataclasses.exec = cache.exec  # type: ignore[attr-defined]
+    _ACTIVE = cache
+    return cache
+
+
+def save() -> None:
+    if _ACTIVE is not None:
+        _ACTIVE.save()
+
+
+def uninstall() -> None:
+    """Back to the builtin exec (tests)."""
+    global _ACTIVE
+    import dataclasses
+
+    if _ACTIVE is not None and vars(dataclasses).get("exec") == _ACTIVE.exec:
+        del dataclasses.exec  # type: ignore[attr-defined]
+    _ACTIVE = None
