@@ -254,8 +254,9 @@ def fabwiz_ok(r: Run, nodes: int) -> bool:
 IMPORT_PROBE = """
 import time
 t0 = time.perf_counter()
-import screens.cli
-screens.cli.pause_collector_for_startup()  # as `fabwiz` starts
+import screens.cli, screens.codecache
+screens.codecache.install()  # as `fabwiz` starts
+screens.cli.pause_collector_for_startup()
 import screens.commands.check, wizard.inventory
 t1 = time.perf_counter()
 import wizard.transports.ssh, wizard.transports.routeros

@@ -1,4 +1,4 @@
-"""Suite-wide ordering: the long tests start first.
+"""Suite-wide ordering (the long tests start first) and the test run's own cache folder.
 
 With `pytest -n 4` the workers take tests in collection order; a long lab walk collected last
 runs alone while the other workers sit idle. Starting the `slow` walks, then the other `lab`
@@ -8,7 +8,14 @@ the collection order, so a run is still reproducible).
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
+
+# `fabwiz` run as a process by a test keeps its start-up cache (screens.codecache) in a folder of
+# the test run, not in the user's ~/.cache; set before any test starts one.
+os.environ.setdefault("XDG_CACHE_HOME", tempfile.mkdtemp(prefix="fabwiz-test-cache-"))
 
 
 def _weight(item: pytest.Item) -> int:
