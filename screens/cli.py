@@ -63,6 +63,10 @@ class LazyGroup(click.Group):
         if cmd_name not in COMMANDS:
             return None
         module, attr, _help = COMMANDS[cmd_name]
+        if _STANDALONE:
+            from screens import codecache
+
+            codecache.install()  # before the command's imports: their dataclasses compile from it
         try:
             cmd = getattr(importlib.import_module(module), attr)
         except ModuleNotFoundError as exc:
@@ -152,12 +156,13 @@ def startup_done() -> None:
 def main() -> None:
     global _STANDALONE
     _STANDALONE = True
-    from screens import codecache
-
-    codecache.install()  # before the command's imports: their dataclasses compile from it
     pause_collector_for_startup()
     cli(prog_name="fabwiz")
 
 
 if __name__ == "__main__":
-    main()
+    # `python -m screens.cli`: run the module the commands import (`screens.cli`), not this
+    # `__main__` copy of it, so its start-up state (standalone, collector paused) is theirs
+    from screens.cli import main as _main
+
+    _main()

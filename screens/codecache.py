@@ -26,7 +26,6 @@ import marshal
 import os
 import stat
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from types import CodeType
@@ -98,6 +97,8 @@ class CodeCache:
                 self.codes = {k: v for k, v in self.codes.items() if k in self.used}
             data = marshal.dumps(self.codes)
             self.new = 0
+        import tempfile
+
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".codecache-", dir=self.path.parent)

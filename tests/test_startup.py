@@ -4,7 +4,11 @@ after a bounded time whatever the command does; a pause made by someone else is 
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -51,11 +55,6 @@ def test_a_pause_made_later_by_someone_else_is_not_undone() -> None:
 
 
 def _modules_after_loading_an_inventory(env: dict[str, str]) -> str:
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
     code = (
         "import sys\n"
         "import screens.cli\n"
@@ -81,3 +80,32 @@ def test_with_plugins_disabled_pydantic_does_not_look_for_them() -> None:
 def test_a_plugin_the_user_enables_is_still_looked_for() -> None:
     # the user's own setting wins: pydantic's real loader (and its metadata scan) runs
     assert _modules_after_loading_an_inventory({"PYDANTIC_DISABLE_PLUGINS": "logfire"}) == "1 True"
+
+
+def _fabwiz(args: list[str], cache: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "screens.cli", *args],
+        cwd=Path(__file__).resolve().parents[1],
+        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_help_neither_reads_nor_writes_the_start_up_cache(tmp_path: Path) -> None:
+    assert _fabwiz(["--help"], tmp_path).returncode == 0
+    assert not (tmp_path / "fabwiz").exists()
+
+
+@pytest.mark.lab
+def test_a_check_leaves_the_start_up_cache_for_the_next_one(tmp_path: Path) -> None:
+    first = _fabwiz(["check", "--lab", "healthy-2node-direct", "--json"], tmp_path)
+    assert first.returncode == 0, first.stderr[-2000:]
+    (cached,) = (tmp_path / "fabwiz").glob("dataclass-code-*.bin")
+    assert cached.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "fabwiz").stat().st_mode & 0o777 == 0o700
+    second = _fabwiz(["check", "--lab", "healthy-2node-direct", "--json"], tmp_path)
+    assert second.returncode == 0 and second.stdout == first.stdout  # the same report
