@@ -9,7 +9,9 @@ reboot, change tracking, the scheduler and persistence.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from wizard.lab.routeros.ports import (
     BLOCKING_ROLES,
@@ -47,6 +49,22 @@ class SwitchFabric:
     offload_lost: set[str]
     _next_id: dict[str, int]
     _coming_up: dict[str, float]
+    # look-ups remembered while one listing is built (`reading`): nothing changes meanwhile
+    _memo: dict[tuple[str, str], Any] | None = None
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """One read-only listing (a `print`, an export): each port's item and the offloaded
+        bridge are looked up once for it instead of once per row (a bridge-port print asked
+        for them rows x ports times). Nested listings share the outer one's memo."""
+        if self._memo is not None:
+            yield
+            return
+        self._memo = {}
+        try:
+            yield
+        finally:
+            self._memo = None
 
     # ----------------------------------------------------------------- tables and ids
 
@@ -66,6 +84,15 @@ class SwitchFabric:
 
     def ether(self, port: str) -> Item | None:
         """The ethernet item of a port, by default-name first, then by name (or alias)."""
+        memo = self._memo
+        if memo is None:
+            return self._ether(port)
+        key = ("ether", port)
+        if key not in memo:
+            memo[key] = self._ether(port)
+        return memo[key]  # type: ignore[no-any-return]
+
+    def _ether(self, port: str) -> Item | None:
         port = self.resolve_port(port)
         for item in self.tables["interface"]:
             if item.get("type") == "ether" and item.get("default-name") == port:
@@ -133,6 +160,15 @@ class SwitchFabric:
 
     def hw_offloaded_bridge(self) -> str | None:
         """The bridge that holds the switch chip, if any (first qualifying bridge in order)."""
+        memo = self._memo
+        if memo is None:
+            return self._hw_offloaded_bridge()
+        key = ("offloaded-bridge", "")
+        if key not in memo:
+            memo[key] = self._hw_offloaded_bridge()
+        return memo[key]  # type: ignore[no-any-return]
+
+    def _hw_offloaded_bridge(self) -> str | None:
         for bridge in self.bridges():
             name = bridge["name"]
             if bridge.get("disabled") == "true" or not self._chip_ports(name):

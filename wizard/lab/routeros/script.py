@@ -195,7 +195,9 @@ def _find(sw: SwitchState, path: tuple[str, ...], expr: str) -> list[str]:
     if menu is None:
         raise ScriptError(f"no such command or directory ({'/'.join(sub)})")
     ids = []
-    for row in menu.rows(sw):
+    with sw.reading():
+        rows = menu.rows(sw)
+    for row in rows:
         result: bool | None = None
         pending = "and"
         for tok in inner:

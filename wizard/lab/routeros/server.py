@@ -427,7 +427,8 @@ class RouterOsServer:
         sw = self.switch
         refs = attrs.pop(".id", None) or attrs.pop("numbers", None)
         if verb in ("print", "getall"):
-            rows = menu.rows(sw)
+            with sw.reading():
+                rows = menu.rows(sw)
             if refs:
                 wanted = {i.get(".id") for i in menu.resolve(sw, refs)}
                 rows = [r for r in rows if r.get(".id") in wanted]
