@@ -112,32 +112,29 @@ def split_script_output(
     started: float,
     duration: float,
 ) -> dict[str, ProbeResult]:
-    """Cut a batched run's stdout back into one ProbeResult per section."""
+    """Cut a batched run's stdout back into one ProbeResult per section. Only the lines that
+    hold the marker move the cut; a section's output is the slice of lines between its marker
+    lines, joined once."""
     out: dict[str, ProbeResult] = {}
     by_key = {s.key: s for s in sections}
     current: str | None = None
-    buf: list[str] = []
-    for line in text.splitlines(keepends=True):
-        if marker not in line:  # plain output: no marker line can match
-            if current is not None:
-                buf.append(line)
-            continue
-        stripped = line.rstrip("\r\n")
+    lines = text.splitlines(keepends=True)
+    start = 0  # where the current section's output begins
+    for i in [i for i, line in enumerate(lines) if marker in line]:
+        stripped = lines[i].rstrip("\r\n")
         key = _begin_key(stripped, marker)
         if key is not None:
-            current, buf = key, []
+            current, start = key, i + 1
             continue
         end = _end_mark(stripped, marker)
         if end is not None and current is not None and current == end[1]:
             s = by_key.get(current)
             if s is not None:
-                out[current] = _section_result(
-                    s, "".join(buf) + end[0], end[2], target, started, duration
-                )
-            current, buf = None, []
-            continue
-        if current is not None:
-            buf.append(line)
+                body = "".join(lines[start:i]) + end[0]
+                out[current] = _section_result(s, body, end[2], target, started, duration)
+            current = None
+        # any other marker line is output of the section it is in
+    buf = lines[start:] if current is not None else []
     for s in sections:
         if s.key not in out:
             out[s.key] = ProbeResult(

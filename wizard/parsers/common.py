@@ -32,10 +32,15 @@ def to_jsonable(value: Any) -> Any:
 
 def strip_prompt(line: str) -> str:
     """The command part of a pasted shell prompt line (`user@host:~$ cmd` -> `cmd`)."""
+    # every prompt ends in `$` or `#`: a line with neither is not one (most lines of an output)
+    if "$" not in line and "#" not in line:
+        return line
     return _PROMPT.sub("", line, count=1)
 
 
 def is_prompt_line(line: str) -> bool:
+    if "$" not in line and "#" not in line:
+        return False
     return bool(_PROMPT.match(line))
 
 
