@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import codecs
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
+
+from librouteros import protocol as ros_protocol
+from librouteros.exceptions import ConnectionClosed, FatalError, ProtocolError
 
 from wizard.model import ProbeResult
 
@@ -18,6 +23,7 @@ __all__ = [
     "api_attrs",
     "brief",
     "parse_words",
+    "read_sentence",
     "wire_value",
     "with_fields",
     "word_int",
@@ -124,3 +130,47 @@ def word_int(text: str) -> int:
 
 def with_fields(r: ProbeResult, **kw: Any) -> ProbeResult:
     return replace(r, **kw)
+
+
+async def read_sentence(protocol: Any) -> tuple[str, tuple[str, ...]]:
+    """librouteros' `readSentence`, read straight off its stream: the same words, the same
+    end (the first empty word), the same errors and timeout, without three coroutine layers, a
+    task and a debug line built per word (a switch's print is thousands of words). A
+    transport that is not an asyncio stream is left to librouteros."""
+    reader = getattr(protocol.transport, "reader", None)
+    if not isinstance(reader, asyncio.StreamReader):
+        reply: tuple[str, tuple[str, ...]] = await protocol.readSentence()
+        return reply
+    words: list[str] = []
+    try:
+        async with asyncio.timeout(protocol.timeout):
+            while (word := await _read_word(reader, protocol.encoding)) != "":
+                words.append(word)
+    except asyncio.IncompleteReadError:
+        raise ConnectionClosed("Connection unexpectedly closed.") from None
+    sentence = tuple(words)
+    if ros_protocol.LOGGER.isEnabledFor(logging.DEBUG):
+        ros_protocol.log("--->", *sentence)
+    reply_word, rest = sentence[0], sentence[1:]
+    if reply_word == "!fatal":
+        await protocol.transport.close()
+        raise FatalError(rest[0])
+    return reply_word, rest
+
+
+async def _read_word(reader: asyncio.StreamReader, encoding: str) -> str:
+    """One length-prefixed word (`""` ends the sentence), as librouteros decodes it."""
+    first = (await reader.readexactly(1))[0]
+    if first == 0:
+        return ""
+    if first < 0x80:
+        length = first
+    elif first < 0xC0:
+        length = int.from_bytes(bytes([first]) + await reader.readexactly(1), "big") ^ 0x8000
+    elif first < 0xE0:
+        length = int.from_bytes(bytes([first]) + await reader.readexactly(2), "big") ^ 0xC00000
+    elif first < 0xF0:
+        length = int.from_bytes(bytes([first]) + await reader.readexactly(3), "big") ^ 0xE0000000
+    else:
+        raise ProtocolError(f"Unknown controll byte {bytes([first])!r}")
+    return (await reader.readexactly(length)).decode(encoding=encoding, errors="ignore")
