@@ -63,7 +63,7 @@ _PRIORITY = re.compile(r"priority:\s*(\d+)$")
 
 
 def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in _INT.findall(text))
+    return tuple(map(int, _INT.findall(text)))
 
 
 @dataclass
