@@ -24,19 +24,21 @@ class _Writer:
         return None
 
 
-def _protocol(data: bytes, timeout: float | None = 5.0) -> AsyncApiProtocol:
+def _protocol(
+    data: bytes, timeout: float | None = 5.0, encoding: str = WIRE_ENCODING
+) -> AsyncApiProtocol:
     reader = asyncio.StreamReader()
     reader.feed_data(data)
     reader.feed_eof()
     transport = AsyncSocketTransport(reader, _Writer())  # type: ignore[arg-type]
-    return AsyncApiProtocol(transport, WIRE_ENCODING, timeout)
+    return AsyncApiProtocol(transport, encoding, timeout)
 
 
 def _word(raw: bytes) -> bytes:
     return encode_length(len(raw)) + raw
 
 
-async def _both(data: bytes) -> tuple[Any, Any]:
+async def _both(data: bytes, encoding: str = WIRE_ENCODING) -> tuple[Any, Any]:
     """What librouteros and read_sentence make of the same bytes: every sentence, or the
     error that ended the reading."""
 
@@ -50,8 +52,8 @@ async def _both(data: bytes) -> tuple[Any, Any]:
                 break
         return out
 
-    theirs = await drain(lambda p: p.readSentence(), _protocol(data))
-    ours = await drain(read_sentence, _protocol(data))
+    theirs = await drain(lambda p: p.readSentence(), _protocol(data, encoding=encoding))
+    ours = await drain(read_sentence, _protocol(data, encoding=encoding))
     return theirs, ours
 
 
@@ -87,6 +89,12 @@ async def test_the_same_words_and_errors_as_librouteros(name: str) -> None:
     theirs, ours = await _both(SENTENCES[name])
     assert ours == theirs
     assert ours  # every case reads something or fails in a named way
+
+
+@pytest.mark.parametrize("name", ["rows", "invalid utf-8", "fatal"])
+async def test_another_encoding_decodes_as_librouteros_does(name: str) -> None:
+    theirs, ours = await _both(SENTENCES[name] + _word(b"\xe9\xe9") + b"\x00", encoding="ascii")
+    assert ours == theirs
 
 
 async def test_a_reply_reads_as_its_words() -> None:

@@ -343,7 +343,7 @@ class RouterOsTransport:
             reply, raw = await read_sentence(protocol)
             attrs = parse_words(raw)
             if reply == "!re" or (reply == "!done" and attrs):
-                size = sum(len(w.encode("utf-8", "surrogateescape")) + 1 for w in raw)
+                size = len("".join(raw).encode("utf-8", "surrogateescape")) + len(raw)
                 total += size
                 total_rows += 1
                 full = full or len(rows) >= self.reply_rows or kept + size > self.reply_cap

@@ -141,10 +141,12 @@ async def read_sentence(protocol: Any) -> tuple[str, tuple[str, ...]]:
     if not isinstance(reader, asyncio.StreamReader):
         reply: tuple[str, tuple[str, ...]] = await protocol.readSentence()
         return reply
+    encoding: str = protocol.encoding
+    decode = _utf8 if encoding == WIRE_ENCODING else lambda b: b.decode(encoding, "ignore")
     words: list[str] = []
     try:
         async with asyncio.timeout(protocol.timeout):
-            while (word := await _read_word(reader, protocol.encoding)) != "":
+            while (word := decode(await _read_word(reader))) != "":
                 words.append(word)
     except asyncio.IncompleteReadError:
         raise ConnectionClosed("Connection unexpectedly closed.") from None
@@ -158,19 +160,23 @@ async def read_sentence(protocol: Any) -> tuple[str, tuple[str, ...]]:
     return reply_word, rest
 
 
-async def _read_word(reader: asyncio.StreamReader, encoding: str) -> str:
-    """One length-prefixed word (`""` ends the sentence), as librouteros decodes it."""
+def _utf8(raw: bytes) -> str:
+    """The wire codec's decode (`_wire_codec`), called without the codec lookup."""
+    return codecs.utf_8_decode(raw, "replace", True)[0]
+
+
+async def _read_word(reader: asyncio.StreamReader) -> bytes:
+    """One length-prefixed word's bytes (`b""` ends the sentence)."""
     first = (await reader.readexactly(1))[0]
-    if first == 0:
-        return ""
     if first < 0x80:
-        length = first
-    elif first < 0xC0:
-        length = int.from_bytes(bytes([first]) + await reader.readexactly(1), "big") ^ 0x8000
+        return await reader.readexactly(first) if first else b""
+    if first < 0xC0:
+        more, mask = 1, 0x8000
     elif first < 0xE0:
-        length = int.from_bytes(bytes([first]) + await reader.readexactly(2), "big") ^ 0xC00000
+        more, mask = 2, 0xC00000
     elif first < 0xF0:
-        length = int.from_bytes(bytes([first]) + await reader.readexactly(3), "big") ^ 0xE0000000
+        more, mask = 3, 0xE0000000
     else:
         raise ProtocolError(f"Unknown controll byte {bytes([first])!r}")
-    return (await reader.readexactly(length)).decode(encoding=encoding, errors="ignore")
+    length = int.from_bytes(bytes([first]) + await reader.readexactly(more), "big") ^ mask
+    return await reader.readexactly(length)
