@@ -120,3 +120,34 @@ async def test_fatal_closes_the_transport() -> None:
     with pytest.raises(FatalError, match="session terminated"):
         await read_sentence(proto)
     assert proto.transport.writer.closed  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", ["rows", "long words", "trap", "fatal"])
+async def test_a_reply_that_trickles_in_reads_the_same(name: str) -> None:
+    """Bytes that arrive a few at a time (a sentence cut anywhere, even inside a length)."""
+    data = SENTENCES[name]
+    reader = asyncio.StreamReader()
+    proto = AsyncApiProtocol(
+        AsyncSocketTransport(reader, _Writer()),  # type: ignore[arg-type]
+        WIRE_ENCODING,
+        5.0,
+    )
+
+    async def trickle() -> None:
+        step = 3 if len(data) < 1000 else 4093
+        for i in range(0, len(data), step):
+            reader.feed_data(data[i : i + step])
+            await asyncio.sleep(0)
+        reader.feed_eof()
+
+    feeding = asyncio.create_task(trickle())
+    got: list[Any] = []
+    for _ in range(10):
+        try:
+            got.append(await read_sentence(proto))
+        except (ConnectionClosed, FatalError) as exc:
+            got.append((type(exc).__name__, str(exc)))
+            break
+    await feeding
+    theirs, _ours = await _both(data)
+    assert got == theirs
