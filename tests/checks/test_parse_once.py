@@ -59,3 +59,28 @@ def test_a_long_output_is_worked_out_but_not_kept() -> None:
     assert discovery._speed(padded) == 200000
     assert discovery._link_speed.cache_info().currsize == before
     assert discovery._speed("not ethtool") is None
+
+
+def test_remembered_shares_one_immutable_parse_and_keeps_no_long_text() -> None:
+    from wizard.parsers.common import REMEMBERED_TEXT, remembered
+    from wizard.parsers.iproute2 import parse_ip_json
+
+    calls: list[int] = []
+
+    def parser(text: str) -> tuple[str, ...]:
+        calls.append(len(text))
+        if text == "bad":
+            raise ParseError("bad", tool="t", raw=text)
+        return tuple(text.split())
+
+    parse = remembered(parser)
+    assert parse("a b") is parse("a b") == ("a", "b")
+    long = "x " * REMEMBERED_TEXT
+    assert parse(long) == parse(long)
+    for _ in range(2):
+        with pytest.raises(ParseError):
+            parse("bad")
+    assert calls == [3, len(long), len(long), 3, 3]
+    text = '[{"ifname":"enp1s0f0np0","mtu":9000,"addr_info":[{"family":"inet","local":"10.9.0.1","prefixlen":24}]}]'
+    first, again = parse_ip_json(text), parse_ip_json(text)
+    assert first is again and first.interfaces[0].addresses[0].cidr == "10.9.0.1/24"
