@@ -346,6 +346,15 @@ def row(n: int, med: dict[str, float], cpu: float) -> str:
     )
 
 
+def fitted_slope(cpu_by_size: dict[int, float]) -> float:
+    """The least-squares slope of CPU seconds against node count."""
+    xs, ys = list(cpu_by_size), list(cpu_by_size.values())
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mx) ** 2 for x in xs
+    )
+
+
 def bench(sizes: list[int], runs: int, venv: Path) -> None:
     from _bytecode import compile_fabwiz
 
@@ -381,6 +390,11 @@ def bench(sizes: list[int], runs: int, venv: Path) -> None:
         print(
             f"fabwiz client CPU per node: {slope:.1f} ms (slope of the command's CPU from {lo} to "
             f"{hi} nodes; the fixed part is start-up and imports)"
+        )
+    if len(cpu_by_size) >= 3:
+        print(
+            f"  least-squares slope over every size: {fitted_slope(cpu_by_size) * 1000:.1f} ms "
+            "per node (less swayed by one noisy size)"
         )
     print("ratios are fabwiz time / tool time: below 1.00 fabwiz is faster")
     shutil.rmtree(work, ignore_errors=True)

@@ -11,6 +11,7 @@ renders them as a drop-in for `/etc/sudoers.d/fabwiz` (`fabwiz setup sudoers --u
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass
@@ -214,13 +215,17 @@ def sudoers(user: str, *, read_only: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+@functools.cache
 def _glob(pattern: str) -> re.Pattern[str]:
+    """A sudoers argument glob as a regex, compiled once per pattern (the rules are fixed)."""
     out = "".join(".*" if c == "*" else ("." if c == "?" else re.escape(c)) for c in pattern)
     return re.compile(rf"^{out}$")
 
 
+@functools.lru_cache(maxsize=512)
 def matching_line(user: str, command_line: str) -> str:
-    """The one sudoers line that allows `command_line` (`sudo -n [-l] CMD ARGS`)."""
+    """The one sudoers line that allows `command_line` (`sudo -n [-l] CMD ARGS`). Remembered:
+    every node of a sweep asks it for the same few probe commands."""
     words = shlex.split(command_line)
     while words and words[0] in ("sudo", "-n", "-l"):
         words = words[1:]

@@ -12,9 +12,11 @@ a rail's MAC learned on a sub-port means its cable is there.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from typing import TypeVar
 
 from wizard.errors import ParseError
 from wizard.model import Half, ProbeResult, Rail
@@ -22,6 +24,8 @@ from wizard.parsers.ethtool import parse_ethtool, parse_ethtool_driver
 from wizard.parsers.ibdev2netdev import Ibdev2NetdevResult, IbdevMapping, parse_ibdev2netdev
 from wizard.parsers.iproute2 import IpInterface, IpResult, parse_ip_json
 from wizard.probes import HostProbe, Observations, SwitchProbe
+
+T = TypeVar("T")
 
 __all__ = [
     "DISCOVERY_HOST_PROBES",
@@ -127,25 +131,50 @@ def discover_rails(
 
 def _half_port(m: IbdevMapping, ethtool_i: str | None) -> tuple[Half, int, str]:
     """(half, port, PCI address) of one rail: from `ethtool -i`'s bus-info, else its name."""
-    if ethtool_i:
-        try:
-            drv = parse_ethtool_driver(ethtool_i)
-        except ParseError:
-            drv = None
-        if drv is not None and drv.bus_info:
-            hp = pci_half_port(drv.bus_info)
-            if hp is not None:
-                return hp[0], hp[1], drv.bus_info
+    hp = _remembered(_bus_half_port, ethtool_i) if ethtool_i else None
+    if hp is not None:
+        return hp
     guess = _from_name(m.netdev, m.rdma)
     if guess is not None:
         return guess
     return ("A" if m.half != "B" else "B"), 0, ""
 
 
+# what one short probe output says, remembered: nodes of one fabric print the same `ethtool`
+# and `ethtool -i` for the same rail (the answers are immutable, and a text too long to be one
+# of these outputs is worked out each time)
+_REMEMBERED = 16384
+
+
+def _remembered(fn: functools._lru_cache_wrapper[T], text: str) -> T:
+    """`fn` of a short text from its cache; a long one (never a real output of these) is
+    worked out each time, not kept."""
+    return fn(text) if len(text) <= _REMEMBERED else fn.__wrapped__(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _bus_half_port(ethtool_i: str) -> tuple[Half, int, str] | None:
+    """(half, port, bus-info) from `ethtool -i`, None when it names no usable bus-info."""
+    try:
+        drv = parse_ethtool_driver(ethtool_i)
+    except ParseError:
+        return None
+    if drv.bus_info:
+        hp = pci_half_port(drv.bus_info)
+        if hp is not None:
+            return hp[0], hp[1], drv.bus_info
+    return None
+
+
 def _speed(ethtool: str | None) -> int | None:
     """The link speed `ethtool` reports (Mb/s), None when it was not read or says none."""
     if not ethtool:
         return None
+    return _remembered(_link_speed, ethtool)
+
+
+@functools.lru_cache(maxsize=1024)
+def _link_speed(ethtool: str) -> int | None:
     try:
         res = parse_ethtool(ethtool)
     except ParseError:

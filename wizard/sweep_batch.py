@@ -75,6 +75,34 @@ def build_script(sections: Sequence[Section], marker: str) -> str:
     return "sh -c " + shlex.quote("; ".join(parts))
 
 
+# the rest of a marker line after the marker (the marker itself is random per batch, so
+# these are compiled once and matched from where the marker ends)
+_BEGIN_REST = re.compile(r" (\S+) BEGIN")
+_END_REST = re.compile(r" (\S+) END (\d+)", re.S)
+
+
+def _begin_key(stripped: str, marker: str) -> str | None:
+    """The key of a `MARKER KEY BEGIN` line."""
+    if not stripped.startswith(marker):
+        return None
+    m = _BEGIN_REST.fullmatch(stripped, len(marker))
+    return m.group(1) if m else None
+
+
+def _end_mark(stripped: str, marker: str) -> tuple[str, str, int] | None:
+    """(output before the marker, key, status) of a line ending `MARKER KEY END STATUS`: output
+    that does not end in a newline (a NUL-separated /proc file, a file without a last newline)
+    puts the end marker on its last line, and what comes before it is output. The first marker
+    on the line that the rest fits is the one."""
+    i = stripped.find(marker)
+    while i >= 0:
+        m = _END_REST.fullmatch(stripped, i + len(marker))
+        if m:
+            return stripped[:i], m.group(1), int(m.group(2))
+        i = stripped.find(marker, i + 1)
+    return None
+
+
 def split_script_output(
     text: str,
     sections: Sequence[Section],
@@ -84,44 +112,29 @@ def split_script_output(
     started: float,
     duration: float,
 ) -> dict[str, ProbeResult]:
-    """Cut a batched run's stdout back into one ProbeResult per section."""
+    """Cut a batched run's stdout back into one ProbeResult per section. Only the lines that
+    hold the marker move the cut; a section's output is the slice of lines between its marker
+    lines, joined once."""
     out: dict[str, ProbeResult] = {}
     by_key = {s.key: s for s in sections}
     current: str | None = None
-    buf: list[str] = []
-    begin = re.compile(rf"^{re.escape(marker)} (\S+) BEGIN$")
-    # output that does not end in a newline (a NUL-separated /proc file, a file without a last
-    # newline) puts the end marker on its last line: what comes before it is output
-    end = re.compile(rf"^(.*?){re.escape(marker)} (\S+) END (\d+)$", re.S)
-    for line in text.splitlines(keepends=True):
-        stripped = line.rstrip("\r\n")
-        m = begin.match(stripped)
-        if m:
-            current, buf = m.group(1), []
+    lines = text.splitlines(keepends=True)
+    start = 0  # where the current section's output begins
+    for i in [i for i, line in enumerate(lines) if marker in line]:
+        stripped = lines[i].rstrip("\r\n")
+        key = _begin_key(stripped, marker)
+        if key is not None:
+            current, start = key, i + 1
             continue
-        m = end.match(stripped)
-        if m and current is not None and current == m.group(2):
+        end = _end_mark(stripped, marker)
+        if end is not None and current is not None and current == end[1]:
             s = by_key.get(current)
             if s is not None:
-                body = "".join(buf) + m.group(1)
-                status = int(m.group(3))
-                err = (
-                    sudo_error(target, s.command, body) if s.command.startswith("sudo -n") else None
-                )
-                out[current] = ProbeResult(
-                    target=target,
-                    kind="ssh",
-                    command=s.command,
-                    stdout=body,
-                    exit_status=status,
-                    error=err,
-                    started_at=started,
-                    duration_s=duration,
-                )
-            current, buf = None, []
-            continue
-        if current is not None:
-            buf.append(line)
+                body = "".join(lines[start:i]) + end[0]
+                out[current] = _section_result(s, body, end[2], target, started, duration)
+            current = None
+        # any other marker line is output of the section it is in
+    buf = lines[start:] if current is not None else []
     for s in sections:
         if s.key not in out:
             out[s.key] = ProbeResult(
@@ -134,6 +147,22 @@ def split_script_output(
                 duration_s=duration,
             )
     return out
+
+
+def _section_result(
+    s: Section, body: str, status: int, target: str, started: float, duration: float
+) -> ProbeResult:
+    err = sudo_error(target, s.command, body) if s.command.startswith("sudo -n") else None
+    return ProbeResult(
+        target=target,
+        kind="ssh",
+        command=s.command,
+        stdout=body,
+        exit_status=status,
+        error=err,
+        started_at=started,
+        duration_s=duration,
+    )
 
 
 async def switch_probes(

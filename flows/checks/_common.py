@@ -150,6 +150,22 @@ class Unreadable:
         )
 
 
+def once_per_text(parser: Callable[[str], T]) -> Callable[[str], T]:
+    """`parser`, remembering what it made of each text for as long as the caller keeps it: the
+    same output on every rail of every node (one firmware, one QoS profile) is parsed once
+    within one check's parse. Only for a caller that reads the values and keeps none of them
+    as they are (a parsed value is then shared); a text that does not parse raises each time."""
+    seen: dict[str, T] = {}
+
+    def parse(text: str) -> T:
+        value = seen.get(text)
+        if value is None:
+            value = seen[text] = parser(text)
+        return value
+
+    return parse
+
+
 def read(
     obs: Observations,
     node: str,

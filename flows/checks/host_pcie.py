@@ -23,6 +23,7 @@ from flows.checks._common import (
     Unreadable,
     listing,
     node_rails,
+    once_per_text,
     pasted_host,
     pasted_verdicts,
     read,
@@ -63,8 +64,10 @@ def parse(obs: Observations, ctx: Context) -> HostPcie:
     fws: list[Firmware] = []
     bad: list[Unreadable] = []
     fw_bad: list[Unreadable] = []
+    # the same lspci and `ethtool -i` on most nodes of a fabric: each text is parsed once
+    lspci, driver = once_per_text(parse_lspci), once_per_text(parse_ethtool_driver)
     for node in ctx.nodes:
-        value, why, _ = read(obs, node, LSPCI, parse_lspci)
+        value, why, _ = read(obs, node, LSPCI, lspci)
         if why is not None:
             bad.append(why)
         if value is not None:
@@ -74,7 +77,7 @@ def parse(obs: Observations, ctx: Context) -> HostPcie:
                     continue
                 funcs.append(PciFunction(node, d.address or "?", d.lnksta.speed, d.lnksta.width))
         for rail in node_rails(ctx, node):
-            drv, why2, _ = read(obs, node, ETHTOOL_I, parse_ethtool_driver, rail.netdev)
+            drv, why2, _ = read(obs, node, ETHTOOL_I, driver, rail.netdev)
             if why2 is not None:
                 fw_bad.append(why2)
             if drv is not None and drv.firmware_version:

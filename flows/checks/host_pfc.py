@@ -20,6 +20,7 @@ from flows.checks._common import (
     Unreadable,
     listing,
     node_rails,
+    once_per_text,
     pasted_host,
     read,
     sudo_command,
@@ -45,9 +46,10 @@ class HostPfc:
 def parse(obs: Observations, ctx: Context) -> HostPfc:
     out: list[RailPfc] = []
     bad: list[Unreadable] = []
+    parse_qos = once_per_text(parse_mlnx_qos)  # one QoS profile on most rails of a fabric
     for node in ctx.nodes:
         for rail in node_rails(ctx, node):
-            value, why, _ = read(obs, node, MLNX_QOS, parse_mlnx_qos, rail.netdev)
+            value, why, _ = read(obs, node, MLNX_QOS, parse_qos, rail.netdev)
             if why is not None:
                 bad.append(why)
             if value is not None:

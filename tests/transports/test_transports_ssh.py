@@ -59,6 +59,23 @@ async def _process(commands: list[str], process: asyncssh.SSHServerProcess[str])
         data = await process.stdin.read()
         process.stdout.write(data.upper())
         process.exit(0)
+    elif cmd == "both":  # both streams, interleaved, in several packets each
+        for i in range(3):
+            process.stdout.write(f"out {i} é\n")
+            process.stderr.write(f"err {i}\n")
+            await process.stdout.drain()
+        process.exit(0)
+    elif cmd == "killed":
+        process.stdout.write("half")
+        process.exit_with_signal("KILL")
+    elif cmd == "vanish":  # the channel closes with no exit status
+        process.stdout.write("partial\n")
+        await process.stdout.drain()
+        process.channel.close()
+    elif cmd == "drop":  # the whole connection goes away mid-command
+        process.stdout.write("partial\n")
+        await process.stdout.drain()
+        process.channel.get_connection().abort()
     else:
         process.stdout.write(f"ran: {cmd}\n")
         process.exit(3 if "fail" in cmd else 0)
@@ -95,6 +112,31 @@ async def test_one_connection_reused_by_every_probe(server: Server) -> None:
         piped = await t.run("spark1", "cat", stdin="netplan\n")
         assert piped.stdout == "NETPLAN\n"
         assert t.handshakes == 1
+
+
+async def test_streams_signals_and_a_vanished_channel(server: Server) -> None:
+    async with SshTransport([server.target()], ssh_config=None) as t:
+        both = await t.run("spark1", "both")
+        killed = await t.run("spark1", "killed")
+        vanished = await t.run("spark1", "vanish")
+        after = await t.run("spark1", "echo again")
+    assert both.stdout == "out 0 é\nout 1 é\nout 2 é\n"
+    assert both.stderr == "err 0\nerr 1\nerr 2\n"
+    assert (both.exit_status, both.error) == (0, None)
+    assert (killed.stdout, killed.exit_status, killed.ok) == ("half", -1, False)  # a signal
+    assert vanished.stdout == "partial\n" and vanished.exit_status is None
+    assert vanished.error is not None and "ended without an exit status" in vanished.error
+    assert after.ok and after.stdout == "ran: echo again\n"  # a new connection
+
+
+async def test_a_connection_lost_mid_command_is_named_and_reconnected(server: Server) -> None:
+    async with SshTransport([server.target()], ssh_config=None) as t:
+        lost = await t.run("spark1", "drop")
+        after = await t.run("spark1", "echo again")
+        assert t.handshakes == 2
+    assert lost.exit_status is None and lost.error is not None
+    assert lost.error.startswith("spark1: the SSH connection broke during `drop`")
+    assert after.ok and after.stdout == "ran: echo again\n"
 
 
 async def test_unknown_host_key_is_refused_by_default(server: Server, tmp_path: Path) -> None:

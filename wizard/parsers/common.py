@@ -6,13 +6,35 @@ Kept tiny and pure so every parser stays a function of its text alone.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from wizard.errors import ParseError
+
+T = TypeVar("T")
+
+# texts longer than this are parsed each time and never kept (a real output of the parsers
+# that remember is a few KiB; a hostile one may be megabytes)
+REMEMBERED_TEXT = 65536
+
+
+def remembered(parser: Callable[[str], T]) -> Callable[[str], T]:
+    """`parser` remembering its last few hundred answers by text: for a parser whose result
+    is immutable all the way down (frozen dataclasses, tuples, strings, numbers), so that the
+    sweep's discovery and every check that reads the same output share one parse. A text that
+    does not parse raises each time."""
+    cached = functools.lru_cache(maxsize=512)(parser)
+
+    @functools.wraps(parser)
+    def parse(text: str) -> T:
+        return cached(text) if len(text) <= REMEMBERED_TEXT else parser(text)
+
+    return parse
+
 
 # Shell prompts users paste in front of commands: `user@host:~$ `, `$ `, `# `.
 _PROMPT = re.compile(r"^\s*(?:\[[\w.-]+@[^\]]*\][$#]|[\w.-]+@[\w.-]+(?::[^$#]*)?[$#]|[$#])\s+")
@@ -32,10 +54,15 @@ def to_jsonable(value: Any) -> Any:
 
 def strip_prompt(line: str) -> str:
     """The command part of a pasted shell prompt line (`user@host:~$ cmd` -> `cmd`)."""
+    # every prompt ends in `$` or `#`: a line with neither is not one (most lines of an output)
+    if "$" not in line and "#" not in line:
+        return line
     return _PROMPT.sub("", line, count=1)
 
 
 def is_prompt_line(line: str) -> bool:
+    if "$" not in line and "#" not in line:
+        return False
     return bool(_PROMPT.match(line))
 
 

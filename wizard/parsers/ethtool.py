@@ -29,6 +29,7 @@ _CMD_IF = re.compile(r"\bethtool\s+(?:-\w\s+|--[\w-]+\s+)*([A-Za-z][\w.@-]*)")
 _KV = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 /().,-]*?)\s*:\s*(.*?)\s*$")
 _STAT = re.compile(r"^\s*([A-Za-z0-9_.\[\]-]+):\s+(-?\d+)\s*$")
 _SPEED = re.compile(r"(\d+)\s*Mb/s")
+_DRIVER_KV = re.compile(r"^([a-z][a-z-]*):\s?(.*?)\s*$")
 _RATE = re.compile(r"^(\d+(?:\.\d+)?) Gb/sec \(([^)]*)\)\s*$")
 
 
@@ -114,17 +115,20 @@ def parse_ethtool(text: str) -> EthtoolResult:
             cur = None
             continue
         line = raw.rstrip()
-        if not line.strip():
+        stripped = line.strip()
+        if not stripped:
             continue
-        if s := _SETTINGS.match(line.strip()):
+        # each pattern is tried only where its fixed words are: most lines are `Key: value`
+        # or a continuation of the link modes
+        if stripped.startswith("Settings for ") and (s := _SETTINGS.match(stripped)):
             cur = {"interface": s.group(1)}
             links.append(cur)
             modes_key = None
             continue
-        if r := _RATE.match(line.strip()):
+        if " Gb/sec (" in stripped and (r := _RATE.match(stripped)):
             rates.append(float(r.group(1)))
             continue
-        kv = _KV.match(line)
+        kv = _KV.match(line) if ":" in line else None
         if kv is None:
             if modes_key and cur is not None and line.startswith((" ", "\t")):
                 cur[modes_key] = (*cur.get(modes_key, ()), *line.split())  # type: ignore[misc]
@@ -189,7 +193,7 @@ def parse_ethtool_driver(text: str) -> EthtoolDriver:
     for raw in lines(text):
         if is_prompt_line(raw):
             continue
-        m = re.match(r"^([a-z][a-z-]*):\s?(.*?)\s*$", raw)
+        m = _DRIVER_KV.match(raw) if ":" in raw else None
         if m:
             fields[m.group(1)] = m.group(2)
     if "driver" not in fields:

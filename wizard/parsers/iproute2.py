@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wizard.errors import ParseError
-from wizard.parsers.common import lines, load_json, strip_prompt, to_int
+from wizard.parsers.common import lines, load_json, remembered, strip_prompt, to_int
 
 TOOL = "ip"
 
@@ -93,6 +93,7 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) else None
 
 
+@remembered  # the sweep's discovery and several checks read the same `ip -j` outputs
 def parse_ip_json(text: str) -> IpResult:
     """`ip -j [-p] [-d] addr|link [show]`: a JSON array of interfaces."""
     data = load_json(text, tool=TOOL)

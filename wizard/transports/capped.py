@@ -75,20 +75,67 @@ class Capped:
     truncated: bool
 
 
-async def _read(stream: Any, cap: int) -> tuple[bytes, int]:
-    kept = bytearray()
-    total = 0
-    while True:
-        chunk = await stream.read(_CHUNK)
-        if not chunk:
-            break
-        if isinstance(chunk, str):
-            chunk = chunk.encode("utf-8", "surrogateescape")
-        total += len(chunk)
-        room = cap - len(kept)
+class _Stream:
+    """One stream of a remote command: the first `cap` bytes kept, every byte counted."""
+
+    __slots__ = ("cap", "kept", "total")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.kept = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.cap - len(self.kept)
         if room > 0:
-            kept += chunk[:room]
-    return bytes(kept), total
+            self.kept += data[:room]
+
+    def text(self) -> str:
+        return _decode(bytes(self.kept), self.total, self.cap)
+
+
+class _Collector:
+    """The session side of one remote command: its output goes straight into two capped
+    buffers as the channel delivers it (no stream readers, no task per stream), and the
+    command's end (the channel closing) resolves `done`."""
+
+    def __init__(self, cap: int) -> None:
+        self.stdout = _Stream(cap)
+        self.stderr = _Stream(cap)
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, chan: Any) -> None:
+        pass
+
+    def session_started(self) -> None:
+        pass
+
+    def data_received(self, data: bytes, datatype: int | None) -> None:
+        (self.stdout if datatype is None else self.stderr).feed(data)
+
+    def eof_received(self) -> bool:
+        return True  # stay half open: the exit status and the close follow
+
+    def pause_writing(self) -> None:
+        pass
+
+    def resume_writing(self) -> None:
+        pass
+
+    def exit_status_received(self, status: int) -> None:
+        pass  # the channel keeps it (`get_exit_status`)
+
+    def exit_signal_received(self, signal: str, core_dumped: bool, msg: str, lang: str) -> None:
+        pass  # the channel keeps it (`get_exit_signal`)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.done.done():
+            return
+        if exc is None:
+            self.done.set_result(None)
+        else:
+            self.done.set_exception(exc)
 
 
 def _decode(kept: bytes, total: int, cap: int) -> str:
@@ -97,22 +144,24 @@ def _decode(kept: bytes, total: int, cap: int) -> str:
 
 
 async def run_capped(conn: Any, command: str, stdin: str | None, cap: int) -> Capped:
-    """Run `command` on an asyncssh connection, keeping at most `cap` bytes of each stream."""
-    proc = await conn.create_process(command, encoding=None)
+    """Run `command` on an asyncssh connection, keeping at most `cap` bytes of each stream;
+    its stdin is `stdin`, then closed. A channel that breaks raises asyncssh's error."""
+    collector = _Collector(cap)
+    chan, _session = await conn.create_session(lambda: collector, command, encoding=None)
     try:
         if stdin:
-            proc.stdin.write(stdin.encode("utf-8"))
-        proc.stdin.write_eof()
-        (out, out_total), (err, err_total) = await asyncio.gather(
-            _read(proc.stdout, cap), _read(proc.stderr, cap)
-        )
-        done = await proc.wait(check=False)
+            chan.write(stdin.encode("utf-8"))
+        chan.write_eof()
+        await collector.done
     finally:
-        proc.close()
+        if not collector.done.done():
+            collector.done.cancel()  # given up (a timeout): a late end has no one to tell
+        chan.close()
+    out, err = collector.stdout, collector.stderr
     return Capped(
-        stdout=_decode(out, out_total, cap),
-        stderr=_decode(err, err_total, cap),
-        exit_status=done.exit_status,
-        exit_signal=done.exit_signal,
-        truncated=out_total > len(out) or err_total > len(err),
+        stdout=out.text(),
+        stderr=err.text(),
+        exit_status=chan.get_exit_status(),  # -1 for a signal, None when neither came
+        exit_signal=chan.get_exit_signal(),
+        truncated=out.total > len(out.kept) or err.total > len(err.kept),
     )

@@ -43,6 +43,7 @@ from wizard.transports.routeros_wire import (
     api_attrs,
     brief,
     parse_words,
+    read_sentence,
     with_fields,
     word_int,
 )
@@ -339,10 +340,10 @@ class RouterOsTransport:
         kept = total = total_rows = 0
         full = False
         while True:
-            reply, raw = await protocol.readSentence()
+            reply, raw = await read_sentence(protocol)
             attrs = parse_words(raw)
             if reply == "!re" or (reply == "!done" and attrs):
-                size = sum(len(w.encode("utf-8", "surrogateescape")) + 1 for w in raw)
+                size = len("".join(raw).encode("utf-8", "surrogateescape")) + len(raw)
                 total += size
                 total_rows += 1
                 full = full or len(rows) >= self.reply_rows or kept + size > self.reply_cap
