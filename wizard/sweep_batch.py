@@ -172,14 +172,24 @@ async def switch_probes(
     emit: Callable[[Event], None],
     step: str,
 ) -> dict[str, ProbeResult]:
-    """Every probe of one switch on its API session, one call after the other; a per-port
-    probe (`per_fabric_port`) is asked once for every fabric port (the non-`ether` ones)."""
+    """Every probe of one switch on its API session: the plain ones sent together (tagged,
+    when the session can: `call_many`), then a per-port probe (`per_fabric_port`) once for
+    every fabric port (the non-`ether` ones)."""
     out: dict[str, ProbeResult] = {}
     plain = [p for p in probes if not p.per_fabric_port]
     ports_probes = [p for p in probes if p.per_fabric_port]
     for p in plain:
         emit(ProbeSent(step=step, target=name, command=f"{p.path} {p.verb}"))
-        res = await api.call(p.path, p.verb, timeout=p.timeout_s, **dict(p.args))
+    many = getattr(api, "call_many", None)
+    if many is not None and len(plain) > 1:
+        # all at once on the session, each tagged: one round trip (RouterOsTransport.call_many)
+        timeout = max(p.timeout_s for p in plain)
+        answers = await many([(p.path, p.verb, dict(p.args)) for p in plain], timeout=timeout)
+    else:
+        answers = [
+            await api.call(p.path, p.verb, timeout=p.timeout_s, **dict(p.args)) for p in plain
+        ]
+    for p, res in zip(plain, answers, strict=True):
         out[p.name] = res
         emit(ProbeAnswered(step=step, probe=p.name, result=res))
     if ports_probes:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,8 @@ from librouteros.exceptions import (
 
 from wizard.model import ApiCommand, ProbeResult
 from wizard.transports import routeros_tls
-from wizard.transports.capped import api_mark, cap_from_env, mark, rows_from_env
+from wizard.transports.capped import cap_from_env, mark, rows_from_env
+from wizard.transports.routeros_batch import Reply, pipelined
 from wizard.transports.routeros_wire import (
     FILE_CHUNK,
     READ_ONLY,
@@ -42,7 +43,6 @@ from wizard.transports.routeros_wire import (
     RouterOsTarget,
     api_attrs,
     brief,
-    parse_words,
     read_sentence,
     with_fields,
     word_int,
@@ -119,6 +119,83 @@ class RouterOsTransport:
     ) -> ProbeResult:
         """Any command: `<path>/<verb>` with attribute words `=k=v` (use ** for dotted keys)."""
         return await self._command(path, verb, api_attrs(args.items()), timeout=timeout)
+
+    async def call_many(
+        self, calls: Sequence[tuple[str, str, Mapping[str, str]]], *, timeout: float | None = None
+    ) -> list[ProbeResult]:
+        """Several reads at once on the session, each tagged (one round trip, not one per
+        command); each result is what `call` gives for it. Writes go one `call` after the
+        other. When the session fails before every reply is in, the reads without their reply
+        are asked again one `call` after the other (a read is safe to send again; `call`
+        reconnects and names its own error); when the switch does not answer in time, they get
+        `call`'s timeout error and are not asked again (never wait twice)."""
+        if len(calls) < 2 or any(verb not in READ_ONLY for _p, verb, _a in calls):
+            return [await self.call(p, v, timeout=timeout, **dict(a)) for p, v, a in calls]
+        limit = self.target.timeout_s if timeout is None else timeout
+        commands = [(f"{p}/{v}", api_attrs(a.items())) for p, v, a in calls]
+        replies = [Reply(self.reply_rows, self.reply_cap) for _ in calls]
+        started, t0 = time.time(), time.monotonic()
+        failed: type[BaseException] | None = None
+        async with self._lock:
+            try:
+                api = await self._session()
+                await asyncio.wait_for(pipelined(api.protocol, commands, replies), limit)
+            except (_Failed, TimeoutError, ConnectionClosed, OSError, LibRouterosError) as exc:
+                failed = type(exc)
+                await self._reset()
+        took = time.monotonic() - t0
+        out: list[ProbeResult] = []
+        for (path, verb, args), (_cmd, words), reply in zip(calls, commands, replies, strict=True):
+            if reply.done:
+                out.append(self._replied(path, verb, words, reply, started, took))
+            elif failed is TimeoutError:
+                shown = self._shown(path, verb, words)
+                out.append(
+                    ProbeResult(
+                        target=self.name,
+                        kind="api",
+                        command=shown,
+                        started_at=started,
+                        duration_s=took,
+                        error=self._no_answer(shown, limit),
+                    )
+                )
+            else:
+                out.append(await self.call(path, verb, timeout=timeout, **dict(args)))
+        return out
+
+    def _replied(
+        self, path: str, verb: str, words: list[str], reply: Reply, started: float, took: float
+    ) -> ProbeResult:
+        shown = self._shown(path, verb, words)
+        base = ProbeResult(
+            target=self.name, kind="api", command=shown, started_at=started, duration_s=took
+        )
+        try:
+            rows, cut = reply.result()
+        except (TrapError, MultiTrapError) as exc:
+            return replace(
+                base,
+                error=f"{self.name}: `{shown}` was refused by the switch: {exc}",
+                stderr=str(exc),
+            )
+        if cut:
+            return replace(
+                base, rows=tuple(rows), error=f"{self.name}: `{shown}`: {cut}", stderr=cut
+            )
+        return replace(base, rows=tuple(rows))
+
+    def _no_answer(self, shown: str, limit: float) -> str:
+        return (
+            f"{self.name}: `{shown}` gave no answer within {limit:g} s; the API session was "
+            "dropped (if a fix just ran, it may have cut the management path)"
+        )
+
+    @staticmethod
+    def _shown(path: str, verb: str, words: list[str]) -> str:
+        return (f"{path} {verb}" if path else f"/{verb}") + "".join(
+            f" {brief(w[1:])}" for w in words if not w.startswith("=password=")
+        )
 
     async def monitor_once(
         self, ports: Iterable[str], *, timeout: float | None = None
@@ -260,9 +337,7 @@ class RouterOsTransport:
         self, path: str, verb: str, words: list[str], *, timeout: float | None = None
     ) -> ProbeResult:
         cmd = f"{path}/{verb}"
-        shown = (f"{path} {verb}" if path else f"/{verb}") + "".join(
-            f" {brief(w[1:])}" for w in words if not w.startswith("=password=")
-        )
+        shown = self._shown(path, verb, words)
         started = time.time()
         t0 = time.monotonic()
         limit = self.target.timeout_s if timeout is None else timeout
@@ -307,11 +382,7 @@ class RouterOsTransport:
                 )
             except TimeoutError:
                 await self._reset()
-                return result(
-                    error=f"{self.name}: `{shown}` gave no answer within {limit:g} s; the API "
-                    "session was dropped (if a fix just ran, it may have cut the management "
-                    "path)"
-                )
+                return result(error=self._no_answer(shown, limit))
             except FatalError as exc:
                 await self._reset()
                 return result(error=f"{self.name}: the switch ended the API session: {exc}")
@@ -335,41 +406,10 @@ class RouterOsTransport:
         is read off the wire, so the session stays in step, but not kept)."""
         protocol = api.protocol
         await protocol.writeSentence(cmd, *words)
-        rows: list[dict[str, str]] = []
-        traps: list[TrapError] = []
-        kept = total = total_rows = 0
-        full = False
-        while True:
-            reply, raw = await read_sentence(protocol)
-            attrs = parse_words(raw)
-            if reply == "!re" or (reply == "!done" and attrs):
-                size = len("".join(raw).encode("utf-8", "surrogateescape")) + len(raw)
-                total += size
-                total_rows += 1
-                full = full or len(rows) >= self.reply_rows or kept + size > self.reply_cap
-                if full:
-                    if reply == "!done":
-                        break
-                    continue
-                kept += size
-            if reply == "!trap":
-                category = attrs.get("category")
-                traps.append(
-                    TrapError(
-                        attrs.get("message", "trap"),
-                        int(category) if category and category.isdigit() else None,
-                    )
-                )
-            elif reply == "!re" or (reply == "!done" and attrs):
-                rows.append(attrs)
-            if reply == "!done":
-                break
-        if len(traps) > 1:
-            raise MultiTrapError(*traps)
-        if traps:
-            raise traps[0]
-        cut = api_mark(len(rows), total_rows, kept, total) if total_rows > len(rows) else ""
-        return rows, cut
+        reply = Reply(self.reply_rows, self.reply_cap)
+        while not reply.feed(*await read_sentence(protocol)):
+            pass
+        return reply.result()
 
     async def _reset(self) -> None:
         api, self._api = self._api, None
