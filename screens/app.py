@@ -3,8 +3,10 @@
 `FabwizApp` is given an engine factory (the composition root in `screens/commands/demo.py` or
 `run.py` decides what the engine talks to). After the first paint it starts ONE async worker that
 builds the engine with `TuiPorts` (the event sink and the `Operator` the engine awaits decisions
-from) and runs it. Every engine fact arrives as one `EngineEvent` message; `RailSampled` gauge
-data is coalesced into `RailsSampled` snapshots. Widgets post `...Requested` intents; only this
+from) and runs it. Every engine fact arrives as one `EngineEvent` message, except the sweep's
+flood (probes sent and answered): those of one loop turn come as one `EngineEvents` message,
+posted before the next other event so the order is kept. `RailSampled` gauge data is coalesced
+into `RailsSampled` snapshots. Widgets post `...Requested` intents; only this
 module turns them into engine calls (`engine.request(intent, step)`) or answers to a pending
 question.
 """
@@ -33,6 +35,7 @@ from screens.widgets.messages import (
     ApplyFixRequested,
     BackRequested,
     EngineEvent,
+    EngineEvents,
     NextRequested,
     RailsSampled,
     RunStepRequested,
@@ -69,7 +72,10 @@ if TYPE_CHECKING:
 # screen shows none of them.
 
 GAUGE_FLUSH_S = 0.25  # at most four gauge repaints a second, whatever the sample rate
-# Events that come by the thousand during a sweep; their repaints are coalesced.
+# Events that come by the thousand during a sweep: the ports post those of one loop turn as one
+# message (`EngineEvents`).
+FLOOD_EVENTS = (ProbeSent, ProbeAnswered)
+# Events whose repaints are coalesced (the flood, and what a sweep or a test gives per target).
 COALESCED_EVENTS = (ProbeSent, ProbeAnswered, VerdictReached, MeasurementTaken, Note)
 # What the dead-man countdown follows (looking it up for every probe of a sweep costs more than
 # the repaint)
@@ -131,6 +137,8 @@ class TuiPorts:
         self._flush_armed = False
         self._dirty = False
         self._last_at = 0.0
+        self._flood: list[Event] = []
+        self._flood_armed = False
 
     # --- event sink --------------------------------------------------------------------------
 
@@ -143,9 +151,24 @@ class TuiPorts:
                 self._flush_armed = True
                 self.app.set_timer(self.flush_s, self._timer_flush)
             return
-        # Samples taken before this event are shown before it (a measurement, a verdict).
+        if isinstance(event, FLOOD_EVENTS):
+            self._flood.append(event)
+            if not self._flood_armed:
+                self._flood_armed = True
+                asyncio.get_running_loop().call_soon(self.flush_flood)
+            return
+        # Samples and probes emitted before this event are shown before it (a verdict).
         self.flush_gauges()
+        self.flush_flood()
         self.app.post_message(EngineEvent(event))
+
+    def flush_flood(self) -> None:
+        """Post the flood gathered so far as one message (at the end of the loop turn, or
+        before the next event that is not part of it: the order is kept)."""
+        self._flood_armed = False
+        if self._flood:
+            events, self._flood = self._flood, []
+            self.app.post_message(EngineEvents(events))
 
     def _timer_flush(self) -> None:
         self._flush_armed = False
@@ -159,6 +182,7 @@ class TuiPorts:
     # --- Operator ------------------------------------------------------------------------------
 
     async def confirm_fix(self, plan: FixPlan, export: ExportStatus | None) -> bool:
+        self.flush_flood()
         self.app.repaints.flush()  # what is under the modal is what the engine said so far
         window = getattr(self.app.engine, "rollback_window_s", None)
         answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
@@ -175,6 +199,7 @@ class TuiPorts:
             self.app.question_closed(answer)
 
     async def physical_action(self, action: PhysicalAction, can_perform_in_lab: bool) -> str:
+        self.flush_flood()
         app = self.app
         app.repaints.flush()
         previous = app.physical_modal
@@ -218,6 +243,7 @@ class TuiPorts:
 
     async def choose(self, step: str, question: str, options: list[str]) -> str:
         answers = match_intents(options)
+        self.flush_flood()
         if answers is None:
             from screens.modals import ChoiceModal
 
@@ -237,6 +263,7 @@ class TuiPorts:
             self.app.offer_choice(None)
 
     async def error(self, title: str, message: str, hint: str | None) -> None:
+        self.flush_flood()
         from screens.modals import ErrorModal
 
         self.app.repaints.flush()
@@ -402,6 +429,17 @@ class FabwizApp(App[int]):
         if isinstance(event, PhysicalActionDone) and question and question.kind == "physical":
             self.question = None  # done: nothing left to re-open
             self._question_changed()
+
+    def on_engine_events(self, message: EngineEvents) -> None:
+        """The flood of one loop turn: folded into the view in order, one coalesced repaint."""
+        if self.session_gone or not message.events:
+            return  # the app is closing: the session log has the events
+        changed: set[str] = set()
+        for event in message.events:
+            changed |= self.view.apply(event)
+        self.repaints.add(changed)
+        if self.physical_modal is not None:
+            self.physical_modal.on_engine_event(message.events[-1])
 
     def summary(self) -> SessionSummary:
         return summarise(self.view, self.session_folder)

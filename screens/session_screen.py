@@ -80,7 +80,8 @@ class SessionScreen(Screen[None]):
     ]
 
     def __init__(self, view: SessionView, *, gauges: RailGauges | None = None) -> None:
-        super().__init__()
+        # The log shows until traffic starts; given now, it costs no restyle at the first paint.
+        super().__init__(classes="-show-log")
         self.view = view
         self.viewed: str | None = next(iter(view.steps), None)
         self.prompt: Prompt | None = None
@@ -108,7 +109,6 @@ class SessionScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#gauges").border_title = "Rails · Gb/s against the expected ceiling"
         self.query_one("#log").border_title = "Log"
-        self.add_class("-show-log")
         self.query_one(StepList).focus()
         self._first_show()
         # Nested widgets may finish composing after this handler: render again once they have.
@@ -173,10 +173,10 @@ class SessionScreen(Screen[None]):
                 f"Hands needed: {w.kind.replace('_', ' ')} on {', '.join(w.nodes)}; "
                 "the wizard watches for the result"
             )
-        self.set_class(question is not None, "-prompting")
         detail = next(iter(self.query(StepDetail)), None)
         if detail is None:  # being mounted again (a layout change): the next repaint shows it
             return
+        detail.set_class(question is not None, "-prompting")
         detail.show(
             step,
             is_current=self.view.current == step.id,

@@ -17,6 +17,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, DataTable, Static
 
+from screens.widgets.classes import set_classes_of
 from screens.widgets.steps import GLYPHS
 from screens.widgets.view_model import StepView
 from wizard.model import Evidence, Status, Verdict
@@ -125,6 +126,10 @@ class ActionBar(Horizontal):
 class StepDetail(Vertical):
     """Everything about the step being looked at."""
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._shown: dict[str, Text | str] = {}  # selector -> what its Static shows
+
     def compose(self) -> ComposeResult:
         yield Static("", id="step-title")
         with VerticalScroll(id="explain"):
@@ -150,7 +155,7 @@ class StepDetail(Vertical):
         left = max(0, total - shown_to)
         more = self.query_one("#verdict-more", Static)
         more.display = left > 0
-        more.update(f"↓ {left} more line(s): v, then ↑/↓" if left else "")
+        self._update("#verdict-more", f"↓ {left} more line(s): v, then ↑/↓" if left else "")
 
     def show(
         self,
@@ -166,7 +171,7 @@ class StepDetail(Vertical):
         title = Text(info.title, style="bold")
         phase = view.phase.replace("_", " ")
         title.append(f"  ({info.id} · {phase}{' · current' if is_current else ''})", style="dim")
-        self.query_one("#step-title", Static).update(title)
+        self._update("#step-title", title)
 
         explain = Text()
         for head, body in (("What", info.what), ("Why", info.why), ("Good", info.good)):
@@ -174,24 +179,32 @@ class StepDetail(Vertical):
                 explain.append(f"{head}: ", style="bold")
                 explain.append(body + "\n")
         explain.rstrip()
-        self.query_one("#explain-text", Static).update(explain if explain.plain else Text("—"))
+        self._update("#explain-text", explain if explain.plain else Text("—"))
 
         verdict = self.query_one("#verdict", VerticalScroll)
         worst = view.verdict_status
-        for s in Status:
-            verdict.set_class(worst == s, f"-{s}")
-        self.query_one("#verdict-text", Static).update(_verdict_text(view))
+        set_classes_of(verdict, () if worst is None else (f"-{worst}",), [f"-{s}" for s in Status])
+        self._update("#verdict-text", _verdict_text(view))
         said = self.query_one("#conclusion", Static)
         said.display = bool(conclusion)
-        said.update(Text.assemble(("→ ", "bold"), conclusion) if conclusion else "")
+        self._update("#conclusion", Text.assemble(("→ ", "bold"), conclusion) if conclusion else "")
         self.call_after_refresh(self.more_verdicts)
 
         prompt = self.query_one("#prompt", Static)
         prompt.display = bool(question)
-        prompt.update(Text(f"▶ {question}") if question else "")
+        self._update("#prompt", Text(f"▶ {question}") if question else "")
 
         self.query_one(EvidenceTable).show(view)
         self.query_one(ActionBar).show(enabled=enabled, offered=offered)
+
+    def _update(self, selector: str, content: Text | str) -> bool:
+        """Show `content` in the Static `selector` unless it shows it already (an update
+        re-lays the screen out); whether it changed."""
+        if self._shown.get(selector) == content:
+            return False
+        self._shown[selector] = content
+        self.query_one(selector, Static).update(content)
+        return True
 
 
 def _cell(text: str, width: int) -> Text:
