@@ -8,14 +8,17 @@ a `...Requested` intent. When the engine waits for a decision, the offered actio
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import ClassVar
 
+from rich.cells import cell_len
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, DataTable, Static
+from textual.widgets.data_table import RowKey
 
 from screens.widgets.classes import set_classes_of
 from screens.widgets.steps import GLYPHS
@@ -68,19 +71,35 @@ class EvidenceTable(DataTable[Text | str]):
             return
         self.rows_shown = rows
         self.clear()
+        styles: dict[str, Style] = {}
+        widths = [0] * len(self.ordered_columns)
         for i, (_verdict, ev) in enumerate(rows):
             status = str(ev.status)
-            style = self.get_component_rich_style(f"evidence--{status}", partial=True)
+            style = styles.get(status)
+            if style is None:
+                style = styles[status] = self.get_component_rich_style(
+                    f"evidence--{status}", partial=True
+                )
             target = Text(f"{GLYPHS.get(status, '·')} ", style=style)  # visible at 80 columns
             target.append_text(_cell(ev.target, 24))
-            self.add_row(
+            cells = (
                 target,
                 _cell(ev.observed, 34),
                 _cell(ev.expected, 28),
                 _cell(ev.command, 34),
                 Text(f"{GLYPHS.get(status, '·')} {status}", style=style),
-                key=str(i),
             )
+            for k, cell in enumerate(cells):
+                widths[k] = max(widths[k], cell_len(cell.plain))
+            self.add_row(*cells, key=str(i))
+        # Every cell is one line: its width is its text's. Sized here, the table does not
+        # measure each cell again (rich builds its console options once per cell).
+        for column, width in zip(self.ordered_columns, widths, strict=False):
+            column.content_width = max(column.content_width, width)
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        # the rows all come from `show`, which sized the columns for them
+        super()._update_dimensions(())
 
     @property
     def selected_row(self) -> int | None:
