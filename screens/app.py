@@ -4,8 +4,9 @@
 `run.py` decides what the engine talks to). After the first paint it starts ONE async worker that
 builds the engine with `TuiPorts` (the event sink and the `Operator` the engine awaits decisions
 from) and runs it. Every engine fact arrives as one `EngineEvent` message, except the sweep's
-flood (probes sent and answered): those of one loop turn come as one `EngineEvents` message,
-posted before the next other event so the order is kept. `RailSampled` gauge data is coalesced
+flood (probes sent and answered, the verdicts of a judging) comes as `EngineEvents` messages
+(what gathered in `FLOOD_FLUSH_S`), each posted before the next other event so the order is
+kept. `RailSampled` gauge data is coalesced
 into `RailsSampled` snapshots. Widgets post `...Requested` intents; only this
 module turns them into engine calls (`engine.request(intent, step)`) or answers to a pending
 question.
@@ -72,9 +73,12 @@ if TYPE_CHECKING:
 # screen shows none of them.
 
 GAUGE_FLUSH_S = 0.25  # at most four gauge repaints a second, whatever the sample rate
-# Events that come by the thousand during a sweep: the ports post those of one loop turn as one
-# message (`EngineEvents`).
-FLOOD_EVENTS = (ProbeSent, ProbeAnswered)
+# Events that come by the hundred or thousand (a sweep's probes, the verdicts of its judging):
+# the ports post what gathers in a short window as one message (`EngineEvents`).
+FLOOD_EVENTS = (ProbeSent, ProbeAnswered, VerdictReached)
+# How long a flood gathers before it is posted: far below a repaint's interval, long enough
+# that the probes of every node's batch travel together (0: to the end of the loop turn).
+FLOOD_FLUSH_S = 0.02
 # Events whose repaints are coalesced (the flood, and what a sweep or a test gives per target).
 COALESCED_EVENTS = (ProbeSent, ProbeAnswered, VerdictReached, MeasurementTaken, Note)
 # What the dead-man countdown follows (looking it up for every probe of a sweep costs more than
@@ -130,15 +134,18 @@ class TuiPorts:
     directly; decisions are awaited there and never block the UI.
     """
 
-    def __init__(self, app: FabwizApp, *, flush_s: float = GAUGE_FLUSH_S) -> None:
+    def __init__(
+        self, app: FabwizApp, *, flush_s: float = GAUGE_FLUSH_S, flood_s: float = FLOOD_FLUSH_S
+    ) -> None:
         self.app = app
         self.flush_s = flush_s
         self._latest: dict[tuple[str, str], float] = {}
         self._flush_armed = False
         self._dirty = False
         self._last_at = 0.0
+        self.flood_s = flood_s
         self._flood: list[Event] = []
-        self._flood_armed = False
+        self._flood_timer: asyncio.Handle | None = None
 
     # --- event sink --------------------------------------------------------------------------
 
@@ -153,9 +160,13 @@ class TuiPorts:
             return
         if isinstance(event, FLOOD_EVENTS):
             self._flood.append(event)
-            if not self._flood_armed:
-                self._flood_armed = True
-                asyncio.get_running_loop().call_soon(self.flush_flood)
+            if self._flood_timer is None:
+                loop = asyncio.get_running_loop()
+                self._flood_timer = (
+                    loop.call_later(self.flood_s, self.flush_flood)
+                    if self.flood_s > 0
+                    else loop.call_soon(self.flush_flood)
+                )
             return
         # Samples and probes emitted before this event are shown before it (a verdict).
         self.flush_gauges()
@@ -163,9 +174,11 @@ class TuiPorts:
         self.app.post_message(EngineEvent(event))
 
     def flush_flood(self) -> None:
-        """Post the flood gathered so far as one message (at the end of the loop turn, or
+        """Post the flood gathered so far as one message (`flood_s` after its first event, or
         before the next event that is not part of it: the order is kept)."""
-        self._flood_armed = False
+        if self._flood_timer is not None:
+            self._flood_timer.cancel()
+            self._flood_timer = None
         if self._flood:
             events, self._flood = self._flood, []
             self.app.post_message(EngineEvents(events))
@@ -431,7 +444,7 @@ class FabwizApp(App[int]):
             self._question_changed()
 
     def on_engine_events(self, message: EngineEvents) -> None:
-        """The flood of one loop turn: folded into the view in order, one coalesced repaint."""
+        """A flood of events: folded into the view in order, one coalesced repaint."""
         if self.session_gone or not message.events:
             return  # the app is closing: the session log has the events
         changed: set[str] = set()

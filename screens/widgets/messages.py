@@ -2,7 +2,7 @@
 
 - `EngineEvent` is the one bridge from the engine: every fact it emits, posted to the app.
   The sweep's flood (a probe sent and answered per command per node) comes as `EngineEvents`,
-  the flood of one loop turn in one message, in the order it was emitted.
+  the flood of a few milliseconds (or one loop turn) in one message, in the order emitted.
 - `RailsSampled` is the high-rate gauge feed: a snapshot of the latest Gb/s per rail. A newer
   snapshot supersedes a pending older one (`can_replace`), so a busy loop never queues stale data.
 - `...Requested` messages are operator intents from widgets; only the app talks to the engine.
@@ -28,7 +28,7 @@ class EngineEvent(Message):
 
 
 class EngineEvents(Message):
-    """Engine events emitted in one loop turn (the sweep's probes), in order: one message for
+    """Engine events emitted within a few milliseconds (the sweep's probes), in order: one message for
     what would be hundreds."""
 
     def __init__(self, events: Sequence[Event]) -> None:

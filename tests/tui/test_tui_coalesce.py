@@ -220,13 +220,28 @@ async def test_the_evidence_table_is_not_rebuilt_per_probe_answer() -> None:
             return real_post(message)
 
         app.post_message = post  # type: ignore[method-assign]
-        for turn in range(30):
-            for i in range(10):
-                for ev in _probe(turn * 10 + i):
-                    app.ports.emit(ev)
-            await asyncio.sleep(0)  # the next loop turn
+        app.ports.flood_s = 0.0  # the flood is posted at the end of each loop turn
+        await _emit_in_turns(app, 0, 30)
         await _settle(pilot, lambda: len(app.view.steps["preflight"].probes) == 300)
         await _settle(pilot, lambda: not app.repaints.pending)
         assert cleared == []  # 300 answers, the same evidence: the table was left as it was
         assert table.row_count == 1 and table.rows_shown[0][0].fault == "host.mtu"
         assert [len(b.events) for b in batches] == [20] * 30  # one message per loop turn
+        # with the gathering window, 30 loop turns' worth travel in fewer messages
+        batches.clear()
+        app.ports.flood_s = 3600.0
+        await _emit_in_turns(app, 30, 30)
+        assert batches == []  # still gathering
+        app.ports.emit(StepChanged(step="preflight", phase="judging", at=T0))  # flushes first
+        assert [len(b.events) for b in batches] == [600]
+        await _settle(pilot, lambda: len(app.view.steps["preflight"].probes) == 600)
+        assert cleared == []
+
+
+async def _emit_in_turns(app: FabwizApp, first: int, turns: int) -> None:
+    """Ten probes (twenty events) a loop turn."""
+    for turn in range(first, first + turns):
+        for i in range(10):
+            for ev in _probe(turn * 10 + i):
+                app.ports.emit(ev)
+        await asyncio.sleep(0)
