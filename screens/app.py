@@ -353,7 +353,7 @@ class FabwizApp(App[int]):
 
     def get_default_screen(self) -> Screen[Any]:
         gauges = RailGauges(expectations=self.expectations, id="gauges")
-        return SessionScreen(self.view, gauges=gauges)
+        return SessionScreen(self.view, gauges=gauges, size=(self.size.width, self.size.height))
 
     def on_mount(self) -> None:
         if self._rails:

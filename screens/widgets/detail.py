@@ -118,7 +118,8 @@ class ActionBar(Horizontal):
 
     def compose(self) -> ComposeResult:
         for intent, label, key in _ACTIONS:
-            yield Button(f"{key} {label}", id=f"act-{intent}", compact=True)
+            # disabled until the screen says what is offered (the first show changes few)
+            yield Button(f"{key} {label}", id=f"act-{intent}", compact=True, disabled=True)
 
     def button(self, intent: str) -> Button:
         return self.query_one(f"#act-{intent}", Button)
