@@ -44,7 +44,6 @@ from screens.widgets.messages import (
     SkipStepRequested,
     StepRequested,
 )
-from screens.widgets.summary import SessionSummary, summarise
 from screens.widgets.view_model import SessionView, StepInfo, load_steps, raw_for
 from wizard.errors import FabwizError
 from wizard.events import (
@@ -63,14 +62,15 @@ from wizard.events import (
     StepChanged,
     VerdictReached,
 )
-from wizard.fixes import ExportStatus
 from wizard.model import FixPlan, PhysicalAction, Rail
 
 if TYPE_CHECKING:
     from screens.modals import FixConfirmModal, PhysicalActionModal
+    from screens.widgets.summary import SessionSummary
+    from wizard.fixes import ExportStatus
 
-# The dialogs (screens.modals, screens.end_screen) are imported when one first opens: the first
-# screen shows none of them.
+# The dialogs (screens.modals, screens.end_screen) and the session summary are imported when one
+# is first needed: the first screen shows none of them.
 
 GAUGE_FLUSH_S = 0.25  # at most four gauge repaints a second, whatever the sample rate
 # Events that come by the hundred or thousand (a sweep's probes, the verdicts of its judging):
@@ -455,6 +455,8 @@ class FabwizApp(App[int]):
             self.physical_modal.on_engine_event(message.events[-1])
 
     def summary(self) -> SessionSummary:
+        from screens.widgets.summary import summarise
+
         return summarise(self.view, self.session_folder)
 
     def action_show_summary(self) -> None:

@@ -9,6 +9,7 @@ a `...Requested` intent. When the engine waits for a decision, the offered actio
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from functools import lru_cache
 from typing import ClassVar
 
 from rich.cells import cell_len
@@ -227,8 +228,10 @@ class StepDetail(Vertical):
         return True
 
 
+@lru_cache(maxsize=8192)
 def _cell(text: str, width: int) -> Text:
-    """One line, at most `width` cells: the raw output modal has the rest."""
+    """One line, at most `width` cells: the raw output modal has the rest. The same cell
+    (a command, an expected value on every node) is one object, never changed once made."""
     line = " ".join(clean(text).split())
     return Text(line if len(line) <= width else line[: width - 1] + "…", no_wrap=True)
 
