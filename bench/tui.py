@@ -98,11 +98,15 @@ class LabChild:
 
 
 async def until(pilot: Any, predicate: Callable[[], bool], timeout: float = 120.0) -> None:
+    """Wait for `predicate`, then for the screen to have painted it. The wait is a plain sleep:
+    `pilot.pause` would make every widget answer a callback and the screen render on each poll
+    (a hundred times a second), work the app does not do on its own."""
     end = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > end:
             raise TimeoutError("the TUI never got there")
-        await pilot.pause(0.01)
+        await asyncio.sleep(0.01)
+    await pilot.pause()  # what the predicate saw is on screen
 
 
 async def tui_preflight(inventory: Path) -> float:

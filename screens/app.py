@@ -3,8 +3,11 @@
 `FabwizApp` is given an engine factory (the composition root in `screens/commands/demo.py` or
 `run.py` decides what the engine talks to). After the first paint it starts ONE async worker that
 builds the engine with `TuiPorts` (the event sink and the `Operator` the engine awaits decisions
-from) and runs it. Every engine fact arrives as one `EngineEvent` message; `RailSampled` gauge
-data is coalesced into `RailsSampled` snapshots. Widgets post `...Requested` intents; only this
+from) and runs it. Every engine fact arrives as one `EngineEvent` message, except the sweep's
+flood (probes sent and answered, the verdicts of a judging) comes as `EngineEvents` messages
+(what gathered in `FLOOD_FLUSH_S`), each posted before the next other event so the order is
+kept. `RailSampled` gauge data is coalesced
+into `RailsSampled` snapshots. Widgets post `...Requested` intents; only this
 module turns them into engine calls (`engine.request(intent, step)`) or answers to a pending
 question.
 """
@@ -12,6 +15,7 @@ question.
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
@@ -33,6 +37,7 @@ from screens.widgets.messages import (
     ApplyFixRequested,
     BackRequested,
     EngineEvent,
+    EngineEvents,
     NextRequested,
     RailsSampled,
     RunStepRequested,
@@ -40,7 +45,6 @@ from screens.widgets.messages import (
     SkipStepRequested,
     StepRequested,
 )
-from screens.widgets.summary import SessionSummary, summarise
 from screens.widgets.view_model import SessionView, StepInfo, load_steps, raw_for
 from wizard.errors import FabwizError
 from wizard.events import (
@@ -59,17 +63,24 @@ from wizard.events import (
     StepChanged,
     VerdictReached,
 )
-from wizard.fixes import ExportStatus
 from wizard.model import FixPlan, PhysicalAction, Rail
 
 if TYPE_CHECKING:
     from screens.modals import FixConfirmModal, PhysicalActionModal
+    from screens.widgets.summary import SessionSummary
+    from wizard.fixes import ExportStatus
 
-# The dialogs (screens.modals, screens.end_screen) are imported when one first opens: the first
-# screen shows none of them.
+# The dialogs (screens.modals, screens.end_screen) and the session summary are imported when one
+# is first needed: the first screen shows none of them.
 
 GAUGE_FLUSH_S = 0.25  # at most four gauge repaints a second, whatever the sample rate
-# Events that come by the thousand during a sweep; their repaints are coalesced.
+# Events that come by the hundred or thousand (a sweep's probes, the verdicts of its judging):
+# the ports post what gathers in a short window as one message (`EngineEvents`).
+FLOOD_EVENTS = (ProbeSent, ProbeAnswered, VerdictReached)
+# How long a flood gathers before it is posted: far below a repaint's interval, long enough
+# that the probes of every node's batch travel together (0: to the end of the loop turn).
+FLOOD_FLUSH_S = 0.02
+# Events whose repaints are coalesced (the flood, and what a sweep or a test gives per target).
 COALESCED_EVENTS = (ProbeSent, ProbeAnswered, VerdictReached, MeasurementTaken, Note)
 # What the dead-man countdown follows (looking it up for every probe of a sweep costs more than
 # the repaint)
@@ -124,13 +135,18 @@ class TuiPorts:
     directly; decisions are awaited there and never block the UI.
     """
 
-    def __init__(self, app: FabwizApp, *, flush_s: float = GAUGE_FLUSH_S) -> None:
+    def __init__(
+        self, app: FabwizApp, *, flush_s: float = GAUGE_FLUSH_S, flood_s: float = FLOOD_FLUSH_S
+    ) -> None:
         self.app = app
         self.flush_s = flush_s
         self._latest: dict[tuple[str, str], float] = {}
         self._flush_armed = False
         self._dirty = False
         self._last_at = 0.0
+        self.flood_s = flood_s
+        self._flood: list[Event] = []
+        self._flood_timer: asyncio.Handle | None = None
 
     # --- event sink --------------------------------------------------------------------------
 
@@ -143,9 +159,30 @@ class TuiPorts:
                 self._flush_armed = True
                 self.app.set_timer(self.flush_s, self._timer_flush)
             return
-        # Samples taken before this event are shown before it (a measurement, a verdict).
+        if isinstance(event, FLOOD_EVENTS):
+            self._flood.append(event)
+            if self._flood_timer is None:
+                loop = asyncio.get_running_loop()
+                self._flood_timer = (
+                    loop.call_later(self.flood_s, self.flush_flood)
+                    if self.flood_s > 0
+                    else loop.call_soon(self.flush_flood)
+                )
+            return
+        # Samples and probes emitted before this event are shown before it (a verdict).
         self.flush_gauges()
+        self.flush_flood()
         self.app.post_message(EngineEvent(event))
+
+    def flush_flood(self) -> None:
+        """Post the flood gathered so far as one message (`flood_s` after its first event, or
+        before the next event that is not part of it: the order is kept)."""
+        if self._flood_timer is not None:
+            self._flood_timer.cancel()
+            self._flood_timer = None
+        if self._flood:
+            events, self._flood = self._flood, []
+            self.app.post_message(EngineEvents(events))
 
     def _timer_flush(self) -> None:
         self._flush_armed = False
@@ -159,6 +196,7 @@ class TuiPorts:
     # --- Operator ------------------------------------------------------------------------------
 
     async def confirm_fix(self, plan: FixPlan, export: ExportStatus | None) -> bool:
+        self.flush_flood()
         self.app.repaints.flush()  # what is under the modal is what the engine said so far
         window = getattr(self.app.engine, "rollback_window_s", None)
         answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
@@ -175,6 +213,7 @@ class TuiPorts:
             self.app.question_closed(answer)
 
     async def physical_action(self, action: PhysicalAction, can_perform_in_lab: bool) -> str:
+        self.flush_flood()
         app = self.app
         app.repaints.flush()
         previous = app.physical_modal
@@ -218,6 +257,7 @@ class TuiPorts:
 
     async def choose(self, step: str, question: str, options: list[str]) -> str:
         answers = match_intents(options)
+        self.flush_flood()
         if answers is None:
             from screens.modals import ChoiceModal
 
@@ -237,6 +277,7 @@ class TuiPorts:
             self.app.offer_choice(None)
 
     async def error(self, title: str, message: str, hint: str | None) -> None:
+        self.flush_flood()
         from screens.modals import ErrorModal
 
         self.app.repaints.flush()
@@ -313,7 +354,7 @@ class FabwizApp(App[int]):
 
     def get_default_screen(self) -> Screen[Any]:
         gauges = RailGauges(expectations=self.expectations, id="gauges")
-        return SessionScreen(self.view, gauges=gauges)
+        return SessionScreen(self.view, gauges=gauges, size=(self.size.width, self.size.height))
 
     def on_mount(self) -> None:
         if self._rails:
@@ -325,6 +366,11 @@ class FabwizApp(App[int]):
     # --- the engine worker ---------------------------------------------------------------------
 
     def start_engine(self) -> None:
+        # What is alive now (the modules, Textual, this screen) lives as long as the session:
+        # kept out of the collector's full passes, those scan only what the session adds
+        # (a 32-node preflight's two full collections took ~0.25 s of it). Once per process.
+        if not gc.get_freeze_count():
+            gc.freeze()
         self.engine_worker = self.run_worker(
             self._run_engine(), name="engine", group="engine", exclusive=True, exit_on_error=False
         )
@@ -403,7 +449,20 @@ class FabwizApp(App[int]):
             self.question = None  # done: nothing left to re-open
             self._question_changed()
 
+    def on_engine_events(self, message: EngineEvents) -> None:
+        """A flood of events: folded into the view in order, one coalesced repaint."""
+        if self.session_gone or not message.events:
+            return  # the app is closing: the session log has the events
+        changed: set[str] = set()
+        for event in message.events:
+            changed |= self.view.apply(event)
+        self.repaints.add(changed)
+        if self.physical_modal is not None:
+            self.physical_modal.on_engine_event(message.events[-1])
+
     def summary(self) -> SessionSummary:
+        from screens.widgets.summary import summarise
+
         return summarise(self.view, self.session_folder)
 
     def action_show_summary(self) -> None:

@@ -10,7 +10,7 @@ the log (`g`/`l` switch), and the explanation shrinks to a scrolling strip.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -79,8 +79,22 @@ class SessionScreen(Screen[None]):
         Binding("question_mark", "toggle_explain", "Explain", show=False),
     ]
 
-    def __init__(self, view: SessionView, *, gauges: RailGauges | None = None) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        view: SessionView,
+        *,
+        gauges: RailGauges | None = None,
+        size: tuple[int, int] | None = None,
+    ) -> None:
+        # The log shows until traffic starts, and the breakpoint classes of the terminal's
+        # `size` (Textual sets them again on each resize): given now, they cost no restyle of
+        # every widget at the first paint.
+        classes = ["-show-log"]
+        if size is not None:
+            classes += breakpoint_classes(
+                size, self.HORIZONTAL_BREAKPOINTS, self.VERTICAL_BREAKPOINTS
+            )
+        super().__init__(classes=" ".join(classes))
         self.view = view
         self.viewed: str | None = next(iter(view.steps), None)
         self.prompt: Prompt | None = None
@@ -108,7 +122,6 @@ class SessionScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#gauges").border_title = "Rails · Gb/s against the expected ceiling"
         self.query_one("#log").border_title = "Log"
-        self.add_class("-show-log")
         self.query_one(StepList).focus()
         self._first_show()
         # Nested widgets may finish composing after this handler: render again once they have.
@@ -173,10 +186,10 @@ class SessionScreen(Screen[None]):
                 f"Hands needed: {w.kind.replace('_', ' ')} on {', '.join(w.nodes)}; "
                 "the wizard watches for the result"
             )
-        self.set_class(question is not None, "-prompting")
         detail = next(iter(self.query(StepDetail)), None)
         if detail is None:  # being mounted again (a layout change): the next repaint shows it
             return
+        detail.set_class(question is not None, "-prompting")
         detail.show(
             step,
             is_current=self.view.current == step.id,
@@ -311,6 +324,19 @@ class SessionScreen(Screen[None]):
         if message.step != self.viewed:
             self.viewed = message.step
             self._show_detail()
+
+
+def breakpoint_classes(
+    size: tuple[int, int],
+    horizontal: Sequence[tuple[int, str]],
+    vertical: Sequence[tuple[int, str]],
+) -> list[str]:
+    """The breakpoint classes Textual gives a screen of `size` (the widest that fits, per axis)."""
+    out = []
+    for dimension, points in zip(size, (horizontal, vertical), strict=True):
+        fits = [name for at, name in sorted(points, reverse=True) if dimension >= at]
+        out += fits[:1]
+    return out
 
 
 _ORDER = ("next", "run", "apply", "skip", "back", "raw")

@@ -8,15 +8,20 @@ a `...Requested` intent. When the engine waits for a decision, the offered actio
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
+from functools import lru_cache
 from typing import ClassVar
 
+from rich.cells import cell_len
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, DataTable, Static
+from textual.widgets.data_table import RowKey
 
+from screens.widgets.classes import set_classes_of
 from screens.widgets.steps import GLYPHS
 from screens.widgets.view_model import StepView
 from wizard.model import Evidence, Status, Verdict
@@ -67,19 +72,35 @@ class EvidenceTable(DataTable[Text | str]):
             return
         self.rows_shown = rows
         self.clear()
+        styles: dict[str, Style] = {}
+        widths = [0] * len(self.ordered_columns)
         for i, (_verdict, ev) in enumerate(rows):
             status = str(ev.status)
-            style = self.get_component_rich_style(f"evidence--{status}", partial=True)
+            style = styles.get(status)
+            if style is None:
+                style = styles[status] = self.get_component_rich_style(
+                    f"evidence--{status}", partial=True
+                )
             target = Text(f"{GLYPHS.get(status, '·')} ", style=style)  # visible at 80 columns
             target.append_text(_cell(ev.target, 24))
-            self.add_row(
+            cells = (
                 target,
                 _cell(ev.observed, 34),
                 _cell(ev.expected, 28),
                 _cell(ev.command, 34),
                 Text(f"{GLYPHS.get(status, '·')} {status}", style=style),
-                key=str(i),
             )
+            for k, cell in enumerate(cells):
+                widths[k] = max(widths[k], cell_len(cell.plain))
+            self.add_row(*cells, key=str(i))
+        # Every cell is one line: its width is its text's. Sized here, the table does not
+        # measure each cell again (rich builds its console options once per cell).
+        for column, width in zip(self.ordered_columns, widths, strict=False):
+            column.content_width = max(column.content_width, width)
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        # the rows all come from `show`, which sized the columns for them
+        super()._update_dimensions(())
 
     @property
     def selected_row(self) -> int | None:
@@ -98,7 +119,8 @@ class ActionBar(Horizontal):
 
     def compose(self) -> ComposeResult:
         for intent, label, key in _ACTIONS:
-            yield Button(f"{key} {label}", id=f"act-{intent}", compact=True)
+            # disabled until the screen says what is offered (the first show changes few)
+            yield Button(f"{key} {label}", id=f"act-{intent}", compact=True, disabled=True)
 
     def button(self, intent: str) -> Button:
         return self.query_one(f"#act-{intent}", Button)
@@ -125,6 +147,10 @@ class ActionBar(Horizontal):
 class StepDetail(Vertical):
     """Everything about the step being looked at."""
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._shown: dict[str, Text | str] = {}  # selector -> what its Static shows
+
     def compose(self) -> ComposeResult:
         yield Static("", id="step-title")
         with VerticalScroll(id="explain"):
@@ -150,7 +176,7 @@ class StepDetail(Vertical):
         left = max(0, total - shown_to)
         more = self.query_one("#verdict-more", Static)
         more.display = left > 0
-        more.update(f"↓ {left} more line(s): v, then ↑/↓" if left else "")
+        self._update("#verdict-more", f"↓ {left} more line(s): v, then ↑/↓" if left else "")
 
     def show(
         self,
@@ -166,7 +192,7 @@ class StepDetail(Vertical):
         title = Text(info.title, style="bold")
         phase = view.phase.replace("_", " ")
         title.append(f"  ({info.id} · {phase}{' · current' if is_current else ''})", style="dim")
-        self.query_one("#step-title", Static).update(title)
+        self._update("#step-title", title)
 
         explain = Text()
         for head, body in (("What", info.what), ("Why", info.why), ("Good", info.good)):
@@ -174,28 +200,38 @@ class StepDetail(Vertical):
                 explain.append(f"{head}: ", style="bold")
                 explain.append(body + "\n")
         explain.rstrip()
-        self.query_one("#explain-text", Static).update(explain if explain.plain else Text("—"))
+        self._update("#explain-text", explain if explain.plain else Text("—"))
 
         verdict = self.query_one("#verdict", VerticalScroll)
         worst = view.verdict_status
-        for s in Status:
-            verdict.set_class(worst == s, f"-{s}")
-        self.query_one("#verdict-text", Static).update(_verdict_text(view))
+        set_classes_of(verdict, () if worst is None else (f"-{worst}",), [f"-{s}" for s in Status])
+        self._update("#verdict-text", _verdict_text(view))
         said = self.query_one("#conclusion", Static)
         said.display = bool(conclusion)
-        said.update(Text.assemble(("→ ", "bold"), conclusion) if conclusion else "")
+        self._update("#conclusion", Text.assemble(("→ ", "bold"), conclusion) if conclusion else "")
         self.call_after_refresh(self.more_verdicts)
 
         prompt = self.query_one("#prompt", Static)
         prompt.display = bool(question)
-        prompt.update(Text(f"▶ {question}") if question else "")
+        self._update("#prompt", Text(f"▶ {question}") if question else "")
 
         self.query_one(EvidenceTable).show(view)
         self.query_one(ActionBar).show(enabled=enabled, offered=offered)
 
+    def _update(self, selector: str, content: Text | str) -> bool:
+        """Show `content` in the Static `selector` unless it shows it already (an update
+        re-lays the screen out); whether it changed."""
+        if self._shown.get(selector) == content:
+            return False
+        self._shown[selector] = content
+        self.query_one(selector, Static).update(content)
+        return True
 
+
+@lru_cache(maxsize=8192)
 def _cell(text: str, width: int) -> Text:
-    """One line, at most `width` cells: the raw output modal has the rest."""
+    """One line, at most `width` cells: the raw output modal has the rest. The same cell
+    (a command, an expected value on every node) is one object, never changed once made."""
     line = " ".join(clean(text).split())
     return Text(line if len(line) <= width else line[: width - 1] + "…", no_wrap=True)
 

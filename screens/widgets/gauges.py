@@ -20,6 +20,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from flows.expectations import Expectations
+from screens.widgets.classes import set_classes_of
 from wizard.model import Measurement, Rail
 
 HISTORY = 32
@@ -161,9 +162,7 @@ class RailGauge(Widget):
         return row
 
     def _restyle(self) -> None:
-        verdict = f"-{self.verdict}"
-        for cls in _VERDICT_CLASSES:
-            self.set_class(cls == verdict, cls)
+        set_classes_of(self, (f"-{self.verdict}",), _VERDICT_CLASSES)
         self.refresh()
 
     def render(self) -> Text:
@@ -253,11 +252,13 @@ class RailGauges(Vertical):
         """Pre-create rows for known rails (discovery or the lab) so the panel has its shape;
         a rail without carrier or address shows as not cabled."""
         rails = list(rails)
-        self._add([(r.node, r.netdev, r.half, r.port) for r in rails])
-        for r in rails:
-            gauge = self.gauges.get((r.node, r.netdev))
-            if gauge is not None:
-                gauge.cabled = bool(r.up and r.addresses)
+        cabled = {(r.node, r.netdev): bool(r.up and r.addresses) for r in rails}
+        # new rows get their state before they are mounted (no restyle of each)
+        self._add([(r.node, r.netdev, r.half, r.port) for r in rails], cabled=cabled)
+        for key, is_cabled in cabled.items():
+            gauge = self.gauges.get(key)
+            if gauge is not None and gauge.cabled != is_cabled:
+                gauge.cabled = is_cabled
                 gauge._restyle()
         self._summarise()
 
@@ -310,7 +311,12 @@ class RailGauges(Vertical):
             gauge.clear_measurement()
         self._summarise()
 
-    def _add(self, rails: list[tuple[str, str, str, int]]) -> None:
+    def _add(
+        self,
+        rails: list[tuple[str, str, str, int]],
+        *,
+        cabled: Mapping[tuple[str, str], bool] | None = None,
+    ) -> None:
         if not rails:
             return
         widest = max(len(n) for n, *_ in rails)
@@ -332,6 +338,9 @@ class RailGauges(Vertical):
                 expectations=self.expectations,
                 label_width=self._label_width,
             )
+            if cabled is not None and not cabled.get((node, netdev), True):
+                gauge.cabled = False
+                gauge._restyle()
             self.gauges[(node, netdev)] = gauge
             rows.append(gauge)
         if not rows:

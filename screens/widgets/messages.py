@@ -1,6 +1,8 @@
 """The messages of the TUI: attributes go down, messages come up.
 
 - `EngineEvent` is the one bridge from the engine: every fact it emits, posted to the app.
+  The sweep's flood (a probe sent and answered per command per node) comes as `EngineEvents`,
+  the flood of a few milliseconds (or one loop turn) in one message, in the order emitted.
 - `RailsSampled` is the high-rate gauge feed: a snapshot of the latest Gb/s per rail. A newer
   snapshot supersedes a pending older one (`can_replace`), so a busy loop never queues stale data.
 - `...Requested` messages are operator intents from widgets; only the app talks to the engine.
@@ -8,7 +10,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from textual.message import Message
 
@@ -23,6 +25,15 @@ class EngineEvent(Message):
     def __init__(self, event: Event) -> None:
         super().__init__()
         self.event = event
+
+
+class EngineEvents(Message):
+    """Engine events emitted within a few milliseconds (the sweep's probes), in order: one message for
+    what would be hundreds."""
+
+    def __init__(self, events: Sequence[Event]) -> None:
+        super().__init__()
+        self.events = tuple(events)
 
 
 class RailsSampled(Message):

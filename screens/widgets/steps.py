@@ -9,6 +9,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Label, ListItem, ListView
 
+from screens.widgets.classes import set_classes_of
 from screens.widgets.messages import StepViewRequested
 from screens.widgets.view_model import SessionView, StepView
 
@@ -57,6 +58,7 @@ class StepItem(ListItem):
         self.number = number
         self.status = "pending"
         self._shown: tuple[StepView, bool] | None = None
+        self._label_shown: Text | None = None
 
     def on_resize(self) -> None:
         if self._shown is not None:
@@ -65,9 +67,8 @@ class StepItem(ListItem):
     def show(self, view: StepView, current: bool = False) -> None:
         self._shown = (view, current)
         self.status = view.status
-        for cls in STATUS_CLASSES:
-            self.set_class(cls == f"-{self.status}", cls)
-        self.set_class(current, "-current")
+        wanted = {f"-{self.status}"} | ({"-current"} if current else set())
+        set_classes_of(self, wanted, (*STATUS_CLASSES, "-current"))
         glyph = GLYPHS.get(view.status, "·")
         room = self.size.width or 28  # the content width, padding excluded
         prefix = f"{glyph} {self.number} "
@@ -91,7 +92,9 @@ class StepItem(ListItem):
             label.append_text(Text(f"  not checked: {reason}", style="italic"))
         elif view.status not in ("pending", "pass") and len(label) + len(view.status) + 2 <= room:
             label.append(f"  {view.status}", style="dim")
-        self._label.update(label)
+        if label != self._label_shown:  # an update re-lays the screen out
+            self._label_shown = label
+            self._label.update(label)
 
 
 class StepList(ListView):

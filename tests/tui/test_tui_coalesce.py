@@ -12,8 +12,15 @@ from textual.widgets import Log
 from screens.app import FabwizApp
 from screens.session_screen import SessionScreen
 from screens.widgets.coalesce import UI_FLUSH_S, Coalescer
-from wizard.events import PhysicalActionRequested, ProbeAnswered, ProbeSent, StepChanged
-from wizard.model import ProbeResult
+from screens.widgets.messages import EngineEvents
+from wizard.events import (
+    PhysicalActionRequested,
+    ProbeAnswered,
+    ProbeSent,
+    StepChanged,
+    VerdictReached,
+)
+from wizard.model import Evidence, ProbeResult, Status, Verdict
 
 T0 = 1_780_000_000.0
 
@@ -125,3 +132,116 @@ async def test_a_sweeps_events_repaint_the_panes_a_few_times_not_per_event() -> 
         assert log.line_count >= lines_before + 300  # every failed probe is a log line
         assert "boom" in log.lines[-2] or "boom" in "".join(log.lines[-5:])
         assert len(shown) <= 4
+
+
+async def test_a_loop_turns_flood_reaches_the_app_as_one_message_in_order() -> None:
+    app = FabwizApp(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        posted: list[Any] = []
+        real_post = app.post_message
+
+        def post(message: Any) -> bool:
+            posted.append(message)
+            return real_post(message)
+
+        app.post_message = post  # type: ignore[method-assign]
+        screen = app.screen
+        assert isinstance(screen, SessionScreen)
+        seen_at_step_change: list[int] = []  # probes folded in when the step change was
+        real_follow = screen.follow
+
+        def follow(step: str) -> None:
+            seen_at_step_change.append(len(app.view.steps["preflight"].sent))
+            real_follow(step)
+
+        screen.follow = follow  # type: ignore[method-assign]
+        # one loop turn: 400 flood events, a step change, 20 more
+        for i in range(200):
+            for ev in _probe(i):
+                app.ports.emit(ev)
+        app.ports.emit(StepChanged(step="preflight", phase="judging", at=T0))
+        for i in range(200, 210):
+            for ev in _probe(i):
+                app.ports.emit(ev)
+        await _settle(pilot, lambda: len(app.view.steps["preflight"].probes) == 210)
+        kinds = [type(m).__name__ for m in posted if type(m).__name__.startswith("EngineEvent")]
+        assert kinds == ["EngineEvents", "EngineEvent", "EngineEvents"]
+        batches = [m for m in posted if isinstance(m, EngineEvents)]
+        assert [len(b.events) for b in batches] == [400, 20]
+        assert [type(e).__name__ for e in batches[0].events[:2]] == ["ProbeSent", "ProbeAnswered"]
+        assert batches[0].events[-1].result.command == "ethtool e199"  # as emitted
+        # the step change was folded after the 400 events before it and before the 20 after
+        assert seen_at_step_change == [200]
+        assert app.view.steps["preflight"].phase == "judging"
+        assert [r.command for r in app.view.steps["preflight"].probes][-1] == "ethtool e209"
+
+
+async def test_the_evidence_table_is_not_rebuilt_per_probe_answer() -> None:
+    app = FabwizApp(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, SessionScreen)
+        app.ports.emit(StepChanged(step="preflight", phase="probing", at=T0))
+        verdict = Verdict(
+            fault="host.mtu",
+            status=Status.FAIL,
+            summary="spark1 at 1500",
+            targets=("spark1",),
+            evidence=(
+                Evidence(
+                    target="spark1/enp1s0f0np0",
+                    command="ip link",
+                    observed="mtu 1500",
+                    expected="mtu 9000",
+                    status=Status.FAIL,
+                ),
+            ),
+        )
+        app.ports.emit(VerdictReached(step="preflight", verdict=verdict, at=T0))
+        table = screen.evidence
+        await _settle(pilot, lambda: len(table.rows_shown) == 1)
+        cleared: list[int] = []
+        real_clear = table.clear
+
+        def clear(*args: Any, **kwargs: Any) -> Any:
+            cleared.append(1)
+            return real_clear(*args, **kwargs)
+
+        table.clear = clear  # type: ignore[method-assign]
+        app.repaints.interval_s = 0.0  # a repaint whenever one is due: the worst case
+        batches: list[EngineEvents] = []
+        real_post = app.post_message
+
+        def post(message: Any) -> bool:
+            if isinstance(message, EngineEvents):
+                batches.append(message)
+            return real_post(message)
+
+        app.post_message = post  # type: ignore[method-assign]
+        app.ports.flood_s = 0.0  # the flood is posted at the end of each loop turn
+        await _emit_in_turns(app, 0, 30)
+        await _settle(pilot, lambda: len(app.view.steps["preflight"].probes) == 300)
+        await _settle(pilot, lambda: not app.repaints.pending)
+        assert cleared == []  # 300 answers, the same evidence: the table was left as it was
+        assert table.row_count == 1 and table.rows_shown[0][0].fault == "host.mtu"
+        assert [len(b.events) for b in batches] == [20] * 30  # one message per loop turn
+        # with the gathering window, 30 loop turns' worth travel in fewer messages
+        batches.clear()
+        app.ports.flood_s = 3600.0
+        await _emit_in_turns(app, 30, 30)
+        assert batches == []  # still gathering
+        app.ports.emit(StepChanged(step="preflight", phase="judging", at=T0))  # flushes first
+        assert [len(b.events) for b in batches] == [600]
+        await _settle(pilot, lambda: len(app.view.steps["preflight"].probes) == 600)
+        assert cleared == []
+
+
+async def _emit_in_turns(app: FabwizApp, first: int, turns: int) -> None:
+    """Ten probes (twenty events) a loop turn."""
+    for turn in range(first, first + turns):
+        for i in range(10):
+            for ev in _probe(turn * 10 + i):
+                app.ports.emit(ev)
+        await asyncio.sleep(0)
