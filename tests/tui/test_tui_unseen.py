@@ -77,9 +77,13 @@ async def walk(tmp_path: Path, breakage: str) -> Walked:
         lab.inventory_path.write_text(yaml.safe_dump(inv))
         app = FabwizApp(factory(lab, tmp_path / "session"), sub_title="demo")
         async with app.run_test(size=(120, 40)) as pilot:
-            deadline = time.monotonic() + 300  # a loaded CI machine is slow, never stuck
+            # a loaded CI machine is slow, never stuck; below the suite's 300 s timeout, so that a
+            # stuck walk says where it stopped instead of being killed
+            deadline = time.monotonic() + 240
             while app.view.ended is None:
-                assert time.monotonic() < deadline, f"stuck at {app.view.current}: {app.screen}"
+                assert time.monotonic() < deadline, (
+                    f"stuck at {app.view.current}: {app.screen}, asking {app.pending_choice}"
+                )
                 await pilot.pause(0.05)
                 top = app.screen
                 if isinstance(top, ErrorModal):
