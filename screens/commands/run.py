@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from screens.app import EngineFactory, TuiPorts
+    from screens.ports import EngineFactory, TuiPorts
 
 
 def wizard_factory(

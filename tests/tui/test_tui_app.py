@@ -25,7 +25,7 @@ from tui_fakes import (
     factory_for,
 )
 
-from screens.app import FabwizApp, match_intents
+from screens.app import FabwizApp
 from screens.modals import (
     ChoiceModal,
     ErrorModal,
@@ -35,6 +35,7 @@ from screens.modals import (
     RawOutputModal,
     checklist_items,
 )
+from screens.ports import match_intents
 from screens.session_screen import SessionScreen
 from screens.widgets.detail import ActionBar, EvidenceTable
 from screens.widgets.gauges import HISTORY, RailGauges, rail_tag, sparkline

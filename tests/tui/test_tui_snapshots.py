@@ -18,8 +18,9 @@ from tui_fakes import (
     export_of,
 )
 
-from screens.app import FabwizApp, PendingChoice
+from screens.app import FabwizApp
 from screens.modals import FixConfirmModal, PhysicalActionModal
+from screens.ports import PendingChoice
 from wizard.events import (
     Event,
     FixApplied,

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from screens.app import FabwizApp, TuiPorts
+from screens.app import FabwizApp
 from screens.modals import ChoiceModal, ErrorModal, FixConfirmModal, PhysicalActionModal
+from screens.ports import TuiPorts
 from screens.widgets.steps import StepItem
 from tests.engine.test_engine_unseen import closed_port
 
