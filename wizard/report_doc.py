@@ -380,23 +380,4 @@ def _fix_block(f: dict[str, Any], raw: _Raws) -> FixBlock:
     )
 
 
-__all__ = [
-    "ChangeRow",
-    "Conclusion",
-    "EvidenceRow",
-    "FaultRow",
-    "FixBlock",
-    "MeasuredRow",
-    "RawBlock",
-    "ReportDoc",
-    "Rerun",
-    "StepFinding",
-    "StepLine",
-    "StepSection",
-    "UnseenRow",
-    "VerdictBlock",
-    "VersionRow",
-    "doc_from_data",
-    "fmt_value",
-    "kind_label",
-]
+__all__ = ["doc_from_data"]

@@ -17,7 +17,7 @@ import jinja2
 from markupsafe import Markup
 
 from wizard import safetext
-from wizard.report_doc import ReportDoc
+from wizard.report_records import ReportDoc
 
 TEMPLATES = Path(__file__).with_name("templates")
 

@@ -174,16 +174,21 @@ class RouterOsTransport:
         try:
             rows, cut = reply.result()
         except (TrapError, MultiTrapError) as exc:
-            return replace(
-                base,
-                error=f"{self.name}: `{shown}` was refused by the switch: {exc}",
-                stderr=str(exc),
-            )
+            return replace(base, **self._refused(shown, exc))
+        return replace(base, **self._answered(shown, rows, cut))
+
+    def _refused(self, shown: str, exc: Exception) -> dict[str, Any]:
+        """A `!trap`'s result fields: what the switch refused, in its words."""
+        return {
+            "error": f"{self.name}: `{shown}` was refused by the switch: {exc}",
+            "stderr": str(exc),
+        }
+
+    def _answered(self, shown: str, rows: list[dict[str, str]], cut: str) -> dict[str, Any]:
+        """A reply's result fields: its rows, and the truncation as the error when it was cut."""
         if cut:
-            return replace(
-                base, rows=tuple(rows), error=f"{self.name}: `{shown}`: {cut}", stderr=cut
-            )
-        return replace(base, rows=tuple(rows))
+            return {"rows": tuple(rows), "error": f"{self.name}: `{shown}`: {cut}", "stderr": cut}
+        return {"rows": tuple(rows)}
 
     def _no_answer(self, shown: str, limit: float) -> str:
         return (
@@ -376,10 +381,7 @@ class RouterOsTransport:
                         return result(error=exc.message)
                     rows, cut = await asyncio.wait_for(self._exchange(api, cmd, words), limit)
             except (TrapError, MultiTrapError) as exc:
-                return result(
-                    error=f"{self.name}: `{shown}` was refused by the switch: {exc}",
-                    stderr=str(exc),
-                )
+                return result(**self._refused(shown, exc))
             except TimeoutError:
                 await self._reset()
                 return result(error=self._no_answer(shown, limit))
@@ -395,9 +397,7 @@ class RouterOsTransport:
             except LibRouterosError as exc:
                 await self._reset()
                 return result(error=f"{self.name}: API protocol error during `{shown}`: {exc}")
-        if cut:
-            return result(rows=tuple(rows), error=f"{self.name}: `{shown}`: {cut}", stderr=cut)
-        return result(rows=tuple(rows))
+        return result(**self._answered(shown, rows, cut))
 
     async def _exchange(
         self, api: Any, cmd: str, words: list[str]
