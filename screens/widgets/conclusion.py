@@ -64,13 +64,17 @@ def _direct_sentence(step: StepView, e: Expectations) -> str:
 
 
 def _measured(step: StepView, e: Expectations) -> str:
-    rails = [m.value for m in step.measurements if m.kind == "rail" and m.valid]
+    measured = [m for m in step.measurements if m.kind == "rail" and m.valid]
+    rails = [m.value for m in measured]
     pairs = [m.value for m in step.measurements if m.kind == "pair" and m.valid]
     nccl = [m.value for m in step.measurements if m.kind == "nccl" and m.valid]
     out = []
     if rails:
+        # a rail that moved nothing says why, in the tool's words (a stall the next step fixes)
+        why = _why_zero(measured)
         out.append(
-            f"rails {_span(rails)} (expected ~{e.rail_switched_gbps:.0f} through the switch)"
+            f"rails {_span(rails)}{f', {why}' if why else ''} "
+            f"(expected ~{e.rail_switched_gbps:.0f} through the switch)"
         )
     if pairs:
         out.append(

@@ -201,3 +201,15 @@ async def test_a_bidirectional_rail_is_judged_and_shown_per_direction() -> None:
         app.ports.emit(MeasurementTaken(step="offload", measurement=half))
         await pilot.pause()
         assert g.measured is not None and g.measured[0] == 54.5 and g.verdict == "fail"
+
+
+def test_a_step_whose_rails_moved_nothing_says_why_in_the_tools_words() -> None:
+    # after the offload fix the PFC stall shows: RoCE connects, the data stalls, perftest says so
+    view = SessionView.new(load_steps())
+    for node in ("spark1", "spark3"):
+        view.apply(
+            MeasurementTaken(step="offload", measurement=rail(node, "enp1s0f0np0", 0.0, RETRY))
+        )
+    assert conclusion(view.steps["offload"], Expectations()) == (
+        "rails 0.00 Gb/s, transport retry counter exceeded (expected ~109 through the switch)"
+    )

@@ -315,7 +315,10 @@ class EngineCore:
         if not checks:
             return True, "no read-only check to re-run"
         obs = await self._sweep(checks)
-        verdicts = self._judge(checks, obs, faults)
+        # The same sweep also shows the step's other faults those checks report: they are
+        # judged again too, so no verdict from before the change stays on the step as if current
+        # (an "explained by <the fault just fixed>" pass).
+        verdicts = self._judge(checks, obs, (*faults, *self._step_faults_of(checks)))
         self._record_verdicts(verdicts)
         bad = [
             v
@@ -331,6 +334,12 @@ class EngineCore:
         if bad:
             return False, bad[0].summary
         return True, f"{plan.fault}: check passes after the change"
+
+    def _step_faults_of(self, checks: Sequence[CheckLike]) -> tuple[str, ...]:
+        """The current step's fault ids that `checks` report."""
+        spec = next((s for s in self.flow if s.id == self._step), None)
+        own = set(getattr(spec, "faults", ()))
+        return tuple(f for c in checks for f in c.faults if f in own)
 
     def _with_session(self, ctx: Any) -> Any:
         """The judges' context with what this session fixed (node -> fault ids of verified
