@@ -10,6 +10,7 @@ import pytest
 
 from screens.commands.session import report_ceilings
 from screens.report_map import fabric_map_data
+from wizard.events import VerdictReached
 from wizard.report import render
 from wizard.session import load_session
 
@@ -34,11 +35,23 @@ async def test_the_fabric_map_joins_host_and_switch_per_lane(tmp_path: Path) -> 
     assert lane[10] == "not tested"  # no traffic in this walk: never a made-up number
     page = render(loaded, "html", ceilings=report_ceilings(4), fabric_map=fmap)
     assert '<table class="map">' in page and "<th>Switch port</th>" in page
-    # coloured by the latest verdicts: the walk fixed the split cage, so every switch cell is
-    # a pass now, and the nodes carry the benign 27 W line that names them
-    assert {c["status"] for r in fmap["rows"] for c in r[6:10]} == {"pass"}
+    # coloured by the latest verdicts: the walk fixed the split cage, and the step was judged
+    # again from the sweep that verified it. That sweep shows every fabric port with the H flag,
+    # but this walk ran no transfer, so the switch CPU under load (the proof that forwarding is
+    # offloaded) was never seen: the switch cells say unknown, not pass. The nodes carry the
+    # benign 27 W line that names them.
+    assert {c["status"] for r in fmap["rows"] for c in r[6:10]} == {"unknown"}
+    lost = [
+        e.verdict
+        for e in loaded.events
+        if isinstance(e, VerdictReached) and e.verdict.fault == "switch.offload-lost"
+    ][-1]
+    assert str(lost.status) == "pass"  # the H flag on every port: no unexplained loss
+    assert any(
+        str(ev.status) == "unknown" and "inside a transfer" in ev.observed for ev in lost.evidence
+    )
     assert {r[0]["status"] for r in fmap["rows"]} == {"benign"}
-    assert '<td class="st-pass">crs804:qsfp56-dd-1-1</td>' in page
+    assert '<td class="st-unknown">crs804:qsfp56-dd-1-1</td>' in page
     # redacted with the rest of the report
     red = render(loaded, "html", redact=True, fabric_map=fmap)
     assert "spark1" not in red and "10.9.1.1" not in red and "<th>Switch port</th>" in red
