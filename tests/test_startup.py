@@ -54,13 +54,16 @@ def test_a_pause_made_later_by_someone_else_is_not_undone() -> None:
     assert not gc.isenabled()
 
 
-def _modules_after_loading_an_inventory(env: dict[str, str]) -> str:
+def _modules_after_loading_an_inventory(env: dict[str, str], extra: str = "") -> str:
     code = (
         "import sys\n"
         "import screens.cli\n"
+        "from flows.expectations import validate_overrides\n"
         "from wizard.inventory import parse_inventory\n"
-        "inv = parse_inventory('nodes: [{name: n1, host: 127.0.0.1}]\\n', path='x.yaml')\n"
-        "print(len(inv.nodes), 'importlib.metadata' in sys.modules)\n"
+        f"text = 'nodes: [{{name: n1, host: 127.0.0.1}}]\\n{extra}'\n"
+        "inv = parse_inventory(text, path='x.yaml', expectations=validate_overrides)\n"
+        "print(len(inv.nodes), dict(inv.expectations), 'pydantic' in sys.modules,"
+        " 'importlib.metadata' in sys.modules)\n"
     )
     base = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
     return subprocess.run(
@@ -73,13 +76,23 @@ def _modules_after_loading_an_inventory(env: dict[str, str]) -> str:
     ).stdout.strip()
 
 
+OVERRIDE = "expectations: {rail_pass_gate_gbps: 70}\\n"
+
+
+def test_an_inventory_without_overrides_loads_without_pydantic() -> None:
+    # the inventory's records are plain dataclasses: only the overrides' validator needs pydantic
+    assert _modules_after_loading_an_inventory({}) == "1 {} False False"
+
+
 def test_with_plugins_disabled_pydantic_does_not_look_for_them() -> None:
-    assert _modules_after_loading_an_inventory({}) == "1 False"
+    got = _modules_after_loading_an_inventory({}, OVERRIDE)
+    assert got == "1 {'rail_pass_gate_gbps': 70} True False"
 
 
 def test_a_plugin_the_user_enables_is_still_looked_for() -> None:
     # the user's own setting wins: pydantic's real loader (and its metadata scan) runs
-    assert _modules_after_loading_an_inventory({"PYDANTIC_DISABLE_PLUGINS": "logfire"}) == "1 True"
+    got = _modules_after_loading_an_inventory({"PYDANTIC_DISABLE_PLUGINS": "logfire"}, OVERRIDE)
+    assert got == "1 {'rail_pass_gate_gbps': 70} True True"
 
 
 def _fabwiz(args: list[str], cache: Path) -> subprocess.CompletedProcess[str]:

@@ -1,6 +1,6 @@
 """The inventory: which nodes and switches make up the fabric, and how to reach them.
 
-A YAML file (see `examples/fabric.yaml`) validated with pydantic at the file boundary. Every
+A YAML file (see `examples/fabric.yaml`) validated at the file boundary. Every
 error names the file, the field (dotted path), the line when YAML gives it, and what is expected,
 so a technician can fix a typo without reading a traceback. Relative paths (identity files,
 known_hosts, password files, the lab's token file) are relative to the inventory file. A password
@@ -14,13 +14,13 @@ the caller passes (flows' `validate_overrides`: this layer does not know the tab
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 
 from wizard.errors import InventoryError
 from wizard.inventory_models import (
@@ -34,6 +34,7 @@ from wizard.inventory_models import (
     SwitchSpec,
 )
 from wizard.inventory_passwords import resolve_password
+from wizard.inventory_schema import SchemaError, parse
 from wizard.inventory_yaml import DuplicateKey, Loader, dotted, explain, line_of, root_causes
 
 __all__ = [
@@ -115,8 +116,8 @@ def parse_inventory(
             line=1,
         )
     try:
-        model = InventoryFile.model_validate(data)
-    except ValidationError as exc:
+        model = parse(InventoryFile, data)
+    except SchemaError as exc:
         errors = root_causes(exc.errors())
         err = errors[0]
         loc = tuple(err["loc"])
@@ -130,7 +131,7 @@ def parse_inventory(
             hint=None if more == 0 else f"{more} more problem(s) after this one",
         ) from None
     overrides = _expectations(model, name, root, expectation_keys, expectations)
-    return _build(model.model_copy(update={"expectations": overrides}), p, root)
+    return _build(dataclasses.replace(model, expectations=overrides), p, root)
 
 
 def _build(model: InventoryFile, p: Path, root: yaml.Node | None) -> Inventory:
@@ -152,7 +153,7 @@ def _build(model: InventoryFile, p: Path, root: yaml.Node | None) -> Inventory:
             )
     lab = model.lab
     if lab is not None and lab.token_file is not None:
-        lab = lab.model_copy(update={"token_file": rel(lab.token_file)})
+        lab = dataclasses.replace(lab, token_file=rel(lab.token_file))
     return Inventory(
         path=p,
         name=model.name or p.stem,
@@ -185,14 +186,13 @@ def _nodes(model: InventoryFile, rel: Callable[[str | None], str | None]) -> tup
     """The nodes with `defaults:` applied and their paths resolved."""
     d = model.defaults
     return tuple(
-        n.model_copy(
-            update={
-                "port": n.port or d.port,
-                "user": n.user or d.user,
-                "identity_file": rel(n.identity_file or d.identity_file),
-                "known_hosts": rel(n.known_hosts or d.known_hosts),
-                "tools": {**d.tools, **n.tools},
-            }
+        dataclasses.replace(
+            n,
+            port=n.port or d.port,
+            user=n.user or d.user,
+            identity_file=rel(n.identity_file or d.identity_file),
+            known_hosts=rel(n.known_hosts or d.known_hosts),
+            tools={**d.tools, **n.tools},
         )
         for n in model.nodes
     )
@@ -212,8 +212,8 @@ def _switches(
                 "in clear; prefer {env: VAR}, {keyring: SERVICE} or {file: PATH} (mode 600)"
             )
         elif isinstance(pw, PasswordSource) and pw.file is not None:
-            pw = pw.model_copy(update={"file": rel(pw.file)})
-        switches.append(s.model_copy(update={"password": pw, "ca_file": rel(s.ca_file)}))
+            pw = dataclasses.replace(pw, file=rel(pw.file))
+        switches.append(dataclasses.replace(s, password=pw, ca_file=rel(s.ca_file)))
     return tuple(switches), tuple(warnings)
 
 
@@ -263,8 +263,10 @@ def _expectations(
                 field=f"expectations.{unknown[0]}",
                 line=line_of(root, ("expectations", unknown[0])),
             )
-    if validate is None:
+    if validate is None or not overrides:
         return overrides
+    from pydantic import ValidationError  # the validator's own errors: loaded with it
+
     try:
         validate(overrides)  # kept as written (sessions record them): with_overrides types them
     except ValidationError as exc:

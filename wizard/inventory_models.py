@@ -1,7 +1,8 @@
-"""The inventory's shape: pydantic models of the YAML file, and the validated `Inventory`.
+"""The inventory's shape: frozen dataclasses of the YAML file, and the validated `Inventory`.
 
-Every model refuses unknown keys and is frozen; `wizard.inventory` loads a file into them and
-turns their validation errors into messages naming the file, the line and the field.
+Every record refuses unknown keys and is frozen; its `SCHEMA` gives each field's check
+(`wizard.inventory_schema`). `wizard.inventory` loads a file into them and turns their problems
+into messages naming the file, the line and the field.
 """
 
 from __future__ import annotations
@@ -9,9 +10,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from wizard.inventory_schema import (
+    Check,
+    Loc,
+    Problem,
+    build,
+    choice,
+    fail,
+    flag,
+    mapping,
+    number,
+    optional,
+    record,
+    sequence,
+    text,
+    validated,
+    whole,
+)
 
 __all__ = [
     "Addressing",
@@ -27,6 +44,11 @@ __all__ = [
     "TlsSpec",
 ]
 
+_NAME = r"^[A-Za-z0-9._-]+$"
+_PORT = optional(whole(ge=1, le=65535))
+_PATH = optional(text())
+_TEXT = text()
+
 
 class ExpectationsValidator(Protocol):
     """Checks the `expectations:` overrides against their types (flows' `validate_overrides`):
@@ -36,11 +58,8 @@ class ExpectationsValidator(Protocol):
     def __call__(self, overrides: Mapping[str, Any], /) -> object: ...
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
-
-
-class PasswordSource(_Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PasswordSource:
     """Where a switch password comes from: exactly one of env, prompt, keyring, file."""
 
     env: str | None = None
@@ -48,7 +67,14 @@ class PasswordSource(_Strict):
     keyring: str | None = None
     file: str | None = None
 
-    def model_post_init(self, context: Any, /) -> None:
+    SCHEMA: ClassVar[Mapping[str, Check]] = {
+        "env": optional(text()),
+        "prompt": optional(flag),
+        "keyring": optional(text()),
+        "file": _PATH,
+    }
+
+    def check_record(self) -> None:
         given = [k for k in ("env", "prompt", "keyring", "file") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(
@@ -64,19 +90,6 @@ class PasswordSource(_Strict):
         return "none"  # pragma: no cover - excluded by validation
 
 
-class Defaults(_Strict):
-    user: str | None = None
-    port: int | None = Field(default=None, ge=1, le=65535)  # None: ~/.ssh/config or 22
-    identity_file: str | None = None
-    known_hosts: str | None = None
-    tools: dict[str, str] = Field(default_factory=dict)  # tool -> absolute path on the nodes
-
-    @field_validator("tools")
-    @classmethod
-    def _tools(cls, v: dict[str, str]) -> dict[str, str]:
-        return _check_tools(v)
-
-
 def _check_tools(v: dict[str, str]) -> dict[str, str]:
     from wizard.readiness import TOOLS
 
@@ -89,138 +102,221 @@ def _check_tools(v: dict[str, str]) -> dict[str, str]:
     return v
 
 
-class NodeSpec(_Strict):
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
+_TOOLS = validated(mapping(text()), _check_tools)  # tool -> absolute path on the nodes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Defaults:
+    user: str | None = None
+    port: int | None = None  # None: ~/.ssh/config or 22
+    identity_file: str | None = None
+    known_hosts: str | None = None
+    tools: dict[str, str] = field(default_factory=dict)  # tool -> absolute path on the nodes
+
+    SCHEMA: ClassVar[Mapping[str, Check]] = {
+        "user": optional(text()),
+        "port": _PORT,
+        "identity_file": _PATH,
+        "known_hosts": _PATH,
+        "tools": _TOOLS,
+    }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeSpec:
+    name: str
     # address or ~/.ssh/config alias: required, a bare node name is never looked up in DNS
-    host: str = Field(min_length=1)
-    port: int | None = Field(default=None, ge=1, le=65535)
+    host: str
+    port: int | None = None
     user: str | None = None
     identity_file: str | None = None
     known_hosts: str | None = None
-    tools: dict[str, str] = Field(default_factory=dict)  # tool -> absolute path on this node
+    tools: dict[str, str] = field(default_factory=dict)  # tool -> absolute path on this node
     # the container the real job runs in: its environment is where NCCL settings count
-    job_container: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    job_container: str | None = None
     # or the process it runs as (its /proc/<pid>/comm name, as `pgrep -x` matches it)
-    job_process: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,14}$")
+    job_process: str | None = None
 
-    @field_validator("tools")
-    @classmethod
-    def _tools(cls, v: dict[str, str]) -> dict[str, str]:
-        return _check_tools(v)
+    SCHEMA: ClassVar[Mapping[str, Check]] = {
+        "name": text(min_length=1, pattern=_NAME),
+        "host": text(min_length=1),
+        "port": _PORT,
+        "user": optional(text()),
+        "identity_file": _PATH,
+        "known_hosts": _PATH,
+        "tools": _TOOLS,
+        "job_container": optional(text(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")),
+        "job_process": optional(text(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,14}$")),
+    }
 
     @property
     def address(self) -> str:
         return self.host
 
 
-class TlsSpec(_Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TlsSpec:
     """How API-SSL is trusted: a pinned certificate, a CA file, or (opt-in) none at all."""
 
-    fingerprint: str | None = Field(
-        default=None, pattern=r"^sha256:([0-9A-Fa-f]{2}:?){31}[0-9A-Fa-f]{2}$"
-    )
+    fingerprint: str | None = None
     ca_file: str | None = None
     anonymous: bool = False  # RouterOS' certificate-less default api-ssl: not authenticated
 
+    SCHEMA: ClassVar[Mapping[str, Check]] = {
+        "fingerprint": optional(text(pattern=r"^sha256:([0-9A-Fa-f]{2}:?){31}[0-9A-Fa-f]{2}$")),
+        "ca_file": _PATH,
+        "anonymous": flag,
+    }
 
-class SwitchSpec(_Strict):
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
+
+def _tls(value: Any, loc: Loc, errors: list[Problem]) -> Any:
+    if isinstance(value, bool | TlsSpec):
+        return value
+    if isinstance(value, dict):
+        return build(TlsSpec, value, loc, errors)
+    return fail(
+        errors,
+        "value_error",
+        loc,
+        "Value error, expected a boolean (true: verify against the system CAs or ca_file) or "
+        "{fingerprint: sha256:..., ca_file: PATH, anonymous: true}",
+        value,
+    )
+
+
+def _password(value: Any, loc: Loc, errors: list[Problem]) -> Any:
+    if value is None or isinstance(value, PasswordSource):
+        return value
+    if isinstance(value, str):
+        return _TEXT(value, loc, errors)
+    if isinstance(value, dict):
+        unknown = sorted((k for k in value if k not in PasswordSource.SCHEMA), key=str)
+        if unknown:
+            return fail(
+                errors,
+                "value_error",
+                loc,
+                f"Value error, unknown password source {unknown[0]!r}; expected {{env: VAR}}, "
+                "{prompt: true}, {keyring: SERVICE} or {file: PATH}",
+                value,
+            )
+        return build(PasswordSource, value, loc, errors)
+    return fail(
+        errors,
+        "value_error",
+        loc,
+        "Value error, expected a string or one of {env: VAR}, {prompt: true}, "
+        "{keyring: SERVICE}, {file: PATH}",
+        value,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SwitchSpec:
+    name: str
     model: Literal["CRS804-4DDQ", "CRS812-8DS-2DQ-2DDQ"] | None = None
-    host: str = Field(min_length=1)
-    port: int | None = Field(default=None, ge=1, le=65535)
+    host: str
+    port: int | None = None
     tls: bool | TlsSpec = False
     user: str = "admin"
     password: str | PasswordSource | None = None
     management_ports: tuple[str, ...] = ("ether1",)
     ca_file: str | None = None  # for API-SSL: a CA bundle; default: no verification warning
-    timeout_s: float = Field(default=10.0, gt=0)
+    timeout_s: float = 10.0
 
-    @field_validator("tls", mode="before")
-    @classmethod
-    def _tls(cls, v: Any) -> Any:
-        if isinstance(v, bool | TlsSpec):
-            return v
-        if isinstance(v, dict):
-            return TlsSpec.model_validate(v)
-        raise ValueError(
-            "expected a boolean (true: verify against the system CAs or ca_file) or "
-            "{fingerprint: sha256:..., ca_file: PATH, anonymous: true}"
-        )
-
-    @field_validator("password", mode="before")
-    @classmethod
-    def _password(cls, v: Any) -> Any:
-        if v is None or isinstance(v, str | PasswordSource):
-            return v
-        if isinstance(v, dict):
-            unknown = sorted(set(v) - set(PasswordSource.model_fields))
-            if unknown:
-                raise ValueError(
-                    f"unknown password source {unknown[0]!r}; expected {{env: VAR}}, "
-                    "{prompt: true}, {keyring: SERVICE} or {file: PATH}"
-                )
-            return PasswordSource.model_validate(v)
-        raise ValueError(
-            "expected a string or one of {env: VAR}, {prompt: true}, {keyring: SERVICE}, "
-            "{file: PATH}"
-        )
+    SCHEMA: ClassVar[Mapping[str, Check]] = {
+        "name": text(min_length=1, pattern=_NAME),
+        "model": optional(choice("CRS804-4DDQ", "CRS812-8DS-2DQ-2DDQ")),
+        "host": text(min_length=1),
+        "port": _PORT,
+        "tls": _tls,
+        "user": text(),
+        "password": _password,
+        "management_ports": sequence(text()),
+        "ca_file": _PATH,
+        "timeout_s": number(gt=0),
+    }
 
     @property
     def api_port(self) -> int:
         return self.port or (8729 if self.tls else 8728)
 
 
-class LabLink(_Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LabLink:
     control: str
     token_file: str | None = None
 
+    SCHEMA: ClassVar[Mapping[str, Check]] = {"control": text(), "token_file": _PATH}
 
-class Addressing(_Strict):
+
+def _unique_octets(v: dict[str, int]) -> dict[str, int]:
+    seen: dict[int, str] = {}
+    for node, octet in v.items():
+        if not 1 <= octet <= 254:
+            raise ValueError(f"{node}: host octet {octet} is not in 1..254")
+        if octet in seen:
+            raise ValueError(f"{seen[octet]} and {node} both have host octet {octet}")
+        seen[octet] = node
+    return v
+
+
+def _has_fields(v: str) -> str:
+    if "{rail}" not in v or "{host}" not in v:
+        raise ValueError("must contain {rail} and {host}, e.g. '10.9.{rail}.{host}/24'")
+    return v
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Addressing:
     pattern: str = "10.9.{rail}.{host}/24"
     # node -> host octet, for names whose trailing digits do not give unique ones
-    hosts: dict[str, int] = Field(default_factory=dict)
+    hosts: dict[str, int] = field(default_factory=dict)
 
-    @field_validator("hosts")
-    @classmethod
-    def _unique_octets(cls, v: dict[str, int]) -> dict[str, int]:
-        seen: dict[int, str] = {}
-        for node, octet in v.items():
-            if not 1 <= octet <= 254:
-                raise ValueError(f"{node}: host octet {octet} is not in 1..254")
-            if octet in seen:
-                raise ValueError(f"{seen[octet]} and {node} both have host octet {octet}")
-            seen[octet] = node
-        return v
-
-    @field_validator("pattern")
-    @classmethod
-    def _has_fields(cls, v: str) -> str:
-        if "{rail}" not in v or "{host}" not in v:
-            raise ValueError("must contain {rail} and {host}, e.g. '10.9.{rail}.{host}/24'")
-        return v
+    SCHEMA: ClassVar[Mapping[str, Check]] = {
+        "pattern": validated(text(), _has_fields),
+        "hosts": validated(mapping(whole()), _unique_octets),
+    }
 
 
-class NcclPolicy(_Strict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NcclPolicy:
     """`nccl: {devices: one|all}`: whether NCCL is meant to use one RDMA device per node (a
     latency-bound workload measured faster that way) or every active one."""
 
     devices: Literal["one", "all"] | None = None
 
+    SCHEMA: ClassVar[Mapping[str, Check]] = {"devices": optional(choice("one", "all"))}
 
-class InventoryFile(_Strict):
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InventoryFile:
     name: str | None = None
     lab: LabLink | None = None
-    defaults: Defaults = Defaults()
-    nodes: tuple[NodeSpec, ...] = Field(min_length=1)
+    defaults: Defaults = field(default_factory=Defaults)
+    nodes: tuple[NodeSpec, ...]
     switches: tuple[SwitchSpec, ...] = ()
-    cabling: dict[str, str] = Field(default_factory=dict)
-    addressing: Addressing = Addressing()
-    expectations: dict[str, Any] = Field(default_factory=dict)
+    cabling: dict[str, str] = field(default_factory=dict)
+    addressing: Addressing = field(default_factory=Addressing)
+    expectations: dict[str, Any] = field(default_factory=dict)
     known_good_firmware: str | None = None
-    nccl: NcclPolicy = NcclPolicy()
+    nccl: NcclPolicy = field(default_factory=NcclPolicy)
+
+    SCHEMA: ClassVar[Mapping[str, Check]] = {
+        "name": optional(text()),
+        "lab": optional(record(LabLink)),
+        "defaults": record(Defaults),
+        "nodes": sequence(record(NodeSpec), min_length=1),
+        "switches": sequence(record(SwitchSpec)),
+        "cabling": mapping(text()),
+        "addressing": record(Addressing),
+        "expectations": mapping(None),
+        "known_good_firmware": optional(text()),
+        "nccl": record(NcclPolicy),
+    }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Inventory:
     """A validated inventory with paths resolved and defaults applied."""
 

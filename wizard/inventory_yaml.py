@@ -1,25 +1,28 @@
 """Where an inventory problem is: the YAML line of a field, and a validation error in words.
 
 `Loader` is PyYAML's SafeLoader refusing duplicate keys; `line_of` finds the line of a dotted
-field in the composed YAML; `explain` words a pydantic error for a technician.
+field in the composed YAML; `explain` words a
+validation problem for a technician.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 import yaml
-from pydantic import BaseModel
 
 from wizard.inventory_models import (
     Addressing,
     Defaults,
     InventoryFile,
     LabLink,
+    NcclPolicy,
     NodeSpec,
     PasswordSource,
     SwitchSpec,
+    TlsSpec,
 )
 from wizard.yamlload import SAFE_LOADER
 
@@ -58,20 +61,24 @@ def explain(err: Mapping[str, Any]) -> str:
 
 
 def _known_keys(loc: tuple[Any, ...]) -> list[str]:
-    model: type[BaseModel] = InventoryFile
-    sections: dict[str, type[BaseModel]] = {
-        "nodes": NodeSpec,
-        "switches": SwitchSpec,
-        "defaults": Defaults,
-        "lab": LabLink,
-        "addressing": Addressing,
-    }
+    """The keys the record at `loc` accepts: the path is followed through the nested records
+    (a list's index stays on the list's record)."""
+    model: type[Any] = InventoryFile
     for part in loc:
-        if isinstance(part, str) and part in sections and model is InventoryFile:
-            model = sections[part]
-        elif part in {"password", "PasswordSource"}:
-            model = PasswordSource
-    return sorted(model.model_fields)
+        model = _NESTED.get((model, part), model)
+    return sorted(f.name for f in dataclasses.fields(model))
+
+
+_NESTED: dict[tuple[type[Any], Any], type[Any]] = {
+    (InventoryFile, "nodes"): NodeSpec,
+    (InventoryFile, "switches"): SwitchSpec,
+    (InventoryFile, "defaults"): Defaults,
+    (InventoryFile, "lab"): LabLink,
+    (InventoryFile, "addressing"): Addressing,
+    (InventoryFile, "nccl"): NcclPolicy,
+    (SwitchSpec, "tls"): TlsSpec,
+    (SwitchSpec, "password"): PasswordSource,
+}
 
 
 _UNION_TAGS = frozenset({"str", "PasswordSource", "function-after[_has_fields(), str]"})

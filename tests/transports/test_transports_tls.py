@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from wizard.inventory import SwitchSpec
+from wizard.inventory_schema import parse
 from wizard.lab.routeros.server import RouterOsServer, api_ssl_context
 from wizard.lab.routeros.switch import SwitchState
 from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
@@ -159,20 +160,21 @@ async def test_routeros_default_api_ssl_needs_the_opt_in() -> None:
 
 def test_inventory_tls_forms_and_warnings() -> None:
     pin = "sha256:" + ":".join(["0F"] * 32)
-    spec = SwitchSpec.model_validate(
-        {"name": "crs804", "host": "10.0.0.1", "tls": {"fingerprint": pin}, "password": "x"}
+    spec = parse(
+        SwitchSpec,
+        {"name": "crs804", "host": "10.0.0.1", "tls": {"fingerprint": pin}, "password": "x"},
     )
     target = RouterOsTarget.from_spec(spec, "x")
     assert target.tls and target.tls_fingerprint == pin and target.api_port == 8729
     anon = RouterOsTarget.from_spec(
-        SwitchSpec.model_validate({"name": "s", "host": "h", "tls": {"anonymous": True}}), "pw"
+        parse(SwitchSpec, {"name": "s", "host": "h", "tls": {"anonymous": True}}), "pw"
     )
-    plain = RouterOsTarget.from_spec(SwitchSpec.model_validate({"name": "p", "host": "h"}), "pw")
+    plain = RouterOsTarget.from_spec(parse(SwitchSpec, {"name": "p", "host": "h"}), "pw")
     warnings = trust_warnings([target, anon, plain])
     assert len(warnings) == 2
     assert "anonymous DH" in warnings[0] and "plaintext" in warnings[1]
     with pytest.raises(ValueError, match="fingerprint"):
-        SwitchSpec.model_validate({"name": "s", "host": "h", "tls": {"fingerprint": "md5:00"}})
+        parse(SwitchSpec, {"name": "s", "host": "h", "tls": {"fingerprint": "md5:00"}})
 
 
 async def test_a_certificate_is_pinned_on_first_use_only_when_asked(
