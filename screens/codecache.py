@@ -1,4 +1,5 @@
-"""A persistent cache of the methods `dataclasses` writes, compiled once per Python version.
+"""A persistent cache of start-up work: the methods `dataclasses` writes and the regular
+expressions `re` compiles, done once per Python version.
 
 `@dataclass` writes `__init__`, `__repr__`, `__eq__`, `__hash__` and, for frozen classes,
 `__setattr__`/`__delattr__` as source text and compiles each with `exec`. For the ~200 dataclasses
@@ -12,6 +13,13 @@ code object compiled from exactly that text (the cache's key is the whole text; 
 it as `exec` would and remembers it). Nothing else changes: the same text, compiled with the same
 flags, runs with the same globals.
 
+Compiled regular expressions are kept the same way. `re` parses a pattern and compiles it to the
+regex engine's code in Python (~200 patterns at start-up, most of them compiled at import by the
+parsers, PyYAML and click); the engine then builds the pattern object from that code. The cache
+keeps, per (pattern, flags), the arguments `re` handed the engine, and a hit hands them over
+again: the same pattern object, without the parse. Only str and bytes patterns are kept, and
+never with `re.DEBUG`.
+
 The cache is a marshal file per interpreter (`sys.implementation.cache_tag` and the full version
 in its name) under `$XDG_CACHE_HOME/fabwiz` (default `~/.cache/fabwiz`), created 0700/0600. It is
 read only if it belongs to this user and nobody else may write it (its code objects run), and it
@@ -21,9 +29,12 @@ is written atomically. Any problem reading or writing it just means compiling, a
 
 from __future__ import annotations
 
+import _sre  # type: ignore[import-not-found]  # the regex engine `re` compiles for
 import builtins
+import contextlib
 import marshal
 import os
+import re
 import stat
 import sys
 import threading
@@ -45,9 +56,11 @@ class CodeCache:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.codes: dict[str, CodeType] = {}
+        # (pattern, flags) -> the regex engine's compile arguments
+        self.patterns: dict[tuple[str | bytes, int], tuple[Any, ...]] = {}
         self.new = 0
         self.hits = 0
-        self.used: set[str] = set()
+        self.used: set[Any] = set()
         self._lock = threading.Lock()
 
     def load(self) -> None:
@@ -64,9 +77,16 @@ class CodeCache:
                 loaded = marshal.loads(f.read())  # noqa: S302  # ours: owner and mode checked
             except (EOFError, ValueError, TypeError):
                 return
-        if isinstance(loaded, dict):
+        if not isinstance(loaded, dict):
+            return
+        codes, patterns = loaded.get("code"), loaded.get("re")
+        if isinstance(codes, dict):
             self.codes = {
-                k: v for k, v in loaded.items() if isinstance(k, str) and isinstance(v, CodeType)
+                k: v for k, v in codes.items() if isinstance(k, str) and isinstance(v, CodeType)
+            }
+        if isinstance(patterns, dict):
+            self.patterns = {
+                k: v for k, v in patterns.items() if _is_key(k) and isinstance(v, tuple)
             }
 
     def code(self, source: str) -> CodeType:
@@ -88,6 +108,26 @@ class CodeCache:
             source = self.code(source)
         builtins.exec(source, globals_, locals_)  # noqa: S102  # the dataclasses' own text
 
+    def compile_regex(self, pattern: Any, flags: Any = 0) -> Any:
+        """`re._compiler.compile` through the cache."""
+        if not isinstance(pattern, str | bytes) or flags & re.DEBUG:
+            return _RE_COMPILE(pattern, flags)
+        key = (pattern, int(flags))
+        args = self.patterns.get(key)
+        if args is not None:
+            self.hits += 1
+            self.used.add(key)
+            return _sre.compile(*args)
+        _ENGINE.take()
+        compiled = _RE_COMPILE(pattern, flags)
+        captured = _ENGINE.take()
+        if captured is not None and _marshals(captured):
+            with self._lock:
+                self.patterns[key] = captured
+                self.used.add(key)
+                self.new += 1
+        return compiled
+
     def save(self) -> None:
         """Write the cache if it learned something (atomically; silently not at all on error)."""
         with self._lock:
@@ -95,7 +135,9 @@ class CodeCache:
                 return
             if len(self.codes) > MAX_ENTRIES:
                 self.codes = {k: v for k, v in self.codes.items() if k in self.used}
-            data = marshal.dumps(self.codes)
+            if len(self.patterns) > MAX_ENTRIES:
+                self.patterns = {k: v for k, v in self.patterns.items() if k in self.used}
+            data = marshal.dumps({"code": self.codes, "re": self.patterns})
             self.new = 0
         import tempfile
 
@@ -107,12 +149,70 @@ class CodeCache:
             Path(tmp).replace(self.path)
         except OSError:
             return
+        if self.path == default_path():  # the dataclass-only file of fabwiz 0.1
+            version = ".".join(map(str, sys.version_info[:3]))
+            old = f"dataclass-code-{sys.implementation.cache_tag}-{version}.bin"
+            with contextlib.suppress(OSError):
+                (self.path.parent / old).unlink(missing_ok=True)
+
+
+_RE_COMPILE = re._compiler.compile  # type: ignore[attr-defined]
+
+
+class _Engine(threading.local):
+    """Stands in for `_sre` in `re._compiler`: the same module, except that `compile` notes
+    (per thread) the arguments it was given."""
+
+    captured: tuple[Any, ...] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_sre, name)
+
+    def compile(self, *args: Any) -> Any:
+        self.captured = args
+        return _sre.compile(*args)
+
+    def take(self) -> tuple[Any, ...] | None:
+        """The arguments noted since the last take (None: no compile in between), as plain
+        values (`re` writes its opcodes as int subclasses, which marshal does not keep)."""
+        captured, self.captured = self.captured, None
+        if captured is None or len(captured) != 6:
+            return None
+        pattern, flags, code, groups, groupindex, indexgroup = captured
+        return (
+            pattern,
+            int(flags),
+            [int(c) for c in code],
+            int(groups),
+            {k: int(v) for k, v in groupindex.items()},
+            tuple(indexgroup),
+        )
+
+
+_ENGINE = _Engine()
+
+
+def _is_key(k: Any) -> bool:
+    return (
+        isinstance(k, tuple)
+        and len(k) == 2
+        and isinstance(k[0], str | bytes)
+        and isinstance(k[1], int)
+    )
+
+
+def _marshals(value: Any) -> bool:
+    try:
+        marshal.dumps(value)
+    except ValueError:
+        return False
+    return True
 
 
 def default_path() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     version = ".".join(map(str, sys.version_info[:3]))
-    return Path(base) / "fabwiz" / f"dataclass-code-{sys.implementation.cache_tag}-{version}.bin"
+    return Path(base) / "fabwiz" / f"startup-{sys.implementation.cache_tag}-{version}.bin"
 
 
 def install(path: Path | None = None) -> CodeCache | None:
@@ -129,6 +229,10 @@ def install(path: Path | None = None) -> CodeCache | None:
     cache = CodeCache(path or default_path())
     cache.load()
     dataclasses.exec = cache.exec  # type: ignore[attr-defined]
+    compiler = re._compiler  # type: ignore[attr-defined]
+    if compiler.compile is _RE_COMPILE and compiler._sre is _sre:
+        compiler._sre = _ENGINE
+        compiler.compile = cache.compile_regex
     _ACTIVE = cache
     return cache
 
@@ -145,4 +249,8 @@ def uninstall() -> None:
 
     if _ACTIVE is not None and vars(dataclasses).get("exec") == _ACTIVE.exec:
         del dataclasses.exec  # type: ignore[attr-defined]
+    compiler = re._compiler  # type: ignore[attr-defined]
+    if _ACTIVE is not None and compiler.compile == _ACTIVE.compile_regex:
+        compiler.compile = _RE_COMPILE
+        compiler._sre = _sre
     _ACTIVE = None

@@ -98,3 +98,44 @@ def test_a_cache_grown_past_its_bound_keeps_what_this_run_used(
     again = codecache.CodeCache(cache_file)
     again.load()
     assert set(again.codes) == used
+
+
+PATTERN = r"(?P<rail>enp\d+s0f[01]np[01])\s+(?P<state>Up|Down)[^\x00-\x08\uD800-\uDFFF]*"
+
+
+def test_patterns_compiled_through_the_cache_match_as_without_it(cache_file: Path) -> None:
+    import re
+
+    plain = re.compile(PATTERN, re.IGNORECASE)
+    re.purge()
+    first = codecache.install(cache_file)
+    assert first is not None
+    learned = re.compile(PATTERN, re.IGNORECASE)
+    assert first.patterns and (PATTERN, int(re.IGNORECASE)) in first.patterns
+    codecache.save()
+    codecache.uninstall()
+    re.purge()
+    second = codecache.install(cache_file)
+    assert second is not None
+    cached = re.compile(PATTERN, re.IGNORECASE)
+    assert second.new == 0 and second.hits >= 1  # built from the kept code, not parsed
+    line = "enp1s0f1np1  UP and more"
+    for p in (learned, cached):
+        assert p == plain and p.flags == plain.flags and p.groupindex == plain.groupindex
+        m = p.match(line)
+        assert m is not None and m.groupdict() == {"rail": "enp1s0f1np1", "state": "UP"}
+    re.purge()
+    assert re.compile(b"GLIBC_([0-9.]+)").match(b"GLIBC_2.36") is not None  # bytes too
+    assert re.compile("x", re.DEBUG) is not None  # never kept: it prints as it compiles
+    assert ("x", int(re.DEBUG)) not in second.patterns
+
+
+def test_uninstalled_re_compiles_as_it_did(cache_file: Path) -> None:
+    import re
+
+    real = re._compiler.compile  # type: ignore[attr-defined]
+    codecache.install(cache_file)
+    assert re._compiler.compile is not real  # type: ignore[attr-defined]
+    codecache.uninstall()
+    assert re._compiler.compile is real  # type: ignore[attr-defined]
+    assert re._compiler._sre.__name__ == "_sre"  # type: ignore[attr-defined]

@@ -117,7 +117,7 @@ def test_help_neither_reads_nor_writes_the_start_up_cache(tmp_path: Path) -> Non
 def test_a_check_leaves_the_start_up_cache_for_the_next_one(tmp_path: Path) -> None:
     first = _fabwiz(["check", "--lab", "healthy-2node-direct", "--json"], tmp_path)
     assert first.returncode == 0, first.stderr[-2000:]
-    (cached,) = (tmp_path / "fabwiz").glob("dataclass-code-*.bin")
+    (cached,) = (tmp_path / "fabwiz").glob("startup-*.bin")
     assert cached.stat().st_mode & 0o777 == 0o600
     assert (tmp_path / "fabwiz").stat().st_mode & 0o777 == 0o700
     second = _fabwiz(["check", "--lab", "healthy-2node-direct", "--json"], tmp_path)

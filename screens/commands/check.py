@@ -137,21 +137,19 @@ async def run_check(
         accept_new_host_keys=accept_new_host_keys,
         ssh_config=ssh_config,
     )
-    switches = _switch_transports(inv, passwords)
-    # the handshakes and logins first: the sweep and the checks load while their round trips
-    # are in flight. asyncssh is imported before the checks start loading: both are CPU-bound
-    # imports under one GIL, and only the handshakes wait on it.
+    # the handshakes first, as soon as asyncssh is loaded: everything else `check` loads
+    # (the API client, the sweep, the checks) loads while their round trips are in flight
     load_asyncssh()
     ssh.start(n.name for n in inv.nodes)
+    await asyncio.sleep(0)  # the connections are opening: the nodes answer meanwhile
+    switches = _switch_transports(inv, passwords)
     for api in switches.values():
         api.start()
     try:
-        from flows.probe_manifest import probes_for
-        from wizard.sweep import Sweeper
-
+        probes_for, sweeper_class = await _loading_sweep()
         # the checks load while the sweep's commands run: their probes are known without them
         loading = asyncio.ensure_future(asyncio.to_thread(_load_checks, perf))
-        sweeper = Sweeper(
+        sweeper = sweeper_class(
             ssh=ssh,
             nodes=[n.name for n in inv.nodes],
             switches=switches,
@@ -311,6 +309,19 @@ class _Loaded:
     checks: list[Any]
     probes: list[Any]
     make_context: Callable[..., Any]
+
+
+async def _loading_sweep() -> tuple[Callable[..., Any], Any]:
+    """The sweep and its probe manifest, imported in a thread: the loop drives the handshakes
+    under way meanwhile (each import would otherwise hold them up until it is done)."""
+
+    def load() -> tuple[Callable[..., Any], Any]:
+        from flows.probe_manifest import probes_for
+        from wizard.sweep import Sweeper
+
+        return probes_for, Sweeper
+
+    return await asyncio.to_thread(load)
 
 
 def _load_checks(perf: bool) -> _Loaded:
