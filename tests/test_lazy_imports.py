@@ -112,3 +112,19 @@ def test_the_app_loads_its_dialogs_when_one_first_opens() -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["[]"]
+
+
+def test_a_scenario_is_checked_without_building_the_lab() -> None:
+    # `fabwiz demo` refuses a bad scenario before its first screen: that check loads neither
+    # the world nor pydantic
+    code = (
+        "import sys\n"
+        "from wizard.lab import scenarios\n"
+        "s = scenarios.load('crs804-three-bugs')\n"
+        "print(s.topology.nodes, len(s.faults), sorted(m for m in ('pydantic', 'asyncssh',"
+        " 'wizard.lab.world', 'wizard.lab.faults') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "4 3 []"

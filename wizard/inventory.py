@@ -34,8 +34,8 @@ from wizard.inventory_models import (
     SwitchSpec,
 )
 from wizard.inventory_passwords import resolve_password
-from wizard.inventory_schema import SchemaError, parse
 from wizard.inventory_yaml import DuplicateKey, Loader, dotted, explain, line_of, root_causes
+from wizard.schema import SchemaError, parse
 
 __all__ = [
     "Defaults",

@@ -1,7 +1,7 @@
 """The inventory's shape: frozen dataclasses of the YAML file, and the validated `Inventory`.
 
 Every record refuses unknown keys and is frozen; its `SCHEMA` gives each field's check
-(`wizard.inventory_schema`). `wizard.inventory` loads a file into them and turns their problems
+(`wizard.schema`). `wizard.inventory` loads a file into them and turns their problems
 into messages naming the file, the line and the field.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
 
-from wizard.inventory_schema import (
+from wizard.schema import (
     Check,
     Loc,
     Problem,

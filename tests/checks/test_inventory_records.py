@@ -11,7 +11,7 @@ import pytest
 from wizard.errors import InventoryError
 from wizard.inventory import NodeSpec, PasswordSource, SwitchSpec, parse_inventory
 from wizard.inventory_models import InventoryFile, TlsSpec
-from wizard.inventory_schema import SchemaError, parse
+from wizard.schema import SchemaError, parse
 
 NODE = "nodes:\n  - name: spark1\n    host: 127.0.0.1\n"
 

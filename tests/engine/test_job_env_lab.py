@@ -3,6 +3,7 @@ change to make there, never written into host files the container does not read.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from pathlib import Path
 
@@ -97,7 +98,7 @@ class ChangesTheContainer(TerminalOperator):
             fixed = ContainerFacts(
                 name="vllm", env={"NCCL_IB_HCA": "=rocep1s0f0,roceP2p1s0f0,rocep1s0f1,roceP2p1s0f1"}
             )
-            self.lab.world.facts = facts.model_copy(update={"containers": {"spark1": fixed}})
+            self.lab.world.facts = dataclasses.replace(facts, containers={"spark1": fixed})
         return "done"
 
 

@@ -64,3 +64,39 @@ def test_facts_with_an_unknown_key_or_bad_value_name_the_field() -> None:
     with pytest.raises(ScenarioError) as err:
         load_text(FACTS.replace("link_up_delay_s: 8", "link_up_delay_s: soon"), path="f.yaml")
     assert err.value.field == "facts.switches.crs804.link_up_delay_s"
+
+
+def test_a_port_fact_is_read_under_either_spelling_and_saved_under_its_yaml_one() -> None:
+    from wizard.lab.facts import Facts, PortFacts
+    from wizard.schema import dump, parse
+
+    for key in ("hw-offload", "hw_offload"):
+        facts = parse(Facts, {"ports": {"crs804/qsfp56-dd-1-1": {key: False}}})
+        assert facts.ports["crs804/qsfp56-dd-1-1"] == PortFacts(hw_offload=False)
+    saved = dump(facts, exclude_defaults=True)
+    assert saved == {"ports": {"crs804/qsfp56-dd-1-1": {"hw-offload": False}}}
+    assert parse(Facts, saved) == facts  # a saved lab state reads back the same facts
+
+
+def test_a_scenario_reads_back_from_its_saved_form() -> None:
+    from wizard.lab.scenarios import Scenario
+    from wizard.schema import dump
+
+    s = load_text(FACTS, path="facts.yaml")
+    again = Scenario.from_data(dump(s))
+    assert again == s and again.facts.nodes["spark2"].boot_gap_s == 20.0
+    assert isinstance(again.faults, list) and isinstance(again.topology.switches, list)
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "message"),
+    [
+        ("nodes: 2", "topology.nodes", "Input should be a valid integer"),
+        ("cables_per_node: 1", "topology.cables_per_node", "Input should be 1 or 2"),
+    ],
+)
+def test_a_boolean_is_not_a_count(edit: str, field: str, message: str) -> None:
+    key = edit.partition(":")[0]
+    with pytest.raises(ScenarioError) as err:
+        load_text(FACTS.replace(edit, f"{key}: true", 1), path="f.yaml")
+    assert err.value.field == field and str(err.value).startswith(f"f.yaml: {field}: {message}")

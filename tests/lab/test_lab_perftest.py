@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ from wizard.lab.hostcmds import Host
 from wizard.lab.perftest import Registry
 from wizard.lab.perftest_args import parse
 from wizard.lab.world import World
+from wizard.schema import parse as parse_record
 
 REAL = shutil.which("ib_write_bw")
 
@@ -53,7 +55,7 @@ class Node:
 def lab(name: str, facts: Facts | None = None) -> tuple[World, dict[str, Node]]:
     s = scenarios.load(name)
     if facts is not None:
-        s = s.model_copy(update={"facts": facts})
+        s = dataclasses.replace(s, facts=facts)
     clock = ManualClock()
     w = scenarios.build_world(s, clock=clock)
     reg = Registry()
@@ -191,7 +193,7 @@ async def test_gid_table_sysfs_and_show_gids() -> None:
 
 
 async def test_ipv6_first_shifts_the_ipv4_gids() -> None:
-    facts = Facts.model_validate({"nodes": {"spark1": {"ipv6_first": True}}})
+    facts = parse_record(Facts, {"nodes": {"spark1": {"ipv6_first": True}}})
     w, n = lab("healthy-2node-direct", facts)
     rail = w.nodes["spark1"].rails[0]
     rail.ipv6 = ["fd00:9:1::1/64"]

@@ -20,7 +20,7 @@ def world(name: str) -> World:
 
 def two_crs812(uplinks: bool = False) -> World:
     sw = {"model": "CRS812-8DS-2DQ-2DDQ", "uplink": uplinks}
-    s = Scenario.model_validate(
+    s = Scenario.from_data(
         {"name": "x", "topology": {"nodes": 6, "switches": [sw, sw], "cables_per_node": 1}}
     )
     return scenarios.build_world(s)

@@ -5,6 +5,7 @@ job's container still runs with the environment it had."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 
 from wizard import boots
@@ -43,7 +44,7 @@ def test_boot_history_renderer_and_facts_survive_a_saved_world() -> None:
     hands.reboot("spark1")
     # the technician recreated the container with another environment before the interruption
     changed = ContainerFacts(name="vllm", env={"NCCL_IB_HCA": "=rocep1s0f0"})
-    world.facts = world.facts.model_copy(update={"containers": {"spark1": changed}})
+    world.facts = dataclasses.replace(world.facts, containers={"spark1": changed})
     before = {n: (list(node.boots), node.renderer, node.down_at) for n, node in world.nodes.items()}
     journal = list_boots(world, world.nodes["spark1"], ["-o", "json"])
 

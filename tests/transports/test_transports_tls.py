@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from wizard.inventory import SwitchSpec
-from wizard.inventory_schema import parse
 from wizard.lab.routeros.server import RouterOsServer, api_ssl_context
 from wizard.lab.routeros.switch import SwitchState
+from wizard.schema import parse
 from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
 from wizard.transports.routeros_tls import fingerprint, trust_warnings
 

@@ -15,6 +15,10 @@ from typing import Any
 import yaml
 
 from wizard.errors import FabwizError
+from wizard.lab.catalog import (
+    BENIGN,
+    INJECTABLE,
+)
 from wizard.lab.switchport import apply_switch_fault
 from wizard.lab.world import (
     NETPLAN_PATH,
@@ -24,35 +28,6 @@ from wizard.lab.world import (
     NodeState,
     World,
 )
-
-SWITCH_FAULTS = (
-    "switch.breakout-autoneg",
-    "switch.link-degraded",
-    "switch.offload-split-cage",
-    "switch.offload-second-bridge",
-    "switch.offload-disabled",
-    "switch.qos-pfc-stall",
-    "switch.mtu",
-    "switch.rstp-isl-blocked",
-)
-HOST_FAULTS = (
-    "host.pfc-enabled",
-    "host.mtu",
-    "host.duplicate-ip",
-    "host.same-subnet-rails",
-    "host.arp-sysctls",
-    "host.ipv6-on-fabric",
-    "host.half-unused",
-    "host.rail-down",
-    "host.pcie-width",
-    "host.cx7-throttled",
-    "host.cx7-degraded",
-)
-NCCL_FAULTS = ("nccl.hca-filter", "nccl.socket-fallback")
-PROCESS_FAULTS = ("process.undrained-measurement",)
-BENIGN = ("benign.pcie-27w", "benign.gdr-disabled", "benign.iperf-single-stream")
-INJECTABLE = (*SWITCH_FAULTS, *HOST_FAULTS, *NCCL_FAULTS, *PROCESS_FAULTS)
-ALL_IDS = (*INJECTABLE, *BENIGN)
 
 PFC_PRIO3 = (0, 0, 0, 1, 0, 0, 0, 0)
 

@@ -33,6 +33,7 @@ from wizard.lab.scenarios import Scenario
 from wizard.lab.sshd import NodeServer
 from wizard.lab.switchport import have_routeros
 from wizard.lab.world import World
+from wizard.schema import dump
 
 LOCALHOST = "127.0.0.1"
 REBOOT_SECONDS = 45.0
@@ -103,7 +104,7 @@ class Lab:
             world, saved = lab_state.load(self.state_file, time_scale=time_scale)
             self.resumed = True
             if saved is not None and not isinstance(scenario, Scenario):
-                scenario = Scenario.model_validate(saved)
+                scenario = Scenario.from_data(saved)
         self.scenario = scenario if isinstance(scenario, Scenario) else scenario_mod.load(scenario)
         self.time_scale = time_scale
         self.user = user
@@ -304,7 +305,7 @@ class Lab:
             return
         self._saving = True
         try:
-            lab_state.save(self.world, self.state_file, self.scenario.model_dump())
+            lab_state.save(self.world, self.state_file, dump(self.scenario))
         finally:
             self._saving = False
 

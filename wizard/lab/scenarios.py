@@ -11,72 +11,123 @@ faults:
     nodes: [spark2, spark3]
 ```
 
-Validation (pydantic) errors name the file and the field. `build_world` turns a scenario into a
+Validation errors name the file and the field (the records' checks are `wizard.schema`'s). `build_world` turns a scenario into a
 booted `World`: nodes spark1..N in cabling order, switches from the RouterOS model,
 ISLs on the native QSFP56 ports, optional campus uplinks on ether1, then the faults.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from wizard.errors import ScenarioError
-from wizard.lab import boots, nmprofiles, nodetools, renderer, scenario_facts
-from wizard.lab import faults as fault_mod
-from wizard.lab.clock import Clock
+from wizard.lab.catalog import ALL_IDS, CRS804, CRS812
 from wizard.lab.facts import Facts
-from wizard.lab.switchport import CRS804, CRS812, new_switch
-from wizard.lab.traffic import Traffic
-from wizard.lab.world import End, World
+from wizard.schema import (
+    Check,
+    SchemaError,
+    choice,
+    flag,
+    mapping,
+    optional,
+    parse,
+    record,
+    sequence,
+    text,
+    validated,
+    whole,
+)
+
+if TYPE_CHECKING:
+    from wizard.lab.clock import Clock
+    from wizard.lab.world import World
+
+_TEXT = text(strip=False)
+_NAMES = optional(sequence(_TEXT, as_list=True))
 
 
-class SwitchSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@dataclass(kw_only=True)
+class SwitchSpec:
     model: Literal["CRS804-4DDQ", "CRS812-8DS-2DQ-2DDQ"]
     name: str | None = None
     uplink: bool = False  # a copper uplink from ether1 into the campus LAN
 
+    SCHEMA: ClassVar[Mapping[str, Check]] = {
+        "model": choice(CRS804, CRS812),
+        "name": optional(_TEXT),
+        "uplink": flag,
+    }
 
-class Topology(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    nodes: int = Field(ge=1, le=64)
-    switches: list[SwitchSpec] = Field(default_factory=list, max_length=12)
+
+@dataclass(kw_only=True)
+class Topology:
+    nodes: int
+    switches: list[SwitchSpec] = field(default_factory=list)
     cables_per_node: Literal[1, 2] = 1
     isl: bool = True
 
+    SCHEMA: ClassVar[Mapping[str, Check]] = {
+        "nodes": whole(ge=1, le=64),
+        "switches": sequence(record(SwitchSpec), max_length=12, as_list=True),
+        "cables_per_node": choice(1, 2),
+        "isl": flag,
+    }
 
-class FaultSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+
+def _known(v: str) -> str:
+    if v not in ALL_IDS:
+        raise ValueError(f"unknown fault id {v!r}; expected one of FAULTS.md's ids")
+    return v
+
+
+@dataclass(kw_only=True)
+class FaultSpec:
     id: str
     nodes: list[str] | None = None
     switches: list[str] | None = None
     ports: list[str] | None = None
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
 
-    @field_validator("id")
-    @classmethod
-    def _known(cls, v: str) -> str:
-        if v not in fault_mod.ALL_IDS:
-            raise ValueError(f"unknown fault id {v!r}; expected one of FAULTS.md's ids")
-        return v
+    SCHEMA: ClassVar[Mapping[str, Check]] = {
+        "id": validated(_TEXT, _known),
+        "nodes": _NAMES,
+        "switches": _NAMES,
+        "ports": _NAMES,
+        "params": mapping(None, _TEXT),
+    }
 
 
-class Scenario(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@dataclass(kw_only=True)
+class Scenario:
     name: str
     description: str = ""
     source: str | None = None  # the seed document it reproduces (000..003)
     seed: int = 0
     topology: Topology
-    faults: list[FaultSpec] = Field(default_factory=list)
-    facts: Facts = Field(default_factory=Facts)
+    faults: list[FaultSpec] = field(default_factory=list)
+    facts: Facts = field(default_factory=Facts)
+
+    SCHEMA: ClassVar[Mapping[str, Check]] = {
+        "name": _TEXT,
+        "description": _TEXT,
+        "source": optional(_TEXT),
+        "seed": whole(),
+        "topology": record(Topology),
+        "faults": sequence(record(FaultSpec), as_list=True),
+        "facts": record(Facts),
+    }
+
+    @classmethod
+    def from_data(cls, data: Any) -> Scenario:
+        """A scenario from its loaded data (a file's, or a saved lab state's); raises
+        SchemaError with every problem."""
+        return parse(cls, data)
 
 
 def _builtin_dir() -> Path:
@@ -98,8 +149,8 @@ def load_text(text: str, *, path: str) -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError("expected a mapping with name, topology, faults", path=path)
     try:
-        scenario = Scenario.model_validate(data)
-    except ValidationError as exc:
+        scenario = Scenario.from_data(data)
+    except SchemaError as exc:
         err = exc.errors()[0]
         field = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(
             ".[", "["
@@ -278,6 +329,11 @@ def build_world(
 ) -> World:
     """The world of `scenario`; `clock` injects lab time (a test passes a `ManualClock` and
     advances it)."""
+    from wizard.lab import boots, nmprofiles, nodetools, renderer, scenario_facts
+    from wizard.lab import faults as fault_mod
+    from wizard.lab.traffic import Traffic
+    from wizard.lab.world import World
+
     world = World(seed=scenario.seed, time_scale=time_scale, name=scenario.name, clock=clock)
     world.facts = scenario.facts
     Traffic(world)
@@ -310,6 +366,8 @@ def build_world(
 
 def _add_switches(world: World, scenario: Scenario, names: list[str]) -> None:
     """The topology's switches, each on the world's clock, at the RouterOS the facts tell."""
+    from wizard.lab.switchport import new_switch
+
     for name, spec in zip(names, scenario.topology.switches, strict=True):
         switch = new_switch(name, spec.model, clock=world.now)
         told = scenario.facts.switches.get(name)
@@ -324,6 +382,8 @@ def _add_switches(world: World, scenario: Scenario, names: list[str]) -> None:
 def _cable(world: World, t: Topology, names: list[str]) -> None:
     """The cables as built: node legs to switch ports (or node to node without a switch), the
     ISLs of a chain of switches, and the campus uplinks."""
+    from wizard.lab.world import End
+
     if not t.switches:
         for p in range(t.cables_per_node):
             world.connect(End("node", "spark1", f"port{p}"), End("node", "spark2", f"port{p}"))

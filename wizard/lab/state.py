@@ -18,6 +18,7 @@ from wizard.lab.facts import Facts
 from wizard.lab.switchport import switch_from_state
 from wizard.lab.traffic import Traffic
 from wizard.lab.world import Cable, End, World
+from wizard.schema import parse
 
 VERSION = 1
 
@@ -74,7 +75,7 @@ def restore(data: dict[str, Any], *, time_scale: float | None = None) -> World:
     )
     world.set_clock(float(data["now"]))
     # the facts (containers, processes, renderers, firmware...) as they were, changes included
-    world.facts = Facts.model_validate(data.get("facts") or {})
+    world.facts = parse(Facts, data.get("facts") or {})
     Traffic(world)
     for nd in data["nodes"]:
         node = world.add_node(nd["name"], int(nd["index"]))

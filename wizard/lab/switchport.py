@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 from wizard.errors import FabwizError
+from wizard.lab.catalog import CRS804, CRS812
 
-CRS804 = "CRS804-4DDQ"
-CRS812 = "CRS812-8DS-2DQ-2DDQ"
 MODELS = (CRS804, CRS812)
 
 

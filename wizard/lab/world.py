@@ -38,6 +38,7 @@ from wizard.lab.elements import (
 from wizard.lab.facts import Facts
 from wizard.lab.hostconfig import healthy_netplan
 from wizard.lab.switchport import SwitchLike
+from wizard.schema import dump
 
 __all__ = [
     "DEFAULT_SYSCTLS",
@@ -413,5 +414,5 @@ class World:
             ],
             "planned_cabling": dict(self.planned_cabling),
             "cables": [{"a": c.a.label, "b": c.b.label, "seated": c.seated} for c in self.cables],
-            "facts": self.facts.model_dump(mode="json", by_alias=True, exclude_defaults=True),
+            "facts": dump(self.facts, exclude_defaults=True),
         }

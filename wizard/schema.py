@@ -1,4 +1,5 @@
-"""Field checks for the inventory's records: plain frozen dataclasses, validated from YAML data.
+"""Field checks for records read from YAML (the inventory's, a lab scenario's): plain
+dataclasses, validated from the loaded data.
 
 A check takes a value and its location (a tuple of keys and indexes from the file's root) and
 returns the value to store, or records a problem and returns `BAD`. `build` fills a record from a
@@ -6,12 +7,15 @@ mapping: every field in declaration order, then every unknown key, so one pass r
 problem. A problem is a dict with `type`, `loc`, `msg` and `input`, the shape `inventory_yaml`
 words for a technician; `SchemaError` carries them.
 
-Strings are stripped of surrounding whitespace. Numbers may be written as numbers or as numeric
-strings; a boolean is never a number. Records refuse unknown keys.
+Strings are stripped of surrounding whitespace unless a check says otherwise. Numbers may be
+written as numbers or as numeric strings; a boolean is never a number. Records refuse unknown
+keys. A record may name the key a field is written under (`ALIASES`, e.g. `hw-offload`); either
+spelling is read, and `dump` writes the alias. `dump` turns a record back into JSON-native data.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -25,6 +29,7 @@ __all__ = [
     "SchemaError",
     "build",
     "choice",
+    "dump",
     "fail",
     "flag",
     "mapping",
@@ -73,14 +78,15 @@ def fail(errors: list[Problem], kind: str, loc: Loc, msg: str, value: Any) -> An
     return BAD
 
 
-def text(*, min_length: int = 0, pattern: str | None = None) -> Check:
-    """A string, stripped; at least `min_length` characters; matching `pattern` when given."""
+def text(*, min_length: int = 0, pattern: str | None = None, strip: bool = True) -> Check:
+    """A string, stripped (unless `strip` is false); at least `min_length` characters; matching
+    `pattern` when given."""
     regex = None if pattern is None else re.compile(pattern)
 
     def check(value: Any, loc: Loc, errors: list[Problem]) -> Any:
         if not isinstance(value, str):
             return fail(errors, "string_type", loc, "Input should be a valid string", value)
-        v = value.strip()
+        v = value.strip() if strip else value
         if len(v) < min_length:
             s = "" if min_length == 1 else "s"
             return fail(
@@ -145,8 +151,8 @@ def whole(*, ge: int | None = None, le: int | None = None) -> Check:
     return check
 
 
-def number(*, gt: float | None = None) -> Check:
-    """A number (a numeric string is accepted), above `gt` when given."""
+def number(*, gt: float | None = None, ge: float | None = None) -> Check:
+    """A number (a numeric string is accepted), above `gt` and at least `ge` when given."""
 
     def check(value: Any, loc: Loc, errors: list[Problem]) -> Any:
         if isinstance(value, bool) or not isinstance(value, int | float | str):
@@ -162,6 +168,14 @@ def number(*, gt: float | None = None) -> Check:
         v = float(value.strip() if isinstance(value, str) else value)
         if gt is not None and not v > gt:
             return fail(errors, "greater_than", loc, f"Input should be greater than {gt:g}", value)
+        if ge is not None and not v >= ge:
+            return fail(
+                errors,
+                "greater_than_equal",
+                loc,
+                f"Input should be greater than or equal to {ge:g}",
+                value,
+            )
         return v
 
     return check
@@ -211,14 +225,14 @@ def flag(value: Any, loc: Loc, errors: list[Problem]) -> Any:
     return fail(errors, "bool_type", loc, "Input should be a valid boolean", value)
 
 
-def choice(*values: str) -> Check:
-    """One of `values`, exactly."""
+def choice(*values: Any) -> Check:
+    """One of `values`, exactly (of the same type: `true` is not `1`)."""
     words = repr(values[-1])
     if len(values) > 1:
         words = ", ".join(repr(v) for v in values[:-1]) + f" or {words}"
 
     def check(value: Any, loc: Loc, errors: list[Problem]) -> Any:
-        if isinstance(value, str) and value in values:
+        if any(type(value) is type(v) and value == v for v in values):
             return value
         return fail(errors, "literal_error", loc, f"Input should be {words}", value)
 
@@ -252,26 +266,39 @@ def mapping(value_check: Check | None, key_check: Check | None = None) -> Check:
     return check
 
 
-def sequence(item: Check, *, min_length: int = 0) -> Check:
-    """A list of items passing `item`, kept as a tuple; at least `min_length` of them."""
+def sequence(
+    item: Check, *, min_length: int = 0, max_length: int | None = None, as_list: bool = False
+) -> Check:
+    """A list of items passing `item`, kept as a tuple (a list with `as_list`); at least
+    `min_length` of them and at most `max_length`."""
+    kind = "List" if as_list else "Tuple"
 
     def check(value: Any, loc: Loc, errors: list[Problem]) -> Any:
         if not isinstance(value, list | tuple):
-            return fail(errors, "tuple_type", loc, "Input should be a valid tuple", value)
-        n = len(errors)
-        out = tuple(item(v, (*loc, i), errors) for i, v in enumerate(value))
-        if len(errors) > n:
-            return BAD
-        if len(out) < min_length:
-            s = "" if min_length == 1 else "s"
             return fail(
                 errors,
-                "too_short",
+                f"{kind.lower()}_type",
                 loc,
-                f"Tuple should have at least {min_length} item{s} after validation, not {len(out)}",
+                f"Input should be a valid {kind.lower()}",
                 value,
             )
-        return out
+        n = len(errors)
+        out = [item(v, (*loc, i), errors) for i, v in enumerate(value)]
+        if len(errors) > n:
+            return BAD
+        if len(out) < min_length or (max_length is not None and len(out) > max_length):
+            short = len(out) < min_length
+            bound = min_length if short else max_length
+            s = "" if bound == 1 else "s"
+            return fail(
+                errors,
+                "too_short" if short else "too_long",
+                loc,
+                f"{kind} should have {'at least' if short else 'at most'} {bound} item{s} "
+                f"after validation, not {len(out)}",
+                value,
+            )
+        return out if as_list else tuple(out)
 
     return check
 
@@ -314,16 +341,20 @@ def build(cls: type[R], data: Any, loc: Loc, errors: list[Problem]) -> Any:
             data,
         )
     schema: Mapping[str, Check] = cls.SCHEMA  # type: ignore[attr-defined]
+    aliases: Mapping[str, str] = getattr(cls, "ALIASES", {})
     required = _required(cls)
     n = len(errors)
     values: dict[str, Any] = {}
     for name, check in schema.items():
-        if name in data:
-            values[name] = check(data[name], (*loc, name), errors)
+        key = aliases.get(name, name)
+        key = key if key in data else name
+        if key in data:
+            values[name] = check(data[key], (*loc, key), errors)
         elif name in required:
-            fail(errors, "missing", (*loc, name), "Field required", data)
+            fail(errors, "missing", (*loc, aliases.get(name, name)), "Field required", data)
+    known = set(schema) | set(aliases.values())
     for k, v in data.items():
-        if k not in schema:
+        if k not in known:
             fail(errors, "extra_forbidden", (*loc, k), "Extra inputs are not permitted", v)
     if len(errors) > n:
         return BAD
@@ -347,6 +378,33 @@ def _required(cls: type[Any]) -> frozenset[str]:
             f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
         )
     return names
+
+
+def dump(value: Any, *, exclude_defaults: bool = False) -> Any:
+    """A record (and what it holds) as JSON-native data: fields by their alias, tuples as lists;
+    with `exclude_defaults`, a record's fields that still have their default are left out."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        aliases: Mapping[str, str] = getattr(value, "ALIASES", {})
+        out: dict[str, Any] = {}
+        for f in fields(value):
+            v = getattr(value, f.name)
+            if exclude_defaults and _is_default(f, v):
+                continue
+            out[aliases.get(f.name, f.name)] = dump(v, exclude_defaults=exclude_defaults)
+        return out
+    if isinstance(value, dict):
+        return {k: dump(v, exclude_defaults=exclude_defaults) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [dump(v, exclude_defaults=exclude_defaults) for v in value]
+    return value
+
+
+def _is_default(f: dataclasses.Field[Any], v: Any) -> bool:
+    if f.default is not MISSING:
+        return bool(v == f.default)
+    if f.default_factory is not MISSING:
+        return bool(v == f.default_factory())
+    return False
 
 
 def parse(cls: type[R], data: Any) -> R:
