@@ -21,7 +21,15 @@ from wizard import safetext
 from wizard.model import Measurement
 
 if TYPE_CHECKING:
-    from wizard.events import Event
+    from wizard.events import (
+        Event,
+        MeasurementTaken,
+        PhysicalActionDone,
+        PhysicalActionRequested,
+        ProbeSent,
+        StepChanged,
+        TrafficPlanned,
+    )
 
 _LIMIT = re.compile(r"\btimeout\s+(?:-k\s+\S+\s+)?(\d+)")
 _NCCL_TOOL = re.compile(r"\b(\w+_perf)\b")
@@ -103,6 +111,25 @@ class Waiting:
     wait_s: float
 
 
+_EVENT_TYPES = (
+    "MeasurementTaken",
+    "PhysicalActionDone",
+    "PhysicalActionRequested",
+    "ProbeSent",
+    "StepChanged",
+    "TrafficPlanned",
+)
+
+
+def _load_event_types() -> None:
+    """Bind the event types `feed` tells apart, once. They load with whoever makes the events
+    (the sweep, the engine): a progress printer is made before them, on the path to the first
+    handshake, and an import statement per probe event costs more than the event's line."""
+    from wizard import events
+
+    globals().update({name: getattr(events, name) for name in _EVENT_TYPES})
+
+
 class ProgressModel:
     """The state of headless long work, fed one event at a time; `feed` gives the lines of the
     phases that event started or ended (target text cleaned of escapes and controls)."""
@@ -162,17 +189,8 @@ class ProgressModel:
         return f"{int(left) // 60}:{int(left) % 60:02d} left"
 
     def feed(self, ev: Event) -> list[str]:
-        # the event types load with whoever makes the events (the sweep, the engine): a
-        # progress printer is made before them, on the path to the first handshake
-        from wizard.events import (
-            MeasurementTaken,
-            PhysicalActionDone,
-            PhysicalActionRequested,
-            ProbeSent,
-            StepChanged,
-            TrafficPlanned,
-        )
-
+        if "ProbeSent" not in globals():
+            _load_event_types()
         if isinstance(ev, StepChanged):
             self.step = ev.step
         elif isinstance(ev, ProbeSent):

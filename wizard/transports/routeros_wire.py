@@ -145,13 +145,16 @@ async def read_sentence(protocol: Any) -> tuple[str, tuple[str, ...]]:
         reply: tuple[str, tuple[str, ...]] = await protocol.readSentence()
         return reply
     pending = _PENDING.setdefault(protocol, bytearray())
-    async with asyncio.timeout(protocol.timeout):
-        while (end := _sentence_end(pending)) is None:
-            chunk = await reader.read(_CHUNK)
-            if not chunk:
-                raise ConnectionClosed("Connection unexpectedly closed.")
-            pending += chunk
-    sentence = _words(pending, end)
+    found = _sentence(pending)
+    if found is None:  # only then is there anything to wait for
+        async with asyncio.timeout(protocol.timeout):
+            while (found := _sentence(pending)) is None:
+                chunk = await reader.read(_CHUNK)
+                if not chunk:
+                    raise ConnectionClosed("Connection unexpectedly closed.")
+                pending += chunk
+    end, spans = found
+    sentence = tuple(_decode(pending[start : start + length]) for start, length in spans)
     del pending[:end]
     if ros_protocol.LOGGER.isEnabledFor(logging.DEBUG):
         ros_protocol.log("--->", *sentence)
@@ -185,30 +188,27 @@ def _word_at(data: bytearray, pos: int) -> tuple[int, int] | None:
     return pos + 1 + more, int.from_bytes(data[pos : pos + 1 + more], "big") ^ mask
 
 
-def _sentence_end(data: bytearray) -> int | None:
-    """Where the first whole sentence in `data` ends (after its empty word), None when it has
-    not all arrived."""
+def _sentence(data: bytearray) -> tuple[int, list[tuple[int, int]]] | None:
+    """Where the first whole sentence in `data` ends (after its empty word) and where each of
+    its words is (start, length); None when it has not all arrived."""
     pos, size = 0, len(data)
+    spans: list[tuple[int, int]] = []
     while pos < size:
-        word = _word_at(data, pos)
-        if word is None:
-            return None
-        start, length = word
+        first = data[pos]
+        if first < 0x80:  # most words: a one-byte length
+            start, length = pos + 1, first
+        else:
+            word = _word_at(data, pos)
+            if word is None:
+                return None
+            start, length = word
         if length == 0:
-            return start
+            return start, spans
+        spans.append((start, length))
         pos = start + length
     return None
 
 
-def _words(data: bytearray, end: int) -> tuple[str, ...]:
-    """The words of the whole sentence `data[:end]`, decoded by the wire codec."""
-    words: list[str] = []
-    pos = 0
-    while True:
-        word = _word_at(data, pos)
-        assert word is not None  # the sentence is whole
-        start, length = word
-        if length == 0:
-            return tuple(words)
-        words.append(codecs.utf_8_decode(data[start : start + length], "replace", True)[0])
-        pos = start + length
+def _decode(word: bytearray) -> str:
+    """A word as the wire codec decodes it."""
+    return codecs.utf_8_decode(word, "replace", True)[0]
