@@ -44,7 +44,9 @@ __all__ = [
     "TlsSpec",
 ]
 
-_NAME = r"^[A-Za-z0-9._-]+$"
+_NAME = text(
+    min_length=1, pattern=r"^[A-Za-z0-9._-]+$", means="letters, digits, '.', '_' or '-' only"
+)
 _PORT = optional(whole(ge=1, le=65535))
 _PATH = optional(text())
 _TEXT = text()
@@ -138,15 +140,25 @@ class NodeSpec:
     job_process: str | None = None
 
     SCHEMA: ClassVar[Mapping[str, Check]] = {
-        "name": text(min_length=1, pattern=_NAME),
+        "name": _NAME,
         "host": text(min_length=1),
         "port": _PORT,
         "user": optional(text()),
         "identity_file": _PATH,
         "known_hosts": _PATH,
         "tools": _TOOLS,
-        "job_container": optional(text(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")),
-        "job_process": optional(text(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,14}$")),
+        "job_container": optional(
+            text(
+                pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+                means="a container name: a letter or digit, then letters, digits, '_', '.', '-'",
+            )
+        ),
+        "job_process": optional(
+            text(
+                pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,14}$",
+                means="a process name as /proc/PID/comm shows it (1 to 15 characters)",
+            )
+        ),
     }
 
     @property
@@ -163,7 +175,12 @@ class TlsSpec:
     anonymous: bool = False  # RouterOS' certificate-less default api-ssl: not authenticated
 
     SCHEMA: ClassVar[Mapping[str, Check]] = {
-        "fingerprint": optional(text(pattern=r"^sha256:([0-9A-Fa-f]{2}:?){31}[0-9A-Fa-f]{2}$")),
+        "fingerprint": optional(
+            text(
+                pattern=r"^sha256:([0-9A-Fa-f]{2}:?){31}[0-9A-Fa-f]{2}$",
+                means="sha256: then the certificate's 32 bytes in hex (sha256:0F:3A:...)",
+            )
+        ),
         "ca_file": _PATH,
         "anonymous": flag,
     }
@@ -225,7 +242,7 @@ class SwitchSpec:
     timeout_s: float = 10.0
 
     SCHEMA: ClassVar[Mapping[str, Check]] = {
-        "name": text(min_length=1, pattern=_NAME),
+        "name": _NAME,
         "model": optional(choice("CRS804-4DDQ", "CRS812-8DS-2DQ-2DDQ")),
         "host": text(min_length=1),
         "port": _PORT,

@@ -56,7 +56,7 @@ def explain(err: Mapping[str, Any]) -> str:
     got = err.get("input")
     msg = str(err.get("msg", "invalid"))
     msg = msg.removeprefix("Value error, ")
-    shown = repr(got) if not isinstance(got, dict | list) else type(got).__name__
+    shown = repr(got) if not isinstance(got, dict | list) or not got else type(got).__name__
     return f"{msg} (got {shown})"
 
 

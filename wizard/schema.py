@@ -78,9 +78,11 @@ def fail(errors: list[Problem], kind: str, loc: Loc, msg: str, value: Any) -> An
     return BAD
 
 
-def text(*, min_length: int = 0, pattern: str | None = None, strip: bool = True) -> Check:
+def text(
+    *, min_length: int = 0, pattern: str | None = None, means: str = "", strip: bool = True
+) -> Check:
     """A string, stripped (unless `strip` is false); at least `min_length` characters; matching
-    `pattern` when given."""
+    `pattern` when given, which `means` says in words for the message ("letters, digits...")."""
     regex = None if pattern is None else re.compile(pattern)
 
     def check(value: Any, loc: Loc, errors: list[Problem]) -> Any:
@@ -97,13 +99,8 @@ def text(*, min_length: int = 0, pattern: str | None = None, strip: bool = True)
                 value,
             )
         if regex is not None and regex.search(v) is None:
-            return fail(
-                errors,
-                "string_pattern_mismatch",
-                loc,
-                f"String should match pattern {pattern!r}",
-                value,
-            )
+            said = f"should be {means}" if means else f"String should match pattern {pattern!r}"
+            return fail(errors, "string_pattern_mismatch", loc, said, value)
         return v
 
     return check
@@ -271,7 +268,7 @@ def sequence(
 ) -> Check:
     """A list of items passing `item`, kept as a tuple (a list with `as_list`); at least
     `min_length` of them and at most `max_length`."""
-    kind = "List" if as_list else "Tuple"
+    kind = "list" if as_list else "tuple"
 
     def check(value: Any, loc: Loc, errors: list[Problem]) -> Any:
         if not isinstance(value, list | tuple):
@@ -286,17 +283,12 @@ def sequence(
         out = [item(v, (*loc, i), errors) for i, v in enumerate(value)]
         if len(errors) > n:
             return BAD
-        if len(out) < min_length or (max_length is not None and len(out) > max_length):
-            short = len(out) < min_length
-            bound = min_length if short else max_length
-            s = "" if bound == 1 else "s"
+        if len(out) < min_length:
+            s = "y" if min_length == 1 else "ies"
+            return fail(errors, "too_short", loc, f"give at least {min_length} entr{s}", value)
+        if max_length is not None and len(out) > max_length:
             return fail(
-                errors,
-                "too_short" if short else "too_long",
-                loc,
-                f"{kind} should have {'at least' if short else 'at most'} {bound} item{s} "
-                f"after validation, not {len(out)}",
-                value,
+                errors, "too_long", loc, f"give at most {max_length} entries, not {len(out)}", value
             )
         return out if as_list else tuple(out)
 

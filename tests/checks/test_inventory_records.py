@@ -83,7 +83,7 @@ def test_every_problem_is_counted_and_the_first_is_shown() -> None:
         "switches:\n  - {name: s, host: h, model: CRS999, password: {env: A, file: f}}\n"
     )
     assert str(err).splitlines()[0] == (
-        "/inv/f.yaml:2: nodes.0.name: String should match pattern '^[A-Za-z0-9._-]+$' (got 'a b')"
+        "/inv/f.yaml:2: nodes.0.name: should be letters, digits, '.', '_' or '-' only (got 'a b')"
     )
     assert err.hint == "5 more problem(s) after this one"
     with pytest.raises(SchemaError) as info:
@@ -100,7 +100,7 @@ def test_every_problem_is_counted_and_the_first_is_shown() -> None:
     ("value", "message"),
     [
         ("{}", "give exactly one of {env: VAR}, {prompt: true}, {keyring: SERVICE}, {file: PATH} "
-         "(got none) (got dict)"),
+         "(got none) (got {})"),
         ("{env: A, keyring: k}", "give exactly one of {env: VAR}, {prompt: true}, "
          "{keyring: SERVICE}, {file: PATH} (got env, keyring) (got dict)"),
         ("{vault: x}", "unknown password source 'vault'; expected {env: VAR}, {prompt: true}, "
@@ -116,6 +116,15 @@ def test_password_sources_are_refused_with_the_forms_they_can_take(
     err = _error(NODE + f"switches:\n  - name: s\n    host: h\n    password: {value}\n")
     assert str(err).split(": ", 2)[2] == message
     assert err.line == 7 and (err.field or "").startswith("switches.0.password")
+
+
+def test_an_empty_node_list_and_a_bad_pin_say_what_is_expected() -> None:
+    assert str(_error("nodes: []\n")) == "/inv/f.yaml:1: nodes: give at least 1 entry (got [])"
+    pin = _error(NODE + "switches:\n  - {name: s, host: h, tls: {fingerprint: 'md5:00'}}\n")
+    assert str(pin) == (
+        "/inv/f.yaml:5: switches.0.tls.fingerprint: should be sha256: then the certificate's "
+        "32 bytes in hex (sha256:0F:3A:...) (got 'md5:00')"
+    )
 
 
 def test_records_are_built_from_data_and_refuse_what_the_file_would() -> None:
