@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 __all__ = [
     "BAD",
     "Check",
+    "Loc",
     "Problem",
     "SchemaError",
     "build",
