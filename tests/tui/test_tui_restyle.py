@@ -80,3 +80,33 @@ async def test_a_detail_shown_again_with_nothing_new_updates_no_widget() -> None
         screen.update_view({"prompt"})
         assert updated == ["prompt"]
         assert "Still open: fix: MTU 9000 on spark1" in str(detail.query_one("#prompt").render())
+
+
+async def test_the_footer_is_rebuilt_only_when_its_keys_change() -> None:
+    from textual.widgets._footer import FooterKey
+
+    from screens.widgets.footer import KeysFooter
+
+    app = FabwizApp(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = app.session
+        footer = screen.query_one(KeysFooter)
+        # focus, the screen stack and the app's focus each signal the bindings at start-up
+        assert footer.rebuilds == 1
+
+        def keys() -> list[str]:
+            return [k.key for k in footer.query(FooterKey)]
+
+        assert "q" in keys() and "o" not in keys()
+        screen.refresh_bindings()  # nothing changed
+        await pilot.pause()
+        assert footer.rebuilds == 1
+        screen.hidden_question = "fix: offload"  # now `o` has something to open
+        screen.refresh_bindings()
+        await pilot.pause()
+        assert footer.rebuilds == 2 and "o" in keys()
+        screen.hidden_question = None
+        screen.refresh_bindings()
+        await pilot.pause()
+        assert footer.rebuilds == 3 and "o" not in keys()
