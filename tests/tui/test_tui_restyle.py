@@ -11,6 +11,7 @@ from screens.app import FabwizApp
 from screens.session_screen import SessionScreen, breakpoint_classes
 from screens.widgets.classes import set_classes_of
 from screens.widgets.detail import StepDetail
+from wizard.errors import FabwizError
 
 FAMILY = ("-pass", "-warn", "-fail")
 
@@ -110,3 +111,28 @@ async def test_the_footer_is_rebuilt_only_when_its_keys_change() -> None:
         screen.refresh_bindings()
         await pilot.pause()
         assert footer.rebuilds == 3 and "o" not in keys()
+
+
+async def test_the_wizard_collects_young_garbage_every_10000_allocations_not_700() -> None:
+    import gc
+
+    from screens.app import YOUNG_GC_THRESHOLD
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, before[1], before[2])
+        started: list[bool] = []
+
+        async def factory(ports: Any, stack: Any) -> Any:
+            started.append(True)
+            raise FabwizError("no engine in this test")
+
+        app = FabwizApp(factory)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.pause()
+            assert started == [True]
+            assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, before[1], before[2])
+            assert gc.get_freeze_count() > 0  # what start-up built is out of the full passes
+    finally:
+        gc.set_threshold(*before)
