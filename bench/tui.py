@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 FIRST_SCREEN = """
 import time
 t0 = time.perf_counter()
-import importlib.abc, importlib.machinery, os, sys
+import importlib.machinery, os, sys
 
 def painted():
     print(time.perf_counter() - t0, flush=True)
@@ -55,7 +55,7 @@ def patch(module):
     app.on_mount = on_mount
     app.run = lambda self, **kw: run(self, headless=True, size=(120, 40))
 
-class Hook(importlib.abc.MetaPathFinder):
+class Hook:  # a meta path finder (importlib.abc would import importlib.resources, ~10 ms)
     # patches screens.app as the demo command imports it (not before: the command's start-up,
     # the code cache and the collector's pause, come first, as for a user)
     def find_spec(self, name, path, target=None):
