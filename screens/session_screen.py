@@ -18,11 +18,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Log
+from textual.widgets import Header, Log
 
 from screens.deadman import DeadmanCountdown
 from screens.widgets.conclusion import conclusion
 from screens.widgets.detail import ActionBar, EvidenceTable, StepDetail
+from screens.widgets.footer import KeysFooter
 from screens.widgets.gauges import RailGauges
 from screens.widgets.messages import (
     ApplyFixRequested,
@@ -117,7 +118,7 @@ class SessionScreen(Screen[None]):
         with Horizontal(id="bottom"):
             yield self._gauges
             yield Log(id="log", max_lines=5000, auto_scroll=True)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#gauges").border_title = "Rails · Gb/s against the expected ceiling"

@@ -43,14 +43,15 @@ def demo(scenario: str, time_scale: float | None, session_dir: Path | None) -> N
       fabwiz demo --scenario crs812-six-node
       fabwiz demo --scenario my-faults.yaml
     """
-    from wizard.errors import FabwizError
-    from wizard.lab import scenarios
+    if not _builtin(scenario):
+        from wizard.errors import FabwizError
+        from wizard.lab import scenarios
 
-    try:
-        scenarios.load(scenario)  # a wrong name or a broken file is said here, not in the TUI
-    except FabwizError as exc:
-        click.echo(f"fabwiz demo: {exc}", err=True)
-        raise SystemExit(2) from None
+        try:
+            scenarios.load(scenario)  # a wrong name or a broken file is said here, not in the TUI
+        except FabwizError as exc:
+            click.echo(f"fabwiz demo: {exc}", err=True)
+            raise SystemExit(2) from None
 
     from screens.app import FabwizApp
     from screens.commands.run import wizard_factory
@@ -61,3 +62,16 @@ def demo(scenario: str, time_scale: float | None, session_dir: Path | None) -> N
     if app.exit_message():
         click.echo(app.exit_message(), err=True)
     raise SystemExit(2 if code is None else code)
+
+
+def _builtin(scenario: str) -> bool:
+    """`scenario` names a built-in scenario (`wizard.lab.scenarios.load` reads it by that name):
+    its file ships with fabwiz and the tests load every one, so it is not loaded twice, here and
+    again as the lab starts. Loading it would import the whole lab model before the first
+    screen. A file or any other name is loaded here, so a mistake is said before the TUI."""
+    import wizard.lab
+
+    path = Path(scenario)
+    if path.suffix in (".yaml", ".yml") or "/" in scenario or path.exists():
+        return False
+    return (Path(wizard.lab.__file__).with_name("scenarios") / f"{scenario}.yaml").is_file()

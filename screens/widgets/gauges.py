@@ -2,8 +2,13 @@
 
 One compact row per rail (node, netdev, half and port, a bar, the value against the ceiling and a
 short history), so 32 nodes x 4 rails scroll in a small panel. Fed by `RailsSampled` snapshots
-(coalesced upstream) and by `MeasurementTaken` results; colour comes from CSS classes
-(`-pass`, `-warn`, `-fail`, `-idle`), never from Python. History lives in a bounded deque.
+(coalesced upstream) and by `MeasurementTaken` results; colour comes from CSS (the component
+classes `rail-gauge--pass`, `--warn`, `--fail`, `--idle`...), never from Python. History lives in
+a bounded deque.
+
+The rows are one widget (`GaugeRows`, a line-API scroll view rendering one line per rail), not a
+widget per rail: 128 rails would otherwise be 128 widgets to style as they mount and to lay out
+on every reflow of the screen.
 """
 
 from __future__ import annotations
@@ -12,22 +17,26 @@ import re
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
+from typing import ClassVar
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
-from textual.widget import Widget
+from textual.containers import Vertical
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 from textual.widgets import Static
 
 from flows.expectations import Expectations
-from screens.widgets.classes import set_classes_of
 from wizard.model import Measurement, Rail
 
 HISTORY = 32
 IDLE_GBPS = 0.5  # below this, with no measurement, a rail is idle rather than failing
 _SPARK = " ▁▂▃▄▅▆▇█"
 _PORT = re.compile(r"f(\d)np\d")
-_VERDICT_CLASSES = ("-pass", "-warn", "-fail", "-live", "-idle", "-stale", "-uncabled")
+VERDICTS = ("pass", "warn", "fail", "live", "idle", "stale", "uncabled")
 STALE_S = 3.0  # a rail with no sample for this long is back at rest
 
 
@@ -47,18 +56,8 @@ def sparkline(values: Iterable[float], ceiling: float, width: int) -> str:
     return "".join(_SPARK[min(steps, round(v / top * steps))] for v in vals)
 
 
-class RailGauge(Widget):
-    """One rail: `spark3 enP2p1s0f0np0 B0 ██████░░░  64.1/109 ▂▄▆▆▅▃`."""
-
-    DEFAULT_CSS = """
-    RailGauge { height: 1; width: 1fr; color: $text-muted; }
-    RailGauge.-pass { color: $success; }
-    RailGauge.-warn { color: $warning; }
-    RailGauge.-fail { color: $error; text-style: bold; }
-    RailGauge.-live { color: $accent; }
-    RailGauge.-stale { color: $text-muted; text-style: italic; }
-    RailGauge.-uncabled { color: $text-disabled; }
-    """
+class RailGauge:
+    """One rail: `spark3 enP2p1s0f0np0 B0 ██████░░░  64.1/109 ▂▄▆▆▅▃`, a row of `GaugeRows`."""
 
     def __init__(
         self,
@@ -71,7 +70,6 @@ class RailGauge(Widget):
         expectations: Expectations,
         label_width: int = 8,
     ) -> None:
-        super().__init__(classes="-idle")
         self.node = node
         self.netdev = netdev
         self.half = half
@@ -86,6 +84,7 @@ class RailGauge(Widget):
         self.stale = False  # a verified fix changed the fabric since the last measurement
         self.bidir = False  # the last measurement ran both directions at once (`-b`)
         self._expectations = expectations
+        self.rows: GaugeRows | None = None  # the widget that shows this row
 
     @property
     def verdict(self) -> str:
@@ -141,32 +140,15 @@ class RailGauge(Widget):
         self.measured = None
         self._restyle()
 
-    def copy_row(self) -> RailGauge:
-        """A fresh widget with this row's state (Textual widgets cannot be re-mounted)."""
-        row = RailGauge(
-            self.node,
-            self.netdev,
-            half=self.half,
-            port=self.port,
-            ceiling=self.ceiling,
-            expectations=self._expectations,
-            label_width=self.label_width,
-        )
-        row.value = self.value
-        row.history.extend(self.history)
-        row.measured = self.measured
-        row.cabled = self.cabled
-        row.stale = self.stale
-        row.bidir = self.bidir
-        row._restyle()
-        return row
-
     def _restyle(self) -> None:
-        set_classes_of(self, (f"-{self.verdict}",), _VERDICT_CLASSES)
-        self.refresh()
+        if self.rows is not None:
+            self.rows.refresh()
 
-    def render(self) -> Text:
-        width = self.size.width or 72
+    def render(self, width: int = 72) -> Text:
+        return Text(self.line(width), no_wrap=True, overflow="crop")
+
+    def line(self, width: int) -> str:
+        """The row's text, at most `width` cells."""
         label = f"{self.node:<{self.label_width}} {self.netdev:<14} {self.half}{self.port}"
         # Live traffic shows as it flows; at rest the rail shows its last measurement.
         shown = self.value
@@ -190,7 +172,59 @@ class RailGauge(Widget):
         line = f"{label} {bar} {value}"
         if spark_w:
             line += f" {spark:<{spark_w}}"
-        return Text(line[:width], no_wrap=True, overflow="crop")
+        return line[:width]
+
+
+class GaugeRows(ScrollView):
+    """Every rail's row, drawn line by line: one widget, whatever the number of rails."""
+
+    ALLOW_MAXIMIZE = False
+    COMPONENT_CLASSES: ClassVar[set[str]] = {f"rail-gauge--{v}" for v in VERDICTS}
+    DEFAULT_CSS = """
+    GaugeRows { overflow-x: hidden; overflow-y: auto; }
+    GaugeRows > .rail-gauge--idle { color: $text-muted; }
+    GaugeRows > .rail-gauge--pass { color: $success; }
+    GaugeRows > .rail-gauge--warn { color: $warning; }
+    GaugeRows > .rail-gauge--fail { color: $error; text-style: bold; }
+    GaugeRows > .rail-gauge--live { color: $accent; }
+    GaugeRows > .rail-gauge--stale { color: $text-muted; text-style: italic; }
+    GaugeRows > .rail-gauge--uncabled { color: $text-disabled; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.rows: list[RailGauge] = []  # in the order shown
+
+    def show(self, rows: list[RailGauge]) -> None:
+        """Show these rows, in this order."""
+        self.rows = rows
+        for row in rows:
+            row.rows = self
+        if self.is_attached:
+            self.virtual_size = Size(0, len(rows))
+            self.refresh()
+
+    def on_mount(self) -> None:
+        self.virtual_size = Size(0, len(self.rows))
+
+    def style_of(self, row: RailGauge) -> Style:
+        """The style the row is drawn in: its verdict's component class."""
+        return self.get_component_rich_style(f"rail-gauge--{row.verdict}")
+
+    def render_line(self, y: int) -> Strip:
+        # beside the scrollbar, as a row widget was
+        return self.strip(round(self.scroll_offset.y) + y, self.scrollable_content_region.width)
+
+    def strip(self, index: int, width: int) -> Strip:
+        """Row `index` as drawn, `width` cells wide."""
+        # the panel's background only: below the last row, and right of a short row
+        blank = Style.from_color(bgcolor=self.rich_style.bgcolor)
+        if not 0 <= index < len(self.rows):
+            return Strip.blank(width, blank)
+        row = self.rows[index]
+        return Strip([Segment(row.line(width), self.style_of(row))]).adjust_cell_length(
+            width, blank
+        )
 
 
 class RailGauges(Vertical):
@@ -219,22 +253,18 @@ class RailGauges(Vertical):
         # The panel holds its own children: rails and samples can arrive before it is mounted
         # (rails known at start-up) or while the app tears it down, and neither may query the DOM.
         self._summary = Static("no rail sampled yet", id="gauge-summary")
-        self._rows = VerticalScroll(id="gauge-rows")
-        self._unmounted: list[RailGauge] = []
+        self._rows = GaugeRows(id="gauge-rows")
 
     def compose(self) -> ComposeResult:
         yield self._summary
         yield self._rows
 
+    @property
+    def rows(self) -> GaugeRows:
+        return self._rows
+
     def on_mount(self) -> None:
         self.set_interval(1.0, self.expire)
-        self.call_after_refresh(self._mount_waiting_rows)
-
-    def _mount_waiting_rows(self) -> None:
-        waiting, self._unmounted = self._unmounted, []
-        live = [g for g in waiting if self.gauges.get((g.node, g.netdev)) is g]
-        if live and self._rows.is_attached:
-            self._rows.mount(*sorted(live, key=_gauge_order))
 
     def expire(self, now: float | None = None) -> None:
         """Rails whose samples stopped (the test ended) drop back to 0 and rest."""
@@ -324,8 +354,8 @@ class RailGauges(Vertical):
             self._label_width = widest
             for g in self.gauges.values():
                 g.label_width = widest
-                g.refresh()
-        rows = []
+            self._rows.refresh()
+        added = False
         for node, netdev, half, port in rails:
             if (node, netdev) in self.gauges:
                 continue
@@ -340,28 +370,11 @@ class RailGauges(Vertical):
             )
             if cabled is not None and not cabled.get((node, netdev), True):
                 gauge.cabled = False
-                gauge._restyle()
             self.gauges[(node, netdev)] = gauge
-            rows.append(gauge)
-        if not rows:
-            return
-        container = self._rows
-        if not container.is_attached:
-            self._unmounted.extend(rows)  # mounted, in order, once the panel is
+            added = True
+        if added:
+            self._rows.show(sorted(self.gauges.values(), key=_gauge_order))
             self._summarise()
-            return
-        existing = [g for g in self.gauges.values() if g not in rows]
-        rows.sort(key=_gauge_order)
-        if existing and _gauge_order(rows[0]) < max(_gauge_order(g) for g in existing):
-            # A rail that sorts among the existing rows (rare): re-mount all rows in order.
-            for g in existing:
-                g.remove()
-            fresh = [g.copy_row() for g in sorted(self.gauges.values(), key=_gauge_order)]
-            self.gauges = {(g.node, g.netdev): g for g in fresh}
-            container.mount(*fresh)
-        else:
-            container.mount(*rows)
-        self._summarise()
 
     def _summarise(self) -> None:
         if not self.gauges:

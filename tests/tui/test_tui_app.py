@@ -21,6 +21,7 @@ from tui_fakes import (
     SPLIT_CAGE,
     T0,
     ThreeBugEngine,
+    drawn_as,
     export_of,
     factory_for,
 )
@@ -121,7 +122,7 @@ async def test_scripted_walk_updates_steps_evidence_gauges_and_answers() -> None
         g = gauges.gauge("spark1", "enp1s0f0np0")
         assert g is not None and g.half == "A" and g.port == 0
         assert g.measured is not None and g.measured[0] == pytest.approx(9.4)
-        assert g.verdict == "fail" and g.has_class("-fail")
+        assert g.verdict == "fail" and drawn_as(gauges, g, "fail")
         assert 0 < max(g.history) <= 9.4 and g.value == 0.0 and len(g.history) >= 2
         await pilot.press("n")
         # The drain: the modal offers the lab's hands; answering "perform" reaches the engine.
@@ -301,12 +302,15 @@ async def test_rail_samples_are_coalesced_bounded_and_coloured() -> None:
         assert fast.value == pytest.approx(109.0 + (HISTORY + 7) * 0.01)
         assert len(fast.history) == HISTORY  # bounded deque
         # Live traffic is shown, not judged; a measurement judges.
-        assert fast.has_class("-live") and slow.has_class("-live")
+        assert drawn_as(gauges, fast, "live") and drawn_as(gauges, slow, "live")
         assert "128 live" in text_of(gauges.query_one("#gauge-summary"))
         m = Measurement("rail", "spark7/enp1s0f0np0->spark8/enp1s0f0np0", 12.5, "Gb/s")
         ports.emit(MeasurementTaken(step="offload", measurement=m, at=T0))
         await pilot.pause()
-        assert slow.has_class("-fail") and gauges.gauge("spark8", "enp1s0f0np0").verdict == "fail"
+        assert (
+            drawn_as(gauges, slow, "fail")
+            and gauges.gauge("spark8", "enp1s0f0np0").verdict == "fail"
+        )
         assert "tested ✔0 ▲0 ✘2" in text_of(gauges.query_one("#gauge-summary"))
         # When the samples stop, the rails drop back to rest (the measured colour stays).
         import time
@@ -318,7 +322,7 @@ async def test_rail_samples_are_coalesced_bounded_and_coloured() -> None:
         snapshots = [m for m in posted if type(m).__name__ == "RailsSampled"]
         assert len(snapshots) == HISTORY + 8
         # Rows are in node order (spark2 before spark10) and the panel scrolls.
-        names = [g.node for g in gauges.query("RailGauge").results()]
+        names = [g.node for g in gauges.rows.rows]
         assert names.index("spark2") < names.index("spark10")
         rows = gauges.query_one("#gauge-rows")
         assert rows.max_scroll_y > 0
@@ -333,7 +337,7 @@ async def test_measurement_colours_both_ends_and_an_unknown_rail_appears() -> No
         gauges: RailGauges = app.session.gauges
         for node in ("spark1", "spark2"):
             g = gauges.gauge(node, "enp1s0f0np0")
-            assert g is not None and g.verdict == "pass" and g.has_class("-pass")
+            assert g is not None and g.verdict == "pass" and drawn_as(gauges, g, "pass")
         stale = Measurement(
             "rail",
             "spark3/enp1s0f0np0->spark4/enp1s0f0np0",
@@ -571,7 +575,7 @@ async def test_both_halves_result_colours_each_half_against_the_concurrent_rate(
         b = gauges.gauge("spark2", "enP2p1s0f0np0")
         assert a is not None and b is not None
         assert a.measured == (98.05, pytest.approx(98.04), True) and a.verdict == "pass"
-        assert b.verdict == "fail" and b.has_class("-fail")  # 61 / 98 < 75 %
+        assert b.verdict == "fail" and drawn_as(gauges, b, "fail")  # 61 / 98 < 75 %
         # A live sample (NCCL, a shared test) is shown, never judged.
         app.ports.emit(RailSampled(node="spark4", netdev="enp1s0f0np0", gbps=47.0, at=T0))
         app.ports.flush_gauges()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui_fakes import drawn_as
+
 from flows.expectations import Expectations
 from screens.app import FabwizApp
 from screens.widgets.conclusion import conclusion
@@ -135,7 +137,7 @@ async def test_gauges_say_why_they_show_what_they_show() -> None:
         await pilot.pause()
         g = gauges.gauge
         assert g("spark1", "enp1s0f1np1").state_text == "not cabled"
-        assert g("spark1", "enp1s0f1np1").has_class("-uncabled")
+        assert drawn_as(gauges, g("spark1", "enp1s0f1np1"), "uncabled")
         assert g("spark3", "enp1s0f0np0").state_text == "not tested yet"
         assert "not tested yet" in str(g("spark3", "enp1s0f0np0").render())
         summary = str(gauges.query_one("#gauge-summary").render())
@@ -158,7 +160,7 @@ async def test_gauges_say_why_they_show_what_they_show() -> None:
             FixVerified(step="offload", fix_id="f1", fault="switch.offload-split-cage", ok=True)
         )
         await pilot.pause()
-        assert zero.state_text == "not re-measured yet" and zero.has_class("-stale")
+        assert zero.state_text == "not re-measured yet" and drawn_as(gauges, zero, "stale")
         assert "not re-measured yet" in str(zero.render())
         summary = str(gauges.query_one("#gauge-summary").render())
         assert "3 not re-measured since a fix · 1 not cabled" in summary

@@ -11,6 +11,7 @@ from screens.app import FabwizApp
 from screens.session_screen import SessionScreen, breakpoint_classes
 from screens.widgets.classes import set_classes_of
 from screens.widgets.detail import StepDetail
+from wizard.errors import FabwizError
 
 FAMILY = ("-pass", "-warn", "-fail")
 
@@ -80,3 +81,58 @@ async def test_a_detail_shown_again_with_nothing_new_updates_no_widget() -> None
         screen.update_view({"prompt"})
         assert updated == ["prompt"]
         assert "Still open: fix: MTU 9000 on spark1" in str(detail.query_one("#prompt").render())
+
+
+async def test_the_footer_is_rebuilt_only_when_its_keys_change() -> None:
+    from textual.widgets._footer import FooterKey
+
+    from screens.widgets.footer import KeysFooter
+
+    app = FabwizApp(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = app.session
+        footer = screen.query_one(KeysFooter)
+        # focus, the screen stack and the app's focus each signal the bindings at start-up
+        assert footer.rebuilds == 1
+
+        def keys() -> list[str]:
+            return [k.key for k in footer.query(FooterKey)]
+
+        assert "q" in keys() and "o" not in keys()
+        screen.refresh_bindings()  # nothing changed
+        await pilot.pause()
+        assert footer.rebuilds == 1
+        screen.hidden_question = "fix: offload"  # now `o` has something to open
+        screen.refresh_bindings()
+        await pilot.pause()
+        assert footer.rebuilds == 2 and "o" in keys()
+        screen.hidden_question = None
+        screen.refresh_bindings()
+        await pilot.pause()
+        assert footer.rebuilds == 3 and "o" not in keys()
+
+
+async def test_the_wizard_collects_young_garbage_every_10000_allocations_not_700() -> None:
+    import gc
+
+    from screens.app import YOUNG_GC_THRESHOLD
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, before[1], before[2])
+        started: list[bool] = []
+
+        async def factory(ports: Any, stack: Any) -> Any:
+            started.append(True)
+            raise FabwizError("no engine in this test")
+
+        app = FabwizApp(factory)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.pause()
+            assert started == [True]
+            assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, before[1], before[2])
+            assert gc.get_freeze_count() > 0  # what start-up built is out of the full passes
+    finally:
+        gc.set_threshold(*before)

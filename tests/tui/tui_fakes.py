@@ -498,3 +498,14 @@ def factory_for(holder: dict[str, Any], **kw: Any) -> Callable[[Any, AsyncExitSt
         return engine
 
     return make
+
+
+def drawn_as(gauges: Any, gauge: Any, verdict: str) -> bool:
+    """`gauge`'s row, as the gauge panel draws it, has its text and the colour CSS gives
+    `verdict` (its component class `rail-gauge--<verdict>`)."""
+    rows = gauges.rows
+    width = rows.scrollable_content_region.width
+    strip = rows.strip(rows.rows.index(gauge), width)
+    assert strip.cell_length == width and strip.text.startswith(gauge.line(width))
+    style = next(iter(strip)).style
+    return bool(style == rows.get_component_rich_style(f"rail-gauge--{verdict}"))
