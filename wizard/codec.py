@@ -60,9 +60,21 @@ def _encode(v: Any, free: bool = False) -> Any:
     if fields is None and dataclasses.is_dataclass(v) and not isinstance(v, type):
         fields = _FIELDS[t] = tuple((f.name, "Any" in str(f.type)) for f in dataclasses.fields(v))
     if fields is not None:
-        return {n: _encode(getattr(v, n), any_) for n, any_ in fields}
+        out = {}
+        for n, any_ in fields:
+            x = getattr(v, n)
+            tx = type(x)
+            out[n] = x if tx is str or tx is int or tx is bool or x is None else _encode(x, any_)
+        return out
     if isinstance(v, enum.Enum):
         return _encode(v.value, free)
+    if t is tuple or t is list:
+        return [x if type(x) is str else _encode(x, free) for x in v]
+    if t is dict:
+        return {
+            (k if type(k) is str else _key(k)): (x if type(x) is str else _encode(x, free))
+            for k, x in v.items()
+        }
     if isinstance(v, list | tuple | set | frozenset):
         return [_encode(x, free) for x in v]
     if isinstance(v, dict):
