@@ -5,21 +5,15 @@ from __future__ import annotations
 import pytest
 from ros_helpers import FakeClock
 
+from wizard.lab import catalog
 from wizard.lab.routeros import script
 from wizard.lab.routeros.faults import SWITCH_FAULTS, UnknownSwitchFault, apply_switch_fault
 from wizard.lab.routeros.menus import EthernetMenu, QosPortMenu, monitor_row
 from wizard.lab.routeros.switch import SwitchState
 
-FAULT_IDS = {
-    "switch.breakout-autoneg",
-    "switch.link-degraded",
-    "switch.offload-split-cage",
-    "switch.offload-second-bridge",
-    "switch.offload-disabled",
-    "switch.qos-pfc-stall",
-    "switch.mtu",
-    "switch.rstp-isl-blocked",
-}
+# the switch faults the lab's catalog names (FAULTS.md's switch ids): the RouterOS model must
+# implement each of them, and no other
+FAULT_IDS = set(catalog.SWITCH_FAULTS)
 
 
 def fix(sw: SwitchState, text: str, clock: FakeClock) -> None:
