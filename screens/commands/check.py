@@ -141,11 +141,12 @@ async def run_check(
     # (the API client, the sweep, the checks) loads while their round trips are in flight
     load_asyncssh()
     ssh.start(n.name for n in inv.nodes)
-    await asyncio.sleep(0)  # the connections are opening: the nodes answer meanwhile
-    switches = _switch_transports(inv, passwords)
-    for api in switches.values():
-        api.start()
+    switches: dict[str, Any] = {}
     try:
+        await asyncio.sleep(0)  # the connections are opening: the nodes answer meanwhile
+        switches = _switch_transports(inv, passwords)
+        for api in switches.values():
+            api.start()
         probes_for, sweeper_class = await _loading_sweep()
         # the checks load while the sweep's commands run: their probes are known without them
         loading = asyncio.ensure_future(asyncio.to_thread(_load_checks, perf))
