@@ -33,7 +33,10 @@ class InventoryError(FabwizError):
         hint: str | None = None,
     ) -> None:
         where = path if line is None else f"{path}:{line}"
-        loc = f"{where}: {field}: " if field else f"{where}: "
+        # a key of the file is printed as written, or quoted when it holds a control character
+        # or an escape sequence (a terminal would act on it: a title, a colour, a cursor move)
+        shown = field if field is None or field.isprintable() else repr(field)
+        loc = f"{where}: {shown}: " if field else f"{where}: "
         super().__init__(loc + message, hint=hint)
         self.path = path
         self.field = field

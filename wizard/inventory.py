@@ -121,7 +121,7 @@ def parse_inventory(
         errors = root_causes(exc.errors())
         err = errors[0]
         loc = tuple(err["loc"])
-        field = dotted(loc, data)
+        field = dotted(loc)
         more = len(errors) - 1
         raise InventoryError(
             explain(err),
@@ -231,7 +231,7 @@ def _cabling(
         sw, _, port = dest.partition("/")
         problem = None
         if not netdev or not port:
-            problem = f"expected `node/netdev: switch/port`, got `{key}: {dest}`"
+            problem = f"expected `node/netdev: switch/port`, got {key!r}: {dest!r}"
         elif node not in node_names:
             problem = f"unknown node {node!r}; expected one of {sorted(node_names)}"
         elif sw not in switch_names:
@@ -279,7 +279,7 @@ def _expectations(
         raise InventoryError(
             message,
             path=name,
-            field=dotted(loc, None),
+            field=dotted(loc),
             line=line_of(root, loc),
             hint=None if more == 0 else f"{more} more problem(s) after this one",
         ) from None

@@ -81,13 +81,9 @@ _NESTED: dict[tuple[type[Any], Any], type[Any]] = {
 }
 
 
-_UNION_TAGS = frozenset({"str", "PasswordSource", "function-after[_has_fields(), str]"})
-
-
-def dotted(loc: tuple[Any, ...], data: Any) -> str:
-    # pydantic puts union member names in the loc (`str`, `PasswordSource`): drop them
-    parts = [str(p) for p in loc if not (isinstance(p, str) and p in _UNION_TAGS)]
-    return ".".join(parts)
+def dotted(loc: tuple[Any, ...]) -> str:
+    """A problem's location as the message names it: `nodes.0.port`."""
+    return ".".join(str(p) for p in loc)
 
 
 def line_of(root: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:

@@ -143,3 +143,13 @@ def test_records_are_built_from_data_and_refuse_what_the_file_would() -> None:
             parse(SwitchSpec, data)
         kinds.append(info.value.errors()[0]["type"])
     assert kinds == ["missing", "value_error", "greater_than", "string_pattern_mismatch"]
+
+
+def test_a_key_holding_an_escape_sequence_is_quoted_not_sent_to_the_terminal() -> None:
+    # a title-setting OSC sequence and a colour in a key: printed raw, the terminal would act
+    err = _error('nodes:\n  - name: s1\n    host: h\n    "\\e]0;pwned\\a\\e[31mRED": 1\n')
+    text = str(err)
+    assert "\x1b" not in text and "\x07" not in text
+    assert text.startswith("/inv/f.yaml:4: 'nodes.0.\\x1b]0;pwned\\x07\\x1b[31mRED': unknown key")
+    cabling = _error(NODE + 'cabling:\n  "x\\e[2J": crs804/p\n')
+    assert "\x1b" not in str(cabling) and "got 'x\\x1b[2J': 'crs804/p'" in str(cabling)
