@@ -39,7 +39,9 @@ async def _command(ctx: Ctx, args: list[str]) -> int:
         return status
     if not args:
         return 0
-    return await ctx.host.exec(args, ctx.out, ctx.err, ctx.stdin, login=ctx.login, root=ctx.root)
+    return await ctx.host.exec(
+        args, ctx.out, ctx.err, ctx.stream, login=ctx.login, root=ctx.root, shell=ctx.shell
+    )
 
 
 def mgmt_ip(node: NodeState) -> str:
@@ -80,9 +82,12 @@ async def _ssh(ctx: Ctx, args: list[str]) -> int:
     rest = list(args)
     user = ctx.host.user
     target = ""
+    no_stdin = False  # `-n`: stdin from /dev/null (else ssh reads all of it, for the remote)
     while rest:
         a = rest.pop(0)
         if a.startswith("-") and len(a) >= 2:
+            if a[1] not in _SSH_ARG and "n" in a:
+                no_stdin = True
             if a[1] in _SSH_ARG:
                 value = a[2:] or (rest.pop(0) if rest else "")
                 if a[1] == "l":
@@ -105,7 +110,8 @@ async def _ssh(ctx: Ctx, args: list[str]) -> int:
         ctx.err("Pseudo-terminal will not be allocated because stdin is not a terminal.\n")
         return 0
     peer = Host(ctx.world, node, ctx.host.perf, user)
-    return await peer.run(" ".join(rest), ctx.out, ctx.err, stdin=ctx.stdin)
+    stdin = "" if no_stdin else ctx.stdin
+    return await peer.run(" ".join(rest), ctx.out, ctx.err, stdin=stdin)
 
 
 @command("dpkg-query")

@@ -1,303 +1,282 @@
-"""A tiny sh: enough of the shell for the scripts fabwiz sends over SSH.
+"""A tiny sh: enough of the shell for the scripts fabwiz sends over SSH. This module cuts a
+script into words and operators; `wizard.lab.shellparse` reads their grammar (lists, `&&`,
+`||`, pipelines, `while` loops, redirections) and `hostcmds/interp.py` runs them.
 
-Supported: words with '...' and "..." quoting and backslash escapes, `$?` / `$VAR` / `${VAR}`
-expansion, globs on unquoted words (against the node's virtual filesystem), `;`, newlines,
-`&&`, `||`, pipes (`a | grep x`), redirections `2>&1`, `>&2`, `2>/dev/null`, `>/dev/null`,
-`> FILE`, `>> FILE`, `< FILE`, `#` comments, and `while LIST; do LIST; done` loops (see
-`split_loops`). Commands themselves live in `hostcmds/`.
+Words keep their quoting: a word is a list of parts, each a literal text, a variable
+(`$NAME`, `${NAME}`) or a special parameter (`$?`, `$#`, `$0`..`$9`), quoted or not. Nothing
+is expanded here: `hostcmds/expand.py` expands a command's words when it runs, from that run's
+variables, so a loop body sees what `read` just set. Supported: '...' and "..." quoting,
+backslash escapes and line continuations, `#` comments, `;`, newlines, `&`, `&&`, `||`, `|`,
+and the redirections `< FILE`, `> FILE`, `>> FILE`, `N>&M`, `>&2`, `2>&1` (fd 0, 1 or 2).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass
 
-OPS = ("&&", "||", ";", "|", "&", "\n")
-STATUS = "\x00?\x00"  # `$?`, substituted when the command runs
+# what `${...}` may hold for the lab to expand it: a name or a special parameter it models
+_PARAM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[?#]")
+# a form bash expands that the lab does not (`${x:-y}`, `${#x}`, `${x%.*}`, `$$`...), as
+# opposed to one bash refuses too (`${x y}`: bad substitution)
+_UNMODELLED = re.compile(
+    r"[#!]?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[?#@*$!-])"
+    r"(?:(?::?[-=?+]|%%?|##?|//?|\^\^?|,,?|:|@).*)?",
+    re.S,
+)
+_SPECIAL = "?#0123456789"  # `$X` the lab expands
+_UNMODELLED_SPECIAL = "@*$!-"  # `$X` bash expands and the lab does not
 
 
-@dataclass
-class Word:
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One piece of a word. kind: "lit" (text), "var" (a variable's name), "param" (a special
+    parameter: `?`, `#`, a digit), "bad" (a `${...}` bash refuses: bad substitution) or
+    "unmodelled" (a form bash expands and the lab does not); text: what it holds (for the two
+    last, the whole `${...}`)."""
+
+    kind: str
     text: str
-    globbable: bool = False  # contains an unquoted * or ?
-    tilde: bool = False  # starts with an unquoted ~ (home directory)
-    quoted: bool = False  # has a quoted part: never a reserved word (`while`, `do`, `done`)
+    quoted: bool
 
 
-@dataclass
-class Redirect:
-    fd: int  # 1 or 2 (0 for input)
-    target: str  # "&1", "&2", a path
-    append: bool = False
+@dataclass(frozen=True, slots=True)
+class Word:
+    parts: tuple[Part, ...]
+    src: str  # the word as written (bash's messages quote it)
+    line: int
+
+    @property
+    def plain(self) -> str | None:
+        """The text of a word written without quotes or expansions (a reserved word, a
+        redirection's fd number), else None."""
+        if len(self.parts) == 1 and self.parts[0].kind == "lit" and not self.parts[0].quoted:
+            return self.parts[0].text
+        return None
 
 
-@dataclass
-class Command:
-    words: list[Word] = field(default_factory=list)
-    redirects: list[Redirect] = field(default_factory=list)
+@dataclass(frozen=True, slots=True)
+class Op:
+    """An operator: "&&", "||", ";", ";;", "|", "&", "\\n", a redirection ("<", ">", ">>",
+    ">&", "<&", with its fd), or "" for the end of the script (`error`: why the script ends
+    early, a quote or a `${` that never closes)."""
+
+    text: str
+    line: int
+    fd: int = -1
+    error: str = ""
+
+    @property
+    def redirection(self) -> bool:
+        return self.text in ("<", ">", ">>", ">&", "<&")
 
 
-@dataclass
-class Pipeline:
-    commands: list[Command]
-    connector: str = ";"  # how it joins the NEXT pipeline: ";", "&&", "||"
+Token = Word | Op
 
 
-class ShellSyntaxError(Exception):
-    pass
+def tokenize(script: str) -> list[Token]:
+    """The script's words and operators, ending with an Op("") (the end, or a lexical error:
+    the words before it still parse and run, as bash runs the lines before the error)."""
+    return _Lexer(script).run()
 
 
-def tokenize(script: str, variables: dict[str, str]) -> list[Word | str]:
-    """Words (already expanded) and operator strings."""
-    return _Lexer(script, variables).run()
+class _Unclosed(Exception):
+    """A quote or `${` the script never closes."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.message, self.line = message, line
 
 
 class _Lexer:
-    """One pass over a script: quoting, `$` expansion, comments, redirections and operators."""
-
-    def __init__(self, script: str, variables: dict[str, str]) -> None:
-        self.script, self.n, self.variables = script, len(script), variables
+    def __init__(self, script: str) -> None:
+        self.s, self.n = script, len(script)
         self.i = 0
-        self.out: list[Word | str] = []
-        self.cur: list[str] = []
-        self.have = self.glob = self.tilde = self.quoted = False
+        self.line = 1
+        self.out: list[Token] = []
+        self.parts: list[Part] = []
+        self.start = -1  # where the current word starts (-1: no word)
+        self.word_line = 1
 
-    def run(self) -> list[Word | str]:
-        script, n = self.script, self.n
-        while self.i < n:
-            c = script[self.i]
-            if c in " \t":
-                self.flush()
-                self.i += 1
-            elif c == "#" and not self.have:
-                while self.i < n and script[self.i] != "\n":
-                    self.i += 1
-            elif c == "\\":
-                self.backslash()
-            elif c == "'":
-                self.single_quoted()
-            elif c == '"':
-                self.double_quoted()
-            elif c == "$":
-                val, self.i = self.expand(self.i)
-                self.cur.append(val)
-                self.have = True
-            elif c in "<>" or (
-                c in "12" and self.i + 1 < n and script[self.i + 1] == ">" and not self.have
-            ):
-                self.redirection(c)
-            elif script.startswith("&&", self.i) or script.startswith("||", self.i):
-                self.flush()
-                self.out.append(script[self.i : self.i + 2])
-                self.i += 2
-            elif c in ";|&\n":
-                self.flush()
-                self.out.append(c)
-                self.i += 1
-            else:
-                self.plain(c)
+    def run(self) -> list[Token]:
+        try:
+            while self.i < self.n:
+                self.step(self.s[self.i])
+        except _Unclosed as exc:
+            self.out.append(Op("", exc.line, error=exc.message))
+            return self.out
         self.flush()
+        lines = len(self.s.splitlines())
+        self.out.append(Op("", lines + 1))
         return self.out
 
-    def flush(self) -> None:
-        if self.have:
-            self.out.append(Word("".join(self.cur), self.glob, self.tilde, self.quoted))
-        self.cur, self.have, self.glob, self.tilde, self.quoted = [], False, False, False, False
+    def step(self, c: str) -> None:
+        s, i = self.s, self.i
+        if c in " \t":
+            self.flush()
+            self.i += 1
+        elif c == "#" and self.start < 0:
+            while self.i < self.n and s[self.i] != "\n":
+                self.i += 1
+        elif c == "\\":
+            self.backslash()
+        elif c == "'":
+            self.single_quoted()
+        elif c == '"':
+            self.double_quoted()
+        elif c == "$":
+            self.begin()
+            self.dollar(quoted=False)
+        elif c in "<>" or (c in "012" and self.start < 0 and s[i + 1 : i + 2] in ("<", ">")):
+            self.redirection()
+        elif s.startswith(("&&", "||", ";;"), i):
+            self.operator(s[i : i + 2])
+        elif c in ";|&\n":
+            self.operator(c)
+        else:
+            self.lit(c, quoted=False)
+            self.i += 1
 
-    def expand(self, j: int) -> tuple[str, int]:
-        """`$?`, `${NAME}` or `$NAME` at `j` (script[j] == "$"): its value and where it ends."""
-        script, n = self.script, self.n
-        if j + 1 < n and script[j + 1] == "?":
-            return STATUS, j + 2
-        if j + 1 < n and script[j + 1] == "{":
-            end = script.find("}", j)
-            if end < 0:
-                raise ShellSyntaxError("bad substitution")
-            return self.variables.get(script[j + 2 : end], ""), end + 1
-        k = j + 1
-        while k < n and (script[k].isalnum() or script[k] == "_"):
-            k += 1
-        if k == j + 1:
-            return "$", j + 1
-        return self.variables.get(script[j + 1 : k], ""), k
+    # --- words ---------------------------------------------------------------------------
+
+    def begin(self) -> None:
+        if self.start < 0:
+            self.start, self.word_line = self.i, self.line
+
+    def lit(self, text: str, *, quoted: bool) -> None:
+        self.begin()
+        last = self.parts[-1] if self.parts else None
+        if last is not None and last.kind == "lit" and last.quoted == quoted:
+            self.parts[-1] = Part("lit", last.text + text, quoted)
+        else:
+            self.parts.append(Part("lit", text, quoted))
+
+    def flush(self) -> None:
+        if self.start >= 0:
+            src = self.s[self.start : self.i]
+            self.out.append(Word(tuple(self.parts), src, self.word_line))
+        self.parts, self.start = [], -1
 
     def backslash(self) -> None:
-        script, i = self.script, self.i
-        if i + 1 < self.n and script[i + 1] == "\n":
+        nxt = self.s[self.i + 1 : self.i + 2]
+        if nxt == "\n":
             self.i += 2  # a line continuation
+            self.line += 1
             return
-        if i + 1 < self.n:
-            self.cur.append(script[i + 1])
-            self.have = self.quoted = True
+        self.begin()
+        if nxt:
+            self.lit(nxt, quoted=True)
         self.i += 2
 
     def single_quoted(self) -> None:
-        end = self.script.find("'", self.i + 1)
+        end = self.s.find("'", self.i + 1)
         if end < 0:
-            raise ShellSyntaxError("unexpected EOF while looking for matching `''")
-        self.cur.append(self.script[self.i + 1 : end])
-        self.have = self.quoted = True
+            raise _Unclosed("unexpected EOF while looking for matching `''", self.line)
+        self.begin()
+        text = self.s[self.i + 1 : end]
+        self.lit(text, quoted=True)
+        self.line += text.count("\n")
         self.i = end + 1
 
     def double_quoted(self) -> None:
         """`"..."`: `$` expands, a backslash escapes only `"`, `\\`, `$`, a backquote, a newline."""
-        script, n = self.script, self.n
+        s, n = self.s, self.n
+        opened = self.line
+        self.begin()
+        self.lit("", quoted=True)  # `""` is a word, an empty one
         self.i += 1
-        self.have = self.quoted = True
         while True:
             if self.i >= n:
-                raise ShellSyntaxError("unexpected EOF while looking for matching `\"'")
-            ch = script[self.i]
+                raise _Unclosed("unexpected EOF while looking for matching `\"'", opened)
+            ch = s[self.i]
             if ch == '"':
                 self.i += 1
                 return
-            if ch == "\\" and self.i + 1 < n and script[self.i + 1] in '"\\$`\n':
-                self.cur.append(script[self.i + 1])
+            if ch == "\\" and s[self.i + 1 : self.i + 2] in tuple('"\\$`\n'):
+                if s[self.i + 1] == "\n":
+                    self.line += 1
+                else:
+                    self.lit(s[self.i + 1], quoted=True)
                 self.i += 2
                 continue
             if ch == "$":
-                val, self.i = self.expand(self.i)
-                self.cur.append(val)
+                try:
+                    self.dollar(quoted=True)
+                except _Unclosed as exc:  # bash reports the quote, not the brace
+                    raise _Unclosed(
+                        "unexpected EOF while looking for matching `\"'", opened
+                    ) from exc
                 continue
-            self.cur.append(ch)
+            if ch == "\n":
+                self.line += 1
+            self.lit(ch, quoted=True)
             self.i += 1
 
-    def redirection(self, c: str) -> None:
-        """`[n]>&m`, `[n]>file`, `>>`, `<`: the operator as `"<fd><op>"`."""
+    def dollar(self, *, quoted: bool) -> None:
+        """`$?`, `$#`, `$N`, `${...}` or `$NAME` at self.i (a `$` before anything else is a `$`)."""
+        s, j = self.s, self.i
+        nxt = s[j + 1 : j + 2]
+        if nxt == "{":
+            end = s.find("}", j)
+            if end < 0:
+                raise _Unclosed("unexpected EOF while looking for matching `}'", self.line)
+            inner = s[j + 2 : end]
+            self.parts.append(_braced(inner, quoted))
+            self.i = end + 1
+            return
+        if nxt and nxt in _SPECIAL:
+            self.parts.append(Part("param", nxt, quoted))
+            self.i = j + 2
+            return
+        if nxt and nxt in _UNMODELLED_SPECIAL:
+            self.parts.append(Part("unmodelled", "$" + nxt, quoted))
+            self.i = j + 2
+            return
+        m = _NAME.match(s, j + 1)
+        if m is None:
+            self.lit("$", quoted=quoted)
+            self.i = j + 1
+            return
+        self.parts.append(Part("var", m.group(0), quoted))
+        self.i = m.end()
+
+    # --- operators -----------------------------------------------------------------------
+
+    def operator(self, op: str) -> None:
         self.flush()
-        script, j = self.script, self.i
-        fd = 1
-        if c in "12":
-            fd = int(c)
+        self.out.append(Op(op, self.line))
+        self.i += len(op)
+        if op == "\n":
+            self.line += 1
+
+    def redirection(self) -> None:
+        """`[n]<`, `[n]>`, `[n]>>`, `[n]>&`, `[n]<&` (the word after it is its target)."""
+        self.flush()
+        s, j = self.s, self.i
+        fd = -1
+        if s[j] in "012":
+            fd = int(s[j])
             j += 1
-        if script[j] == "<":
-            fd = 0
-            j += 1
-            op = "<"
-        elif script.startswith(">>", j):
-            j += 2
-            op = ">>"
-        else:
-            j += 1
+        two = s[j : j + 2]
+        if two in (">>", ">&", "<&"):
+            op = two
+        elif two == ">|":
             op = ">"
-        self.out.append(f"{fd}{op}")
-        self.i = j
-
-    def plain(self, c: str) -> None:
-        if c in "*?":
-            self.glob = True
-        if c == "~" and not self.have:
-            self.tilde = True
-        self.cur.append(c)
-        self.have = True
-        self.i += 1
-
-
-def parse(tokens: list[Word | str]) -> list[Pipeline]:
-    pipelines: list[Pipeline] = []
-    commands: list[Command] = []
-    cmd = Command()
-    k = 0
-    while k < len(tokens):
-        t = tokens[k]
-        if isinstance(t, Word):
-            cmd.words.append(t)
-        elif t[0] in "012" and t[1:] in (">", ">>", "<"):
-            k += 1
-            if k >= len(tokens) or not isinstance(tokens[k], Word):
-                # `2>&1` tokenizes as "2>" "&" "1"
-                if k < len(tokens) and tokens[k] == "&" and k + 1 < len(tokens):
-                    nxt = tokens[k + 1]
-                    if isinstance(nxt, Word):
-                        cmd.redirects.append(Redirect(int(t[0]), "&" + nxt.text))
-                        k += 2
-                        continue
-                raise ShellSyntaxError("syntax error near unexpected token `newline'")
-            target = tokens[k]
-            assert isinstance(target, Word)
-            cmd.redirects.append(Redirect(int(t[0]), target.text, append=t.endswith(">>")))
-        elif t == "|":
-            if not cmd.words:
-                raise ShellSyntaxError("syntax error near unexpected token `|'")
-            commands.append(cmd)
-            cmd = Command()
-        else:  # ; && || & newline
-            if cmd.words or cmd.redirects:
-                commands.append(cmd)
-            elif t in ("&&", "||") or (commands and t == "|"):
-                raise ShellSyntaxError(f"syntax error near unexpected token `{t}'")
-            cmd = Command()
-            if commands:
-                pipelines.append(Pipeline(commands, ";" if t in ("\n", "&") else t))
-                commands = []
-        k += 1
-    if cmd.words or cmd.redirects:
-        commands.append(cmd)
-    if commands:
-        pipelines.append(Pipeline(commands, ";"))
-    return pipelines
-
-
-# --- while loops ----------------------------------------------------------------------------
-
-
-@dataclass
-class Loop:
-    """`while COND; do BODY; done`: COND runs, and while it exits 0, BODY runs."""
-
-    cond: list[Word | str]
-    body: list[Word | str]
-
-
-def _reserved(tokens: list[Word | str], k: int, word: str) -> bool:
-    """tokens[k] is the unquoted reserved word `word` in command position."""
-    t = tokens[k]
-    if not isinstance(t, Word) or t.quoted or t.text != word:
-        return False
-    return k == 0 or tokens[k - 1] in (";", "\n", "&&", "||", "|", "&")
-
-
-def split_loops(tokens: list[Word | str]) -> list[list[Word | str] | Loop]:
-    """Cut a token list into plain runs and top-level `while` loops (nested loops stay inside
-    their loop's body and are cut when it runs). A loop ends at its `done`, which must be
-    followed by an operator or the end, as in sh."""
-    out: list[list[Word | str] | Loop] = []
-    plain: list[Word | str] = []
-    k = 0
-    while k < len(tokens):
-        if _reserved(tokens, k, "do") or _reserved(tokens, k, "done"):
-            word = tokens[k]
-            assert isinstance(word, Word)
-            raise ShellSyntaxError(f"syntax error near unexpected token `{word.text}'")
-        if not _reserved(tokens, k, "while"):
-            plain.append(tokens[k])
-            k += 1
-            continue
-        depth, do_at, j = 0, -1, k
-        while j < len(tokens):
-            if _reserved(tokens, j, "while"):
-                depth += 1
-            elif _reserved(tokens, j, "do") and depth == 1 and do_at < 0:
-                do_at = j
-            elif _reserved(tokens, j, "done"):
-                depth -= 1
-                if depth == 0:
-                    break
             j += 1
-        if do_at < 0 or j >= len(tokens):
-            raise ShellSyntaxError(
-                "syntax error: unexpected end of file (a `while` without `do ... done`)"
-            )
-        after = tokens[j + 1] if j + 1 < len(tokens) else None
-        if isinstance(after, Word):
-            raise ShellSyntaxError(f"syntax error near unexpected token `{after.text}'")
-        cond, body = tokens[k + 1 : do_at], tokens[do_at + 1 : j]
-        if not any(isinstance(t, Word) for t in cond) or not any(isinstance(t, Word) for t in body):
-            raise ShellSyntaxError("syntax error near unexpected token `do'")
-        if plain:
-            out.append(plain)
-            plain = []
-        out.append(Loop(cond, body))
-        k = j + 1
-    if plain:
-        out.append(plain)
-    return out
+        else:
+            op = s[j]
+        if fd < 0:
+            fd = 0 if op[0] == "<" else 1
+        self.out.append(Op(op, self.line, fd))
+        self.i = j + len(op)
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _braced(inner: str, quoted: bool) -> Part:
+    if _PARAM.fullmatch(inner):
+        kind = "var" if _NAME.fullmatch(inner) else "param"
+        return Part(kind, inner, quoted)
+    kind = "unmodelled" if _UNMODELLED.fullmatch(inner) else "bad"
+    return Part(kind, "${" + inner + "}", quoted)

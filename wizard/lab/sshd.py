@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 import asyncssh
 
 from wizard.lab.hostcmds import Host
+from wizard.lab.hostcmds.registry import Shell
 
 STDIN_COMMANDS = ("tee", "netplan try", "cat -", "bash -s", "sh -s")
 STDIN_WAIT_S = 5.0
@@ -185,6 +186,7 @@ class NodeServer:
         node = self.host.node.name
         prompt = f"{self.user}@{node}:~$ "
         process.stdout.write(f"Welcome to the fabwiz lab node {node} (DGX OS 7, emulated)\n")
+        shell = Shell(self.host.base_env(False))  # one shell for the session: `$?` carries on
         while True:
             process.stdout.write(prompt)
             try:
@@ -197,5 +199,5 @@ class NodeServer:
             if line in ("exit", "logout"):
                 break
             if line:
-                await self.host.run(line, process.stdout.write, process.stderr.write)
+                await self.host.run(line, process.stdout.write, process.stderr.write, shell=shell)
         process.exit(0)

@@ -1,7 +1,13 @@
 """One node's command interpreter: `Host.run(script)` runs a script through the tiny sh of
-`wizard.lab.shell` (lists, pipelines, `while` loops, redirections, globs over the node's file
-system) and dispatches each simple command to its handler in `registry.COMMANDS`; an unknown
-command answers like bash (`command not found`, 127).
+`wizard.lab.shell` and `wizard.lab.shellparse` (lists, pipelines, `while` loops, redirections,
+expansions at run time, globs over the node's file system) and dispatches each simple command
+to its handler in `registry.BUILTINS` / `registry.COMMANDS`; an unknown command answers like
+bash (`command not found`, 127).
+
+A run's state (its variables, `$?`) is a `registry.Shell` of its own: `Host` is shared by every
+SSH session of a node. A pipeline's commands run one after the other, each given the output of
+the one before as its stdin, each in a subshell; a `while` loop at the end of a pipeline reads
+that output, one line per `read`.
 """
 
 from __future__ import annotations
@@ -13,22 +19,40 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from wizard.lab import nodetools, perftest
-from wizard.lab.hostcmds.registry import COMMANDS, Ctx, Write
-from wizard.lab.hostcmds.vfs import glob_match, read_file, vfs_paths
-from wizard.lab.shell import (
-    STATUS,
-    Command,
-    Loop,
+from wizard.lab.hostcmds import expand
+from wizard.lab.hostcmds.registry import BUILTINS, COMMANDS, Ctx, Input, Shell, Write
+from wizard.lab.hostcmds.vfs import read_file
+from wizard.lab.shell import tokenize
+from wizard.lab.shellparse import (
+    CommandList,
+    Parser,
     Pipeline,
+    Redirect,
     ShellSyntaxError,
-    parse,
-    split_loops,
-    tokenize,
+    Simple,
+    While,
 )
 from wizard.lab.world import (
     NodeState,
     World,
 )
+
+
+@dataclass(slots=True)
+class Io:
+    """A command's standard streams."""
+
+    stdin: Input
+    out: Write
+    err: Write
+
+
+class _Abort(Exception):
+    """The shell stops (an expansion bash refuses): its exit status."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
 
 
 @dataclass
@@ -40,8 +64,6 @@ class Host:
     perf: perftest.Registry
     user: str = "fabwiz"
     on_reboot: Callable[[str, str], None] | None = None  # (node, "reboot"|"poweroff")
-    last_status: int = 0
-    _env: dict[str, str] = field(default_factory=dict)
     # transient timers armed with systemd-run (unit -> task); lost when the node powers off
     timers: dict[str, asyncio.Task[None]] = field(default_factory=dict)
 
@@ -71,162 +93,154 @@ class Host:
         out: Write,
         err: Write,
         *,
-        stdin: str = "",
+        stdin: str | Input = "",
         login: bool = False,
         root: bool = False,
+        params: list[str] | None = None,
+        shell: Shell | None = None,
     ) -> int:
-        env = self.base_env(login)
-        try:
-            parts = split_loops(tokenize(script, env))
-            pipelines = [parse(p) if isinstance(p, list) else p for p in parts]
-        except ShellSyntaxError as exc:
-            err(f"bash: -c: line 1: {exc}\n")
-            self.last_status = 2
-            return 2
-        status = 0
-        for part in pipelines:
-            if isinstance(part, Loop):
-                status = await self._loop(part, out, err, stdin=stdin, login=login, root=root)
-            else:
-                status = await self._pipelines(part, out, err, stdin=stdin, login=login, root=root)
-        return status
-
-    async def _loop(
-        self, loop: Loop, out: Write, err: Write, *, stdin: str, login: bool, root: bool
-    ) -> int:
-        """`while COND; do BODY; done`, for as long as COND exits 0 (or until the session that
-        runs it goes away, which cancels it). Output streams as the body writes it."""
-        status = 0
-        try:
-            cond = [parse(p) if isinstance(p, list) else p for p in split_loops(loop.cond)]
-            body = [parse(p) if isinstance(p, list) else p for p in split_loops(loop.body)]
-        except ShellSyntaxError as exc:
-            err(f"bash: -c: line 1: {exc}\n")
-            return 2
+        """Run a script as `bash -c` does (`params`: its `$0`, `$1`...): one complete command
+        after the other, until the end or a syntax error (exit 2). `shell`: the state of an
+        interactive session, kept from one command line to the next (else a fresh one)."""
+        sh = shell or Shell(self.base_env(login), params or ["bash"], login=login, root=root)
+        io = Io(stdin if isinstance(stdin, Input) else Input(stdin), out, err)
+        parser = Parser(tokenize(script), script)
         while True:
-            ok = 0
-            for part in cond:
-                ok = await self._part(part, out, err, stdin=stdin, login=login, root=root)
-            if ok != 0:
-                self.last_status = status  # `$?` after a loop: its last body's status
-                return status
-            for part in body:
-                status = await self._part(part, out, err, stdin=stdin, login=login, root=root)
+            try:
+                items = parser.next()
+            except ShellSyntaxError as exc:
+                err(exc.render())
+                sh.status = 2
+                return 2
+            if items is None:
+                return sh.status
+            try:
+                await self._list(sh, items, io)
+            except _Abort as exc:
+                return exc.status
+
+    async def _list(self, sh: Shell, items: CommandList, io: Io) -> int:
+        for item in items:
+            # an and-or list is read left to right (POSIX): a pipeline after `&&` runs when
+            # the last one that ran succeeded, after `||` when it failed
+            status = await self._pipeline(sh, item.first, io)
+            for op, pl in item.rest:
+                if (op == "&&") == (status == 0):
+                    status = await self._pipeline(sh, pl, io)
+        return sh.status
+
+    async def _pipeline(self, sh: Shell, pl: Pipeline, io: Io) -> int:
+        if len(pl.commands) == 1:
+            status = await self._command(sh, pl.commands[0], io)
+        else:
+            stdin = io.stdin
+            for k, cmd in enumerate(pl.commands):
+                buf: list[str] = []
+                last = k == len(pl.commands) - 1
+                stage = Io(stdin, io.out if last else buf.append, io.err)
+                try:
+                    status = await self._command(sh.subshell(), cmd, stage)
+                except _Abort as exc:  # it stops its subshell only
+                    status = exc.status
+                stdin = Input("".join(buf))
+        sh.status = status
+        return status
+
+    async def _command(self, sh: Shell, cmd: Simple | While, io: Io) -> int:
+        if isinstance(cmd, While):
+            return await self._while(sh, cmd, io)
+        return await self._simple(sh, cmd, io)
+
+    async def _while(self, sh: Shell, loop: While, io: Io) -> int:
+        """`while COND; do BODY; done`, for as long as COND exits 0 (or until the session that
+        runs it goes away, which cancels it). Output streams as the body writes it; the loop's
+        status is its last body's (0 when the body never ran)."""
+        sh.line = loop.line
+        opened = self._open(sh, loop.redirects, io)
+        if opened is None:
+            return 1
+        lio, files = opened
+        status = 0
+        while True:
+            if await self._list(sh, loop.cond, lio) != 0:
+                break
+            status = await self._list(sh, loop.body, lio)
             await asyncio.sleep(0)  # a loop without `sleep` must not starve the other nodes
+        sh.status = status
+        return self._save(files, status)
 
-    async def _part(
-        self,
-        part: list[Pipeline] | Loop,
-        out: Write,
-        err: Write,
-        *,
-        stdin: str,
-        login: bool,
-        root: bool,
-    ) -> int:
-        if isinstance(part, Loop):
-            return await self._loop(part, out, err, stdin=stdin, login=login, root=root)
-        return await self._pipelines(part, out, err, stdin=stdin, login=login, root=root)
-
-    async def _pipelines(
-        self,
-        pipelines: list[Pipeline],
-        out: Write,
-        err: Write,
-        *,
-        stdin: str,
-        login: bool,
-        root: bool,
-    ) -> int:
-        # An and-or list is read left to right (POSIX): a pipeline after `&&` runs when the last
-        # one that ran succeeded, after `||` when it failed, so `a && b || c` runs c when a fails.
+    async def _simple(self, sh: Shell, cmd: Simple, io: Io) -> int:
+        sh.line = cmd.line
+        try:
+            argv = expand.argv(self, sh, cmd.words)
+            opened = self._open(sh, cmd.redirects, io)
+        except expand.ExpansionError as exc:
+            io.err(f"bash: line {sh.line}: {exc}\n")
+            if exc.message != "bad substitution":
+                self.refuse([w.src for w in cmd.words])
+            raise _Abort(1) from exc
+        if opened is None:
+            return 1
+        cio, files = opened
         status = 0
-        run = True
-        for pl in pipelines:
-            if run:
-                status = await self._pipeline(
-                    pl.commands, out, err, stdin=stdin, login=login, root=root
-                )
-                self.last_status = status
-            if pl.connector == "&&":
-                run = status == 0
-            elif pl.connector == "||":
-                run = status != 0
-            else:
-                run = True
-        return status
+        if argv:
+            status = await self.exec(
+                argv, cio.out, cio.err, cio.stdin, login=sh.login, root=sh.root, shell=sh
+            )
+        return self._save(files, status)
 
-    async def _pipeline(
-        self,
-        commands: list[Command],
-        out: Write,
-        err: Write,
-        *,
-        stdin: str,
-        login: bool,
-        root: bool,
-    ) -> int:
-        data = stdin
-        status = 0
-        for k, cmd in enumerate(commands):
-            last = k == len(commands) - 1
-            buf: list[str] = []
-            sink: Write = out if last else buf.append
-            status = await self._simple(cmd, sink, err, stdin=data, login=login, root=root)
-            data = "".join(buf)
-        return status
-
-    def _expand(self, cmd: Command) -> list[str]:
-        """The words of a simple command after `$?`, `~` and glob expansion."""
-        argv: list[str] = []
-        for w in cmd.words:
-            text = w.text.replace(STATUS, str(self.last_status))
-            if w.tilde and (text == "~" or text.startswith("~/")):
-                text = f"/home/{self.user}" + text[1:]
-            if w.globbable:
-                matches = glob_match(vfs_paths(self, text), text)
-                argv.extend(matches or [text])
-            else:
-                argv.append(text)
-        return argv
-
-    async def _simple(
-        self, cmd: Command, out: Write, err: Write, *, stdin: str, login: bool, root: bool
-    ) -> int:
-        argv = self._expand(cmd)
-        o, e = out, err
-        captured: dict[str, list[str]] = {}
-        for r in cmd.redirects:
-            target: Write
-            if r.fd == 0:
-                content = read_file(self, r.target, root)
+    def _open(
+        self, sh: Shell, redirects: list[Redirect], io: Io
+    ) -> tuple[Io, dict[str, list[str]]] | None:
+        """The streams after the redirections, in order, and the files written to (saved when
+        the command ends), or None when one fails (bash's message written)."""
+        cio = Io(io.stdin, io.out, io.err)
+        files: dict[str, list[str]] = {}
+        for r in redirects:
+            path = expand.target(self, sh, r.target)
+            if path is None:
+                io.err(f"bash: line {sh.line}: {r.target.src}: ambiguous redirect\n")
+                return None
+            if r.op == "<":
+                content = "" if path == "/dev/null" else read_file(self, path, sh.root)
                 if content is None:
-                    err(f"bash: {r.target}: No such file or directory\n")
-                    return 1
-                stdin = content
+                    io.err(f"bash: line {sh.line}: {path}: No such file or directory\n")
+                    return None
+                cio.stdin = Input(content)
                 continue
-            if r.target == "&1":
-                target = o
-            elif r.target == "&2":
-                target = e
-            elif r.target == "/dev/null":
-                target = null
+            if r.op in (">&", "<&") and path.isdigit() and path not in ("0", "1", "2"):
+                io.err(f"bash: line {sh.line}: {path}: Bad file descriptor\n")
+                return None
+            if r.op == "<&" or r.fd == 0:
+                continue  # `<&0`: stdin stays the same
+            dup = r.op == ">&" and path in ("1", "2", "-")
+            if r.op == ">&" and not dup and r.fd != 1:
+                io.err(f"bash: line {sh.line}: {r.target.src}: ambiguous redirect\n")
+                return None
+            if not dup and path.startswith("/etc/") and not sh.root:
+                io.err(f"bash: line {sh.line}: {path}: Permission denied\n")
+                return None
+            target = self._writer(r, path, cio, files)
+            if r.op == ">&" and not dup:
+                cio.out = cio.err = target  # bash's `>&FILE`: stdout and stderr to FILE
+            elif r.fd == 1:
+                cio.out = target
             else:
-                buf = captured.setdefault(r.target, [])
-                if r.append:
-                    buf.append(self.node.files.get(r.target, ""))
-                target = buf.append
-            if r.fd == 1:
-                o = target
-            else:
-                e = target
-        if not argv:
-            return 0
-        status = await self.exec(argv, o, e, stdin, login=login, root=root)
-        for path, parts in captured.items():
-            if path.startswith("/etc/") and not root:
-                err(f"bash: {path}: Permission denied\n")
-                return 1
+                cio.err = target
+        return cio, files
+
+    def _writer(self, r: Redirect, path: str, cio: Io, files: dict[str, list[str]]) -> Write:
+        if r.op == ">&" and path in ("1", "2", "-"):
+            return {"1": cio.out, "2": cio.err}.get(path, null)  # `-`: closed
+        if path == "/dev/null":
+            return null
+        buf = files.setdefault(path, [])
+        if r.op == ">>" and len(buf) == 0:
+            buf.append(self.node.files.get(path, ""))
+        return buf.append
+
+    def _save(self, files: dict[str, list[str]], status: int) -> int:
+        for path, parts in files.items():
             self.node.files[path] = "".join(parts)
         return status
 
@@ -235,12 +249,20 @@ class Host:
         argv: list[str],
         out: Write,
         err: Write,
-        stdin: str,
+        stdin: str | Input,
         *,
         login: bool = False,
         root: bool = False,
+        shell: Shell | None = None,
     ) -> int:
+        """Run one command. `shell`: the shell running it itself (its builtins need it); a
+        command another tool starts (`sudo`, `timeout`) runs without one."""
         name = argv[0]
+        stream = stdin if isinstance(stdin, Input) else Input(stdin)
+        builtin = BUILTINS.get(name) if shell is not None else None
+        if builtin is not None:
+            ctx = Ctx(self, out, err, stream, root=root, login=login, shell=shell)
+            return await builtin(ctx, argv[1:])
         handler = COMMANDS.get(name.rsplit("/", 1)[-1] if "/" in name else name)
         absent = nodetools.resolve(self, name) if handler is not None else None
         if absent is not None:
@@ -250,7 +272,7 @@ class Host:
             err(f"bash: {name}: command not found\n")
             self.refuse(argv)
             return 127
-        ctx = Ctx(self, out, err, stdin, root=root, login=login)
+        ctx = Ctx(self, out, err, stream, root=root, login=login, shell=shell)
         try:
             return await handler(ctx, argv[1:])
         except (ValueError, IndexError) as exc:

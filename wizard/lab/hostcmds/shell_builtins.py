@@ -1,6 +1,6 @@
-"""Shell builtins and the small coreutils about the session: `true`, `false`, `exit`, `test`/`[`,
-`sleep` and `timeout` (on the lab clock), `hostname`, `whoami`, `uname`, `date`, `env`,
-`sudo`, `bash -c`, `xargs`, and the no-ops (`chmod`, `chown`, `sync`, `modprobe`).
+"""Shell builtins and the small coreutils about the session: `true`, `false`, `exit`,
+`test`/`[`, `sleep` and `timeout` (on the lab clock), `hostname`, `whoami`, `uname`, `date`,
+`env`, `sudo`, `bash -c`, `xargs`, and the no-ops (`chmod`, `chown`, `sync`, `modprobe`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ async def _false(ctx: Ctx, args: list[str]) -> int:
 
 @command("exit")
 async def _exit(ctx: Ctx, args: list[str]) -> int:
-    return int(args[0]) if args else ctx.host.last_status
+    return int(args[0]) if args else (ctx.shell.status if ctx.shell is not None else 0)
 
 
 @command("sleep")
@@ -43,7 +43,7 @@ async def _timeout(ctx: Ctx, args: list[str]) -> int:
         ctx.err("timeout: missing operand\n")
         return 125
     seconds = float(args[0].rstrip("s"))
-    run = ctx.host.exec(args[1:], ctx.out, ctx.err, ctx.stdin, login=ctx.login, root=ctx.root)
+    run = ctx.host.exec(args[1:], ctx.out, ctx.err, ctx.stream, login=ctx.login, root=ctx.root)
     try:
         return await ctx.world.clock.wait_for(run, seconds)
     except TimeoutError:
@@ -106,13 +106,16 @@ async def _sudo(ctx: Ctx, args: list[str]) -> int:
         return refused[1]
     if "-l" in opts:
         return await nodetools.sudo_list(ctx, args)
-    return await ctx.host.exec(args, ctx.out, ctx.err, ctx.stdin, login=ctx.login, root=True)
+    return await ctx.host.exec(args, ctx.out, ctx.err, ctx.stream, login=ctx.login, root=True)
 
 
 @command("bash", "sh")
 async def _bash(ctx: Ctx, args: list[str]) -> int:
+    """`bash -c SCRIPT [NAME ARGS...]`, `bash FILE [ARGS...]`, `bash` / `bash -s` (the script
+    is its stdin). The script's commands share the shell's stdin."""
     login = ctx.login
     script: str | None = None
+    params = ["bash"]
     it = iter(args)
     for a in it:
         if a.startswith("-") and not a.startswith("--"):
@@ -120,6 +123,7 @@ async def _bash(ctx: Ctx, args: list[str]) -> int:
                 login = True
             if "c" in a:
                 script = next(it, "")
+                params = list(it) or params
                 break
         elif a == "--login":
             login = True
@@ -129,10 +133,13 @@ async def _bash(ctx: Ctx, args: list[str]) -> int:
                 ctx.err(f"bash: {a}: No such file or directory\n")
                 return 127
             script = content
+            params = [a, *it]
             break
     if script is None:
         script = ctx.stdin
-    return await ctx.host.run(script, ctx.out, ctx.err, login=login, root=ctx.root)
+    return await ctx.host.run(
+        script, ctx.out, ctx.err, stdin=ctx.stream, login=login, root=ctx.root, params=params
+    )
 
 
 @command("chmod", "chown", "sync", "modprobe")
