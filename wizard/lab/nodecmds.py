@@ -14,7 +14,7 @@ from wizard.lab.hostcmds.registry import COMMANDS, MGMT_IF, Ctx, command
 from wizard.lab.nccl import MpiArgs
 from wizard.lab.world import NodeState, World
 
-_BUILTINS = {"echo", "printf", "true", "false", ":", "test", "[", "exit", "command"}
+_BUILTINS = {"echo", "printf", "true", "false", ":", "test", "[", "exit", "command", "read"}
 
 
 @command("command")

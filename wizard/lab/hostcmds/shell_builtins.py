@@ -1,14 +1,15 @@
-"""Shell builtins and the small coreutils about the session: `true`, `false`, `exit`,
+"""Shell builtins and the small coreutils about the session: `true`, `false`, `exit`, `read`,
 `test`/`[`, `sleep` and `timeout` (on the lab clock), `hostname`, `whoami`, `uname`, `date`,
 `env`, `sudo`, `bash -c`, `xargs`, and the no-ops (`chmod`, `chown`, `sync`, `modprobe`).
 """
 
 from __future__ import annotations
 
+import re
 import time
 
 from wizard.lab import nodetools
-from wizard.lab.hostcmds.registry import COMMANDS, KERNEL, Ctx, command
+from wizard.lab.hostcmds.registry import COMMANDS, KERNEL, Ctx, Input, builtin, command
 from wizard.lab.hostcmds.vfs import is_dir, read_file
 
 
@@ -25,6 +26,104 @@ async def _false(ctx: Ctx, args: list[str]) -> int:
 @command("exit")
 async def _exit(ctx: Ctx, args: list[str]) -> int:
     return int(args[0]) if args else (ctx.shell.status if ctx.shell is not None else 0)
+
+
+_READ_USAGE = (
+    "read: usage: read [-ers] [-a array] [-d delim] [-i text] [-n nchars] [-N nchars] "
+    "[-p prompt] [-t timeout] [-u fd] [name ...]\n"
+)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BLANK = " \t\n"  # IFS's default
+
+
+@builtin("read")
+async def _read(ctx: Ctx, args: list[str]) -> int:
+    """`read [-r] [NAME...]`: one line of stdin, split on blanks, a field per NAME, the last
+    NAME taking the rest of the line (no NAME: `REPLY`, the whole line). Without `-r` a
+    backslash quotes the next character and a backslash-newline continues the line. Exit 1 at
+    the end of the input, even when a last line without a newline was read and assigned."""
+    sh = ctx.shell
+    assert sh is not None  # a builtin runs in its shell
+    where = f"bash: line {sh.line}: read"
+    raw, k = False, 0
+    while k < len(args) and args[k].startswith("-") and args[k] != "-":
+        k += 1
+        if args[k - 1] == "--":
+            break
+        for flag in args[k - 1][1:]:
+            if flag == "r":
+                raw = True
+            elif flag in "adeinNpstu":  # bash has it; the lab does not model it
+                ctx.err(f"{where}: -{flag}: not modelled by the fabwiz lab\n")
+                ctx.host.refuse(["read", *args])
+                return 2
+            else:
+                ctx.err(f"{where}: -{flag}: invalid option\n{_READ_USAGE}")
+                return 2
+    names = args[k:]
+    if names and not _NAME.fullmatch(names[0]):  # bash checks the first before reading
+        ctx.err(f"{where}: `{names[0]}': not a valid identifier\n")
+        return 1
+    chars, quoted, complete = _read_line(ctx.stream, raw)
+    values = _fields(chars, quoted, len(names)) if names else ["".join(chars)]
+    for name, value in zip(names or ["REPLY"], values, strict=True):
+        if not _NAME.fullmatch(name):
+            ctx.err(f"{where}: `{name}': not a valid identifier\n")
+            return 1
+        sh.vars[name] = value
+    return 0 if complete else 1
+
+
+def _read_line(stream: Input, raw: bool) -> tuple[list[str], list[bool], bool]:
+    """The characters of one logical line, whether each was quoted by a backslash, and whether
+    the line ended with a newline (False: the input ended)."""
+    chars: list[str] = []
+    quoted: list[bool] = []
+    while True:
+        line = stream.readline()
+        complete = line.endswith("\n")
+        body = line[:-1] if complete else line
+        if raw:
+            return [*body], [False] * len(body), complete
+        i, more = 0, False
+        while i < len(body):
+            if body[i] != "\\":
+                chars.append(body[i])
+                quoted.append(False)
+            elif i + 1 < len(body):
+                i += 1
+                chars.append(body[i])
+                quoted.append(True)
+            else:  # a backslash ending the line: it continues on the next one
+                more = complete
+            i += 1
+        if not more:
+            return chars, quoted, complete
+
+
+def _fields(chars: list[str], quoted: list[bool], count: int) -> list[str]:
+    """`count` fields: blanks (not quoted) cut them, the last takes the rest of the line."""
+    n = len(chars)
+
+    def blank(j: int) -> bool:
+        return not quoted[j] and chars[j] in _BLANK
+
+    i = 0
+    while i < n and blank(i):
+        i += 1
+    out: list[str] = []
+    for _ in range(count - 1):
+        start = i
+        while i < n and not blank(i):
+            i += 1
+        out.append("".join(chars[start:i]))
+        while i < n and blank(i):
+            i += 1
+    end = n
+    while end > i and blank(end - 1):
+        end -= 1
+    out.append("".join(chars[i:end]))
+    return out
 
 
 @command("sleep")
