@@ -89,3 +89,24 @@ async def test_a_sampling_loop_streams_each_iteration_until_cancelled() -> None:
     assert uptimes == sorted(uptimes) and uptimes[1] - uptimes[0] >= 0.99  # node seconds
     counters = [x for x in blocks[0] if "port_xmit_data:" in x]
     assert len(counters) == 4 and all(c.startswith("/sys/class/infiniband/roce") for c in counters)
+
+
+async def test_exit_ends_the_shell_and_a_piped_loop_only_its_subshell() -> None:
+    host = _host()
+    assert await _run(host, "echo a; exit 3; echo b") == ("a\n", "", 3)
+    assert await _run(host, "false; exit") == ("", "", 1)
+    assert await _run(host, "while :; do echo once; exit 5; done; echo never") == ("once\n", "", 5)
+    script = "echo x | while read -r y; do exit 4; done; echo rc=$?"
+    assert await _run(host, script) == ("rc=4\n", "", 0)
+    assert await _run(host, "sh -c 'exit 7'; echo rc=$?") == ("rc=7\n", "", 0)
+    assert await _run(host, "exit abc; echo b") == (
+        "",
+        "bash: line 1: exit: abc: numeric argument required\n",
+        2,
+    )
+    assert await _run(host, "exit 1 2; echo b") == (
+        "",
+        "bash: line 1: exit: too many arguments\n",
+        1,
+    )
+    assert await _run(host, "exit -1") == ("", "", 255)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from wizard.lab import nodetools, perftest
 from wizard.lab.hostcmds import expand
-from wizard.lab.hostcmds.registry import BUILTINS, COMMANDS, Ctx, Input, Shell, Write
+from wizard.lab.hostcmds.registry import BUILTINS, COMMANDS, Ctx, Input, Shell, ShellExit, Write
 from wizard.lab.hostcmds.vfs import read_file
 from wizard.lab.shell import tokenize
 from wizard.lab.shellparse import (
@@ -45,14 +45,6 @@ class Io:
     stdin: Input
     out: Write
     err: Write
-
-
-class _Abort(Exception):
-    """The shell stops (an expansion bash refuses): its exit status."""
-
-    def __init__(self, status: int) -> None:
-        super().__init__(status)
-        self.status = status
 
 
 @dataclass
@@ -116,7 +108,7 @@ class Host:
                 return sh.status
             try:
                 await self._list(sh, items, io)
-            except _Abort as exc:
+            except ShellExit as exc:  # `exit`, or an expansion bash refuses
                 return exc.status
 
     async def _list(self, sh: Shell, items: CommandList, io: Io) -> int:
@@ -140,7 +132,7 @@ class Host:
                 stage = Io(stdin, io.out if last else buf.append, io.err)
                 try:
                     status = await self._command(sh.subshell(), cmd, stage)
-                except _Abort as exc:  # it stops its subshell only
+                except ShellExit as exc:  # it stops its subshell only
                     status = exc.status
                 stdin = Input("".join(buf))
         sh.status = status
@@ -178,7 +170,7 @@ class Host:
             io.err(f"bash: line {sh.line}: {exc}\n")
             if exc.message != "bad substitution":
                 self.refuse([w.src for w in cmd.words])
-            raise _Abort(1) from exc
+            raise ShellExit(1) from exc
         if opened is None:
             return 1
         cio, files = opened

@@ -90,6 +90,15 @@ class Shell:
         return self.params[n] if n < len(self.params) else ""
 
 
+class ShellExit(Exception):
+    """The shell running the command ends (`exit`, an expansion bash refuses), with `status`;
+    in a pipeline, only the command's subshell ends."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
 @dataclass
 class Ctx:
     host: Host

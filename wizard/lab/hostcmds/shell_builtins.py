@@ -9,7 +9,15 @@ import re
 import time
 
 from wizard.lab import nodetools
-from wizard.lab.hostcmds.registry import COMMANDS, KERNEL, Ctx, Input, builtin, command
+from wizard.lab.hostcmds.registry import (
+    COMMANDS,
+    KERNEL,
+    Ctx,
+    Input,
+    ShellExit,
+    builtin,
+    command,
+)
 from wizard.lab.hostcmds.vfs import is_dir, read_file
 
 
@@ -23,9 +31,20 @@ async def _false(ctx: Ctx, args: list[str]) -> int:
     return 1
 
 
-@command("exit")
+@builtin("exit")
 async def _exit(ctx: Ctx, args: list[str]) -> int:
-    return int(args[0]) if args else (ctx.shell.status if ctx.shell is not None else 0)
+    """`exit [N]`: the shell ends, with N (modulo 256) or the last command's status."""
+    sh = ctx.shell
+    assert sh is not None  # a builtin runs in its shell
+    if not args:
+        raise ShellExit(sh.status)
+    if re.fullmatch(r"[-+]?[0-9]+", args[0]) is None:
+        ctx.err(f"bash: line {sh.line}: exit: {args[0]}: numeric argument required\n")
+        raise ShellExit(2)
+    if len(args) > 1:
+        ctx.err(f"bash: line {sh.line}: exit: too many arguments\n")
+        raise ShellExit(1)
+    raise ShellExit(int(args[0]) & 0xFF)
 
 
 _READ_USAGE = (
