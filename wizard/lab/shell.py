@@ -13,7 +13,7 @@ and the redirections `< FILE`, `> FILE`, `>> FILE`, `N>&M`, `>&2`, `2>&1` (fd 0,
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # what `${...}` may hold for the lab to expand it: a name or a special parameter it models
 _PARAM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[?#]")
@@ -28,8 +28,7 @@ _SPECIAL = "?#0123456789"  # `$X` the lab expands
 _UNMODELLED_SPECIAL = "@*$!-"  # `$X` bash expands and the lab does not
 
 
-@dataclass(frozen=True, slots=True)
-class Part:
+class Part(NamedTuple):
     """One piece of a word. kind: "lit" (text), "var" (a variable's name), "param" (a special
     parameter: `?`, `#`, a digit), "bad" (a `${...}` bash refuses: bad substitution) or
     "unmodelled" (a form bash expands and the lab does not); text: what it holds (for the two
@@ -40,8 +39,7 @@ class Part:
     quoted: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Word:
+class Word(NamedTuple):
     parts: tuple[Part, ...]
     src: str  # the word as written (bash's messages quote it)
     line: int
@@ -55,8 +53,7 @@ class Word:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class Op:
+class Op(NamedTuple):
     """An operator: "&&", "||", ";", ";;", "|", "&", "\\n", a redirection ("<", ">", ">>",
     ">&", "<&", with its fd), or "" for the end of the script (`error`: why the script ends
     early, a quote or a `${` that never closes)."""
@@ -97,25 +94,42 @@ class _Lexer:
         self.parts: list[Part] = []
         self.start = -1  # where the current word starts (-1: no word)
         self.word_line = 1
+        self.buf: list[str] = []  # the literal text being gathered, one part
+        self.buf_quoted = False
+        self.buf_open = False
 
     def run(self) -> list[Token]:
+        s, n = self.s, self.n
         try:
-            while self.i < self.n:
-                self.step(self.s[self.i])
+            while self.i < n:
+                c = s[self.i]
+                if c in _STOPS or (self.start < 0 and self.word_start_special(c)):
+                    self.step(c)
+                    continue
+                m = _RUN.match(s, self.i)  # plain characters, all at once
+                assert m is not None
+                self.lit(m.group(0), quoted=False)
+                self.i = m.end()
         except _Unclosed as exc:
             self.out.append(Op("", exc.line, error=exc.message))
             return self.out
         self.flush()
-        lines = len(self.s.splitlines())
+        lines = len(s.splitlines())
         self.out.append(Op("", lines + 1))
         return self.out
+
+    def word_start_special(self, c: str) -> bool:
+        """A `#` (a comment) or the fd of a redirection (`2>`), where a word would start."""
+        return c == "#" or (c in "012" and self.s[self.i + 1 : self.i + 2] in ("<", ">"))
 
     def step(self, c: str) -> None:
         s, i = self.s, self.i
         if c in " \t":
             self.flush()
             self.i += 1
-        elif c == "#" and self.start < 0:
+            while self.i < self.n and s[self.i] in " \t":
+                self.i += 1
+        elif c == "#":
             while self.i < self.n and s[self.i] != "\n":
                 self.i += 1
         elif c == "\\":
@@ -127,15 +141,12 @@ class _Lexer:
         elif c == "$":
             self.begin()
             self.dollar(quoted=False)
-        elif c in "<>" or (c in "012" and self.start < 0 and s[i + 1 : i + 2] in ("<", ">")):
+        elif c in "<>012":
             self.redirection()
         elif s.startswith(("&&", "||", ";;"), i):
             self.operator(s[i : i + 2])
-        elif c in ";|&\n":
+        else:  # ; | & newline
             self.operator(c)
-        else:
-            self.lit(c, quoted=False)
-            self.i += 1
 
     # --- words ---------------------------------------------------------------------------
 
@@ -144,17 +155,24 @@ class _Lexer:
             self.start, self.word_line = self.i, self.line
 
     def lit(self, text: str, *, quoted: bool) -> None:
+        """Literal text, gathered with the text of the same quoting next to it in one part."""
         self.begin()
-        last = self.parts[-1] if self.parts else None
-        if last is not None and last.kind == "lit" and last.quoted == quoted:
-            self.parts[-1] = Part("lit", last.text + text, quoted)
-        else:
-            self.parts.append(Part("lit", text, quoted))
+        if self.buf_open and self.buf_quoted != quoted:
+            self.seal()
+        self.buf_open, self.buf_quoted = True, quoted
+        self.buf.append(text)
+
+    def seal(self) -> None:
+        if self.buf_open:
+            self.parts.append(Part("lit", "".join(self.buf), self.buf_quoted))
+            self.buf, self.buf_open = [], False
 
     def flush(self) -> None:
-        if self.start >= 0:
-            src = self.s[self.start : self.i]
-            self.out.append(Word(tuple(self.parts), src, self.word_line))
+        if self.start < 0:
+            return
+        self.seal()
+        src = self.s[self.start : self.i]
+        self.out.append(Word(tuple(self.parts), src, self.word_line))
         self.parts, self.start = [], -1
 
     def backslash(self) -> None:
@@ -207,15 +225,21 @@ class _Lexer:
                         "unexpected EOF while looking for matching `\"'", opened
                     ) from exc
                 continue
-            if ch == "\n":
-                self.line += 1
-            self.lit(ch, quoted=True)
-            self.i += 1
+            if ch in "\n\\":  # a newline, a backslash that quotes nothing
+                self.line += ch == "\n"
+                self.lit(ch, quoted=True)
+                self.i += 1
+                continue
+            m = _QUOTED_RUN.match(s, self.i)
+            assert m is not None
+            self.lit(m.group(0), quoted=True)
+            self.i = m.end()
 
     def dollar(self, *, quoted: bool) -> None:
         """`$?`, `$#`, `$N`, `${...}` or `$NAME` at self.i (a `$` before anything else is a `$`)."""
         s, j = self.s, self.i
         nxt = s[j + 1 : j + 2]
+        self.seal()
         if nxt == "{":
             end = s.find("}", j)
             if end < 0:
@@ -272,6 +296,9 @@ class _Lexer:
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_STOPS = frozenset(" \t\\'\"$<>;|&\n")  # what a plain run of a word stops at
+_RUN = re.compile(r"[^ \t\n'\"\\$<>;|&]+")  # plain characters of a word, at once
+_QUOTED_RUN = re.compile(r'[^"\\$\n]+')  # plain characters inside "..."
 
 
 def _braced(inner: str, quoted: bool) -> Part:

@@ -37,9 +37,26 @@ class ExpansionError(Exception):
 def argv(host: Host, sh: Shell, words: list[Word]) -> list[str]:
     out: list[str] = []
     for w in words:
+        text = _literal(w)
+        if text is not None:
+            out.append(text)
+            continue
         for segments in _fields(host, sh, w):
             out.extend(_glob(host, segments))
     return out
+
+
+def _literal(word: Word) -> str | None:
+    """The word's text when it is one literal with nothing to expand (most words are)."""
+    if len(word.parts) != 1:
+        return None
+    part = word.parts[0]
+    if part.kind != "lit":
+        return None
+    if part.quoted:
+        return part.text
+    text = part.text
+    return None if "*" in text or "?" in text or text.startswith("~") else text
 
 
 def target(host: Host, sh: Shell, word: Word) -> str | None:

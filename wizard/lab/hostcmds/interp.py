@@ -186,8 +186,10 @@ class Host:
     ) -> tuple[Io, dict[str, list[str]]] | None:
         """The streams after the redirections, in order, and the files written to (saved when
         the command ends), or None when one fails (bash's message written)."""
-        cio = Io(io.stdin, io.out, io.err)
         files: dict[str, list[str]] = {}
+        if not redirects:
+            return io, files
+        cio = Io(io.stdin, io.out, io.err)
         for r in redirects:
             path = expand.target(self, sh, r.target)
             if path is None:
