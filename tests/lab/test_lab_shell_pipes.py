@@ -118,6 +118,13 @@ async def test_a_body_command_reading_stdin_takes_the_rest_of_the_stream() -> No
     assert await _run(host, lines + loop.format("cat </dev/null")) == want
     # a command that does not read stdin leaves it
     assert await _run(host, lines + loop.format("ethtool -i enp1s0f0np0 >/dev/null")) == want
+    host.node.files["/tmp/two"] = "x\ny\n"
+    assert await _run(host, lines + loop.format("wc -l /tmp/two")) == (
+        "got 1\n2 /tmp/two\ngot 2\n2 /tmp/two\ngot 3\n2 /tmp/two\n",
+        "",
+        0,
+    )
+    assert await _run(host, lines + loop.format("wc -l")) == ("got 1\n2\n", "", 0)
     # a nested shell shares it: its `read` takes the next line (and at the end, nothing)
     inner = "sh -c 'read -r y; echo \"inner $y\"'"
     want = ("got 1\ninner 2\ngot 3\ninner \n", "", 0)

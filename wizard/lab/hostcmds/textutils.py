@@ -218,5 +218,25 @@ async def _tail(ctx: Ctx, args: list[str]) -> int:
 
 @command("wc")
 async def _wc(ctx: Ctx, args: list[str]) -> int:
-    ctx.out(f"{len(ctx.stdin.splitlines())}\n")
-    return 0
+    """`wc -l [FILE...]`: the lines of each FILE (GNU's layout: several files are padded to
+    the width of their total size and summed up), or of stdin when there is none (only then
+    is stdin read)."""
+    files = [a for a in args if not a.startswith("-")]
+    if not files:
+        ctx.out(f"{len(ctx.stdin.splitlines())}\n")
+        return 0
+    counts: list[tuple[int, str]] = []
+    size, status = 0, 0
+    for path in files:
+        content = read_file(ctx.host, path, ctx.root)
+        if content is None:
+            ctx.err(f"wc: {path}: No such file or directory\n")
+            status = 1
+            continue
+        counts.append((content.count("\n"), path))
+        size += len(content.encode())
+    if len(files) > 1:
+        counts.append((sum(n for n, _ in counts), "total"))
+    width = len(str(size)) if len(files) > 1 else 1
+    ctx.out("".join(f"{n:>{width}} {name}\n" for n, name in counts))
+    return status
