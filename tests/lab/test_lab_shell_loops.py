@@ -110,3 +110,46 @@ async def test_exit_ends_the_shell_and_a_piped_loop_only_its_subshell() -> None:
         1,
     )
     assert await _run(host, "exit -1") == ("", "", 255)
+
+
+async def test_until_negation_break_and_continue() -> None:
+    host = _host()
+    assert await _run(host, "! true; echo $?; ! false; echo $?; ! echo a | grep b; echo $?") == (
+        "1\n0\n0\n",
+        "",
+        0,
+    )
+    assert await _run(host, "until true; do echo never; done; echo $?") == ("0\n", "", 0)
+    script = "printf 'a\\nb\\n' | until ! read -r l; do echo \"[$l]\"; done"
+    assert await _run(host, script) == ("[a]\n[b]\n", "", 0)
+    script = "printf '1\\n2\\n3\\n' | while read -r x; do [ $x = 2 ] && continue; echo $x; done"
+    assert await _run(host, script) == ("1\n3\n", "", 0)
+    # `break 2` leaves both loops; `continue 2` goes on with the outer one
+    script = "while :; do while :; do break 2; done; echo never; done; echo out $?"
+    assert await _run(host, script) == ("out 0\n", "", 0)
+    host.node.files["/tmp/ab"] = "a\nb\n"
+    inner = 'while read -r y; do [ $y = b ] && continue 2; echo "$x$y"; done </tmp/ab'
+    script = f"printf '1\\n2\\n' | while read -r x; do {inner}; echo never; done"
+    assert await _run(host, script) == ("1a\n2a\n", "", 0)
+    # a piped inner loop runs in a subshell: its `continue 2` cannot reach the outer loop
+    inner = inner.replace(" </tmp/ab", "").replace("while", "cat /tmp/ab | while", 1)
+    script = f"printf '1\\n2\\n' | while read -r x; do {inner}; echo next; done"
+    assert await _run(host, script) == ("1a\nnext\n2a\nnext\n", "", 0)
+    # `break` in a pipeline's subshell leaves the loop outside it be
+    script = "while :; do echo | break; echo after; break; done"
+    assert await _run(host, script) == ("after\n", "", 0)
+    assert await _run(host, "break; echo $?") == (
+        "0\n",
+        "bash: line 1: break: only meaningful in a `for', `while', or `until' loop\n",
+        0,
+    )
+    assert await _run(host, "while :; do break 0; echo in; done; echo $?") == (
+        "1\n",
+        "bash: line 1: break: 0: loop count out of range\n",
+        0,
+    )
+    assert await _run(host, "while :; do break x; done; echo $?") == (
+        "",
+        "bash: line 1: break: x: numeric argument required\n",
+        128,
+    )

@@ -14,7 +14,10 @@ from wizard.lab.hostcmds.registry import COMMANDS, MGMT_IF, Ctx, command
 from wizard.lab.nccl import MpiArgs
 from wizard.lab.world import NodeState, World
 
-_BUILTINS = {"echo", "printf", "true", "false", ":", "test", "[", "exit", "command", "read"}
+_BUILTINS = {
+    *("echo", "printf", "true", "false", ":", "test", "[", "exit", "command", "read"),
+    *("break", "continue"),
+}
 
 
 @command("command")

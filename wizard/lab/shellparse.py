@@ -3,8 +3,8 @@
     complete_command := list (NEWLINE | end)
     list     := and_or ((';' | '&') and_or)* [';' | '&']
     and_or   := pipeline (('&&' | '||') linebreak pipeline)*
-    pipeline := command ('|' linebreak command)*
-    command  := simple | 'while' compound 'do' compound 'done' redirection*
+    pipeline := ['!'] command ('|' linebreak command)*
+    command  := simple | ('while' | 'until') compound 'do' compound 'done' redirection*
     simple   := (word | redirection)+
 
 A script is read one complete command at a time (`Parser.next`), as bash reads a `-c` string:
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from wizard.lab.shell import Op, Token, Word
 
-RESERVED = ("while", "do", "done")
+RESERVED = ("while", "until", "do", "done", "!")
 
 
 class ShellSyntaxError(Exception):
@@ -50,17 +50,20 @@ class Simple:
 
 @dataclass(slots=True)
 class While:
-    """`while COND; do BODY; done`: COND runs, and while it exits 0, BODY runs."""
+    """`while COND; do BODY; done`: COND runs, and while it exits 0, BODY runs (`until`:
+    while it does not)."""
 
     cond: list[AndOr]
     body: list[AndOr]
     redirects: list[Redirect]
     line: int
+    until: bool = False
 
 
 @dataclass(slots=True)
 class Pipeline:
     commands: list[Simple | While]
+    negated: bool = False  # `! PIPELINE`: its status inverted
 
 
 @dataclass(slots=True)
@@ -147,17 +150,24 @@ class Parser:
         return node
 
     def _pipeline(self) -> Pipeline:
+        negated = False
+        while self._reserved("!"):
+            self.k += 1
+            negated = not negated
+        t = self._peek()
+        if negated and isinstance(t, Op) and t.text in (";", "&", "\n", "") and not t.error:
+            return Pipeline([], negated)  # a lone `!`: exit 1
         commands = [self._command()]
         while isinstance(t := self._peek(), Op) and t.text == "|":
             self.k += 1
             self._linebreak()
             commands.append(self._command())
-        return Pipeline(commands)
+        return Pipeline(commands, negated)
 
     def _command(self) -> Simple | While:
         t = self._peek()
         if isinstance(t, Word):
-            if t.plain == "while":
+            if t.plain in ("while", "until"):
                 return self._while(t)
             if t.plain in RESERVED:
                 raise self._unexpected(t)
@@ -194,7 +204,7 @@ class Parser:
         self.k += 1
         body = self._compound("done")
         self.k += 1
-        loop = While(cond, body, [], keyword.line)
+        loop = While(cond, body, [], keyword.line, until=keyword.plain == "until")
         while isinstance(t := self._peek(), Op) and t.redirection:
             loop.redirects.append(self._redirect())
         t = self._peek()

@@ -4,8 +4,8 @@ Output layouts follow `fixtures/real/` (ibdev2netdev, iproute2 JSON, ethtool, ml
 lspci, dmesg, ping, perftest, nccl-tests). The interpreter is `interp.Host`; `registry` maps a
 command name to its handler; each tool family is one module:
 
-- `shell_builtins`: true/false/exit/read/test, sleep/timeout, hostname/whoami/uname/date/env,
-  sudo, bash -c, xargs
+- `shell_builtins`: true/false/exit/read/break/continue/test, sleep/timeout,
+  hostname/whoami/uname/date/env, sudo, bash -c, xargs
 - `textutils`: echo, printf, cat, grep, head, tail, wc
 - `fileutils`: tee, cp, mv, rm, mkdir, rmdir, ls
 - `vfs`: the file system those read (files, sysfs and procfs attributes)

@@ -20,7 +20,16 @@ from dataclasses import dataclass, field
 
 from wizard.lab import nodetools, perftest
 from wizard.lab.hostcmds import expand
-from wizard.lab.hostcmds.registry import BUILTINS, COMMANDS, Ctx, Input, Shell, ShellExit, Write
+from wizard.lab.hostcmds.registry import (
+    BUILTINS,
+    COMMANDS,
+    Ctx,
+    Input,
+    LoopControl,
+    Shell,
+    ShellExit,
+    Write,
+)
 from wizard.lab.hostcmds.vfs import read_file
 from wizard.lab.shell import tokenize
 from wizard.lab.shellparse import (
@@ -122,6 +131,7 @@ class Host:
         return sh.status
 
     async def _pipeline(self, sh: Shell, pl: Pipeline, io: Io) -> int:
+        status = 0
         if len(pl.commands) == 1:
             status = await self._command(sh, pl.commands[0], io)
         else:
@@ -134,7 +144,11 @@ class Host:
                     status = await self._command(sh.subshell(), cmd, stage)
                 except ShellExit as exc:  # it stops its subshell only
                     status = exc.status
+                except LoopControl:  # `break` in a subshell leaves the loops outside it be
+                    status = 0
                 stdin = Input("".join(buf))
+        if pl.negated:
+            status = int(status == 0)
         sh.status = status
         return status
 
@@ -144,22 +158,38 @@ class Host:
         return await self._simple(sh, cmd, io)
 
     async def _while(self, sh: Shell, loop: While, io: Io) -> int:
-        """`while COND; do BODY; done`, for as long as COND exits 0 (or until the session that
-        runs it goes away, which cancels it). Output streams as the body writes it; the loop's
-        status is its last body's (0 when the body never ran)."""
+        """`while COND; do BODY; done`, for as long as COND exits 0 (`until`: as long as it
+        does not), until `break`, or until the session that runs it goes away, which cancels
+        it. Output streams as the body writes it; the loop's status is its last body's (0 when
+        the body never ran)."""
         sh.line = loop.line
         opened = self._open(sh, loop.redirects, io)
         if opened is None:
             return 1
         lio, files = opened
-        status = 0
-        while True:
-            if await self._list(sh, loop.cond, lio) != 0:
-                break
-            status = await self._list(sh, loop.body, lio)
-            await asyncio.sleep(0)  # a loop without `sleep` must not starve the other nodes
+        sh.loops += 1
+        try:
+            status = await self._iterate(sh, loop, lio)
+        finally:
+            sh.loops -= 1
         sh.status = status
         return self._save(files, status)
+
+    async def _iterate(self, sh: Shell, loop: While, io: Io) -> int:
+        status = 0
+        while True:
+            try:
+                if (await self._list(sh, loop.cond, io) != 0) != loop.until:
+                    return status
+                status = await self._list(sh, loop.body, io)
+            except LoopControl as jump:
+                status = sh.status
+                if jump.count > 1:  # an outer loop's
+                    jump.count -= 1
+                    raise
+                if jump.kind == "break":
+                    return status
+            await asyncio.sleep(0)  # a loop without `sleep` must not starve the other nodes
 
     async def _simple(self, sh: Shell, cmd: Simple, io: Io) -> int:
         sh.line = cmd.line

@@ -74,10 +74,17 @@ class Shell:
     line: int = 1
     login: bool = False
     root: bool = False
+    loops: int = 0  # how many loops the running command is in (`break` needs one)
 
     def subshell(self) -> Shell:
         return Shell(
-            dict(self.vars), list(self.params), self.status, self.line, self.login, self.root
+            dict(self.vars),
+            list(self.params),
+            self.status,
+            self.line,
+            self.login,
+            self.root,
+            self.loops,
         )
 
     def param(self, name: str) -> str:
@@ -97,6 +104,14 @@ class ShellExit(Exception):
     def __init__(self, status: int) -> None:
         super().__init__(status)
         self.status = status
+
+
+class LoopControl(Exception):
+    """`break N` / `continue N` (kind "break" or "continue"), unwinding to the Nth loop."""
+
+    def __init__(self, kind: str, count: int) -> None:
+        super().__init__(kind, count)
+        self.kind, self.count = kind, count
 
 
 @dataclass

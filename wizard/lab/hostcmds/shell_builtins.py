@@ -1,6 +1,7 @@
 """Shell builtins and the small coreutils about the session: `true`, `false`, `exit`, `read`,
-`test`/`[`, `sleep` and `timeout` (on the lab clock), `hostname`, `whoami`, `uname`, `date`,
-`env`, `sudo`, `bash -c`, `xargs`, and the no-ops (`chmod`, `chown`, `sync`, `modprobe`).
+`break`, `continue`, `test`/`[`, `sleep` and `timeout` (on the lab clock), `hostname`,
+`whoami`, `uname`, `date`, `env`, `sudo`, `bash -c`, `xargs`, and the no-ops (`chmod`,
+`chown`, `sync`, `modprobe`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from wizard.lab.hostcmds.registry import (
     KERNEL,
     Ctx,
     Input,
+    LoopControl,
     ShellExit,
     builtin,
     command,
@@ -45,6 +47,38 @@ async def _exit(ctx: Ctx, args: list[str]) -> int:
         ctx.err(f"bash: line {sh.line}: exit: too many arguments\n")
         raise ShellExit(1)
     raise ShellExit(int(args[0]) & 0xFF)
+
+
+@builtin("break")
+async def _break(ctx: Ctx, args: list[str]) -> int:
+    return _jump(ctx, "break", args)
+
+
+@builtin("continue")
+async def _continue(ctx: Ctx, args: list[str]) -> int:
+    return _jump(ctx, "continue", args)
+
+
+def _jump(ctx: Ctx, kind: str, args: list[str]) -> int:
+    """`break [N]` / `continue [N]`: out of (to the next iteration of) the Nth enclosing loop."""
+    sh = ctx.shell
+    assert sh is not None  # a builtin runs in its shell
+    where = f"bash: line {sh.line}: {kind}"
+    if sh.loops == 0:
+        ctx.err(f"{where}: only meaningful in a `for', `while', or `until' loop\n")
+        return 0
+    if args and re.fullmatch(r"[-+]?[0-9]+", args[0]) is None:
+        ctx.err(f"{where}: {args[0]}: numeric argument required\n")
+        raise ShellExit(128)
+    if len(args) > 1:
+        ctx.err(f"{where}: too many arguments\n")
+        raise ShellExit(1)
+    count = int(args[0]) if args else 1
+    sh.status = 0
+    if count < 1:
+        ctx.err(f"{where}: {args[0]}: loop count out of range\n")
+        sh.status, count = 1, 1
+    raise LoopControl(kind, min(count, sh.loops))
 
 
 _READ_USAGE = (
