@@ -113,6 +113,9 @@ async def test_a_body_command_reading_stdin_takes_the_rest_of_the_stream() -> No
     # cat reads the loop's stdin to its end: one iteration
     assert await _run(host, lines + loop.format("cat")) == ("got 1\n2\n3\n", "", 0)
     assert await _run(host, lines + loop.format("grep 3")) == ("got 1\n3\n", "", 0)
+    # `sh -s` runs the rest of it as its script
+    script = "printf '1\\necho hi\\necho there\\n' | " + loop.format("sh -s")
+    assert await _run(host, script) == ("got 1\nhi\nthere\n", "", 0)
     # with another stdin it leaves the stream to `read`
     want = ("got 1\ngot 2\ngot 3\n", "", 0)
     assert await _run(host, lines + loop.format("cat </dev/null")) == want
