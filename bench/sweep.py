@@ -357,8 +357,10 @@ def fitted_slope(cpu_by_size: dict[int, float]) -> float:
 
 def bench(sizes: list[int], runs: int, venv: Path) -> None:
     from _bytecode import compile_fabwiz
+    from _machine import describe
 
     compile_fabwiz()
+    print(describe())
     work = Path(tempfile.mkdtemp(prefix="fabwiz-bench-"))
     tools = Tools(venv=venv, work=work)
     skipped = tools.skipped()

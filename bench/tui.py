@@ -371,8 +371,10 @@ def main() -> None:
     if args.quick:
         args.runs, args.nodes = 3, 8
     from _bytecode import compile_fabwiz
+    from _machine import describe
 
     compile_fabwiz()
+    print(describe())
     asyncio.run(main_async(args))
     gauge_runs(args.quick)
 

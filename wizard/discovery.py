@@ -244,8 +244,8 @@ def node_rails(
     results: Mapping[str, ProbeResult],
     mapping: Ibdev2NetdevResult | None = None,
 ) -> tuple[Rail, ...] | None:
-    """One node's rails from its sweep outputs (phase 1's ibdev2netdev and ip, phase 2's
-    per-rail ethtool); None when ibdev2netdev was not read or not readable. `mapping`: that
+    """One node's rails from its sweep outputs (ibdev2netdev and ip, the per-rail
+    ethtool); None when ibdev2netdev was not read or not readable. `mapping`: that
     ibdev2netdev already parsed (not parsed again)."""
     mapping = mapping or read_ibdev2netdev(results)
     if mapping is None:

@@ -23,7 +23,8 @@ from wizard.events import Event, MeasurementTaken, RailSampled
 from wizard.inventory import Inventory
 from wizard.model import Measurement, PhysicalAction, ProbeResult, Rail
 from wizard.probes import Observations, Probe
-from wizard.sweep import Sweeper, rail_pairs
+from wizard.schedule import rail_pairs
+from wizard.sweep import Sweeper
 from wizard.transports.routeros import RouterOsTransport
 from wizard.transports.ssh import SshTransport, StreamFailed
 

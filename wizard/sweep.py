@@ -2,11 +2,12 @@
 
 Why it is shaped this way: a technician's `ssh host cmd` per command costs a handshake each; here
 each node gets ONE persistent connection (wizard.transports.ssh) and its probes travel as ONE
-`sh -c` script per phase, each section framed by marker lines that carry the exit status
-(phase 1: the node-wide probes and discovery; phase 2: the per-rail probes, once the rails are
-known). Every interpolated value is shell-quoted. Switches get their API calls on one session
-each. Nodes and switches run concurrently; an unreachable one lands in
-`Observations.unreachable` and the rest goes on.
+`sh -c` script, each section framed by marker lines that carry the exit status: the node-wide
+probes and discovery, then the per-rail probes in a loop the node runs over its own
+ibdev2netdev (`sweep_batch.rail_loop`), so that finding the rails costs no second round trip.
+Every interpolated value is shell-quoted; a rail's names reach its commands as double-quoted
+variables. Switches get their API calls on one session each. Nodes and switches run
+concurrently; an unreachable one lands in `Observations.unreachable` and the rest goes on.
 
 The `--perf` traffic runner is here too: single-QP `ib_write_bw` per rail between node pairs
 (disjoint pairs at the same time, one rail index at a time so the two ports of a PCIe half do not
@@ -37,12 +38,15 @@ from wizard.model import Measurement, ProbeResult, Rail
 from wizard.parsers.ibdev2netdev import Ibdev2NetdevResult
 from wizard.probes import HostProbe, Observations, Probe, SwitchProbe
 from wizard.readiness import NodeTools
+from wizard.schedule import isl_safe, pack_rounds, rail_pairs, round_robin
 from wizard.sweep_batch import (
     HostRunner,
     Section,
     SwitchApi,
     build_script,
     fill,
+    rail_loop,
+    rail_results,
     split_script_output,
     switch_probes,
 )
@@ -118,6 +122,12 @@ class Sweeper:
         for name, api in self.switches.items():
             self._opening[f"switch:{name}"] = asyncio.ensure_future(api.connect())
 
+    async def opened(self) -> None:
+        """Wait until every handshake and login `open` started has ended, either way (a caller
+        with CPU work of its own does it then: the round trips are no longer waiting on it)."""
+        if self._opening:
+            await asyncio.wait(list(self._opening.values()))
+
     def cancel_opening(self) -> None:
         """Stop the handshakes `open` started that no sweep has waited for (closing early)."""
         for fut in self._opening.values():
@@ -142,19 +152,7 @@ class Sweeper:
             host = [*host, *(p for p in DISCOVERY_HOST_PROBES if p.name not in names)]
         if self.switches and not any(p.name == SW_BRIDGE_HOST.name for p in sw):
             sw = [*sw, SW_BRIDGE_HOST]  # cabling from the MACs each switch learned
-        node_tasks = [self._sweep_node(n, host) for n in self.nodes]
-        switch_tasks = [self._sweep_switch(s, api, sw) for s, api in self.switches.items()]
-        results = await asyncio.gather(*node_tasks, *switch_tasks)
-        nodes: dict[str, dict[str, ProbeResult]] = {}
-        switches: dict[str, dict[str, ProbeResult]] = {}
-        unreachable: dict[str, str] = {}
-        for i, (name, res, err) in enumerate(results):
-            if err is not None:
-                unreachable[name] = err
-                continue
-            (nodes if i < len(node_tasks) else switches)[name] = res
-        if peer_ssh and self.nodes and self.nodes[0] in nodes:
-            nodes[self.nodes[0]].update(await self._peer_ssh(self.nodes[0]))
+        nodes, switches, unreachable = await self._answers(host, sw, peer_ssh=peer_ssh)
         obs = Observations(nodes=nodes, switches=switches, unreachable=unreachable)
         if self.versions.update(nodes, switches):
             self._emit(self.versions.event(self.step))
@@ -165,6 +163,33 @@ class Sweeper:
                     self.rails[node] = found
         # the checks judge from these rails: nothing works them out again from these outputs
         return replace(obs, rails={n: self.rails.get(n, ()) for n in nodes})
+
+    async def _answers(
+        self, host: list[HostProbe], sw: list[SwitchProbe], *, peer_ssh: bool
+    ) -> tuple[
+        dict[str, dict[str, ProbeResult]], dict[str, dict[str, ProbeResult]], dict[str, str]
+    ]:
+        """Every node's and switch's answers, and the targets that could not be reached. With
+        `peer_ssh`, mpirun's SSH from the launch node to every other node's management address
+        goes once the nodes have answered (it needs those addresses), while the switches may
+        still be answering."""
+        switch_tasks = asyncio.gather(
+            *(self._sweep_switch(s, api, sw) for s, api in self.switches.items())
+        )
+        try:
+            nodes, unreachable = _answered(
+                await asyncio.gather(*(self._sweep_node(n, host) for n in self.nodes))
+            )
+        except BaseException:
+            switch_tasks.cancel()
+            raise
+        launch = self.nodes[0] if peer_ssh and self.nodes and self.nodes[0] in nodes else None
+        peers = asyncio.ensure_future(self._peer_ssh(launch)) if launch else None
+        switches, down = _answered(await switch_tasks)
+        unreachable.update(down)
+        if launch and peers is not None:
+            nodes[launch].update(await peers)
+        return nodes, switches, unreachable
 
     async def _peer_ssh(self, launch: str) -> dict[str, ProbeResult]:
         """mpirun's SSH, tried from the launch node to each other node's management address."""
@@ -186,10 +211,16 @@ class Sweeper:
         self._emit(ProbeAnswered(step=self.step, probe="connect", result=failed))
 
     async def _batch(
-        self, node: str, sections: list[Section], timeout: float
+        self,
+        node: str,
+        sections: list[Section],
+        timeout: float,
+        per_rail: Sequence[HostProbe] = (),
     ) -> tuple[dict[str, ProbeResult], str | None]:
+        """One script on `node`: its sections, then (with `per_rail`) those probes on every
+        rail of the node's own ibdev2netdev, in the same round trip (`rail_loop`)."""
         marker = f"@@FABWIZ-{secrets.token_hex(4)}@@"
-        script = build_script(sections, marker)
+        script = build_script(sections, marker, rail_loop(per_rail, marker) if per_rail else None)
         for s in sections:
             self._emit(ProbeSent(step=self.step, target=node, command=s.command))
         res = await self.ssh.run(node, script, timeout=timeout)
@@ -206,6 +237,7 @@ class Sweeper:
                 )
                 self._emit(ProbeAnswered(step=self.step, probe=s.key, result=failed))
             return {}, res.error
+        loose: dict[str, tuple[str, int | None]] = {}
         out = split_script_output(
             res.stdout,
             sections,
@@ -213,9 +245,19 @@ class Sweeper:
             target=node,
             started=res.started_at,
             duration=res.duration_s,
+            loose=loose,
         )
         for key, r in out.items():
             self._emit(ProbeAnswered(step=self.step, probe=key, result=r))
+        if per_rail:
+            rails = _rail_names(node, read_ibdev2netdev(out))
+            more = rail_results(
+                node, rails, per_rail, loose, started=res.started_at, duration=res.duration_s
+            )
+            for key, r in more.items():  # sent as the loop reached each rail: said now
+                self._emit(ProbeSent(step=self.step, target=node, command=r.command))
+                self._emit(ProbeAnswered(step=self.step, probe=key, result=r))
+            out.update(more)
         return out, None
 
     async def _sweep_node(
@@ -228,25 +270,15 @@ class Sweeper:
         node_wide = [p for p in probes if not p.per_rail]
         per_rail = [p for p in probes if p.per_rail]
         timeout = self.batch_timeout_s or max([p.timeout_s for p in probes] or [10.0]) + 5
-        out, err = await self._batch(
-            node, [Section(p.name, self._node_command(node, p)) for p in node_wide], timeout
-        )
+        # one round trip: the per-rail probes run on the node, over its own ibdev2netdev
+        sections = [Section(p.name, self._node_command(node, p)) for p in node_wide]
+        out, err = await self._batch(node, sections, timeout, per_rail)
         if err is not None:
             return node, {}, err
         self._note_readiness(node, out)
         mapping = read_ibdev2netdev(out)
-        ports = _rail_names(node, mapping)
-        if per_rail and ports:
-            sections = [
-                Section(f"{p.name}:{r.netdev}", fill(p, r)) for r in ports for p in per_rail
-            ]
-            more, err2 = await self._batch(node, sections, timeout)
-            if err2 is not None:
-                for s in sections:
-                    out[s.key] = ProbeResult(target=node, kind="ssh", command=s.command, error=err2)
-            out.update(more)
-        # worked out once, from both phases' outputs and phase 1's parsed ibdev2netdev
-        self.rails[node] = (node_rails(node, out, mapping) or ()) if ports else ()
+        # worked out once, from the outputs and the parsed ibdev2netdev
+        self.rails[node] = (node_rails(node, out, mapping) or ()) if mapping else ()
         return node, out, None
 
     def _node_command(self, node: str, probe: HostProbe) -> str:
@@ -405,7 +437,7 @@ class Sweeper:
         schedule = rail_pairs(list(self.nodes)) if quick else round_robin(list(self.nodes))
         flows: list[tuple[Rail, Rail]] = []
         for idx in range(count):
-            for round_pairs in _isl_safe(schedule, by_node, idx):
+            for round_pairs in isl_safe(schedule, by_node, idx):
                 for a, b in round_pairs:
                     ra = rail_at(by_node.get(a, ()), idx)
                     rb = peer_rail(ra, by_node.get(b, ()), idx)
@@ -452,100 +484,25 @@ class Sweeper:
         return await traffic.one_rail_test(self, client, server, run)
 
 
+def _answered(
+    answers: Sequence[tuple[str, dict[str, ProbeResult], str | None]],
+) -> tuple[dict[str, dict[str, ProbeResult]], dict[str, str]]:
+    """(results by target, errors by target) of targets' (name, results, error) answers."""
+    found: dict[str, dict[str, ProbeResult]] = {}
+    errors: dict[str, str] = {}
+    for name, res, err in answers:
+        if err is not None:
+            errors[name] = err
+        else:
+            found[name] = res
+    return found, errors
+
+
 def _rail_names(node: str, mapping: Ibdev2NetdevResult | None) -> tuple[Rail, ...]:
-    """The netdev/RDMA pairs of phase 1's ibdev2netdev, enough to address phase 2's per-rail
-    probes (the rest of each rail is worked out once, after phase 2)."""
+    """The netdev/RDMA pairs of the node's ibdev2netdev, enough to name the per-rail probes'
+    sections and commands (the rest of each rail is worked out once, from every output)."""
     if mapping is None:
         return ()
     return tuple(
         Rail(node=node, netdev=m.netdev, rdma=m.rdma, port=0, half="A") for m in mapping.mappings
     )
-
-
-def _isl_safe(
-    schedule: list[list[tuple[str, str]]], by_node: Mapping[str, Sequence[Rail]], idx: int
-) -> list[list[tuple[str, str]]]:
-    """Split rounds so that at most one flow crosses an ISL in one direction at once: a single
-    flow measures the rail (~109 Gb/s, seed 003); two sharing one direction (~81.9 each) is
-    its own test (`isl_shared_test`)."""
-    out: list[list[tuple[str, str]]] = []
-    for pairs in schedule:
-        subs: list[tuple[list[tuple[str, str]], dict[tuple[str, str], int]]] = []
-        for a, b in pairs:
-            ra, rb = rail_at(by_node.get(a, ()), idx), rail_at(by_node.get(b, ()), idx)
-            way = (ra.switch or "", rb.switch or "") if ra and rb else ("", "")
-            crossing = bool(way[0] and way[1] and way[0] != way[1])
-            for sub, used in subs:
-                if not crossing or used.get(way, 0) < 1:
-                    sub.append((a, b))
-                    if crossing:
-                        used[way] = used.get(way, 0) + 1
-                    break
-            else:
-                subs.append(([(a, b)], {way: 1} if crossing else {}))
-        out.extend(sub for sub, _ in subs)
-    return out
-
-
-def flow_uses(client: Rail, server: Rail) -> frozenset[tuple[str, ...]]:
-    """What one single-QP rail test needs to itself to measure the rail: its client's send
-    side and its server's receive side (the NIC's ~196 Gb/s a direction is less than two rails),
-    both nodes' PCIe halves (both directions on one half cost each ~8%), and the ISL direction
-    it crosses (two flows on one direction is `isl_shared_test`)."""
-    uses = {
-        ("tx", client.node),
-        ("rx", server.node),
-        ("half", client.node, client.half),
-        ("half", server.node, server.half),
-    }
-    if client.switch and server.switch and client.switch != server.switch:
-        uses.add(("isl", client.switch, server.switch))
-    return frozenset(uses)
-
-
-def pack_rounds(flows: Sequence[tuple[Rail, Rail]]) -> list[list[tuple[Rail, Rail]]]:
-    """(client, server) rail tests packed into as few rounds as run without sharing a
-    bottleneck (`flow_uses`): each goes into the first round it fits, in order. A node may
-    send on one PCIe half while it receives on the other, so a plane's test joins another
-    plane's round where its nodes play the other parts on the other half."""
-    rounds: list[tuple[list[tuple[Rail, Rail]], set[tuple[str, ...]]]] = []
-    for client, server in flows:
-        need = flow_uses(client, server)
-        for planned, used in rounds:
-            if not need & used:
-                planned.append((client, server))
-                used.update(need)
-                break
-        else:
-            rounds.append(([(client, server)], set(need)))
-    return [planned for planned, _ in rounds]
-
-
-def round_robin(nodes: list[str]) -> list[list[tuple[str, str]]]:
-    """Every node pair once, as n-1 rounds of disjoint pairs (the circle method; an odd node
-    count adds a bye). Pairs of one round can run at the same time."""
-    ring: list[str | None] = list(nodes)
-    if len(ring) % 2:
-        ring.append(None)
-    n = len(ring)
-    rounds: list[list[tuple[str, str]]] = []
-    for r in range(n - 1):
-        pairs = []
-        for i in range(n // 2):
-            a, b = ring[i], ring[n - 1 - i]
-            if a is not None and b is not None:
-                pairs.append((a, b) if r % 2 == 0 or i else (b, a))
-        if pairs:
-            rounds.append(pairs)
-        ring = [ring[0], ring[-1], *ring[1:-1]]
-    return rounds
-
-
-def rail_pairs(nodes: list[str]) -> list[list[tuple[str, str]]]:
-    """Rounds of disjoint (client, server) pairs covering every node: (1,2),(3,4)...; an odd
-    node out is paired with the first node in a second round."""
-    first = [(nodes[i], nodes[i + 1]) for i in range(0, len(nodes) - 1, 2)]
-    rounds = [first] if first else []
-    if len(nodes) % 2 == 1 and len(nodes) > 1:
-        rounds.append([(nodes[-1], nodes[0])])
-    return rounds

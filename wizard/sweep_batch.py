@@ -1,5 +1,6 @@
-"""How the sweep's probes travel: one `sh -c` script per node and phase, each section framed
-by marker lines that carry its exit status, cut back into one ProbeResult per section. Every
+"""How the sweep's probes travel: one `sh -c` script per node, each section framed by marker
+lines that carry its exit status, cut back into one ProbeResult per section; the per-rail probes
+run in a loop over the node's own ibdev2netdev in the same script (`rail_loop`). Every
 interpolated value is shell-quoted. Also what the sweep needs of SSH and of a switch's API.
 """
 
@@ -22,6 +23,8 @@ __all__ = [
     "SwitchApi",
     "build_script",
     "fill",
+    "rail_loop",
+    "rail_results",
     "split_script_output",
     "switch_probes",
 ]
@@ -66,13 +69,46 @@ def fill(probe: HostProbe, rail: Rail | None) -> str:
     return f"sudo -n {cmd}" if probe.sudo else cmd
 
 
-def build_script(sections: Sequence[Section], marker: str) -> str:
-    """One `sh -c` script running each section between marker lines that carry its exit status."""
+def build_script(sections: Sequence[Section], marker: str, tail: str | None = None) -> str:
+    """One `sh -c` script running each section between marker lines that carry its exit status
+    (and `tail`, a part of the script that frames its own sections: `rail_loop`)."""
     parts = []
     for s in sections:
         tag = shlex.quote(f"{marker} {s.key}")
         parts.append(f"echo {tag} BEGIN; {s.command} 2>&1; echo {tag} END $?")
+    if tail:
+        parts.append(tail)
     return "sh -c " + shlex.quote("; ".join(parts))
+
+
+# the loop's variables, for a per-rail probe's {netdev} and {rdma}
+_LOOP_VALUES = {"{netdev}": '"$netdev"', "{rdma}": '"$rdma"'}
+_PROBE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def rail_loop(probes: Sequence[HostProbe], marker: str, ibdev: str = "ibdev2netdev") -> str:
+    """The per-rail probes as one loop on the node over ibdev2netdev's `<rdma> port <n> ==>
+    <netdev> (Up|Down)` lines: for each, every probe in a section keyed `name:<netdev>`. The
+    rails are not known before this script runs, so they are not a second round trip: the
+    client keeps the sections of the rails its own reading of that ibdev2netdev finds
+    (`split_script_output`'s `loose`), and the command each ran is written out with the rail's
+    names (`fill`). The names reach the commands as double-quoted variables, never as script
+    text; each command's stdin is /dev/null (the loop reads ibdev2netdev's lines from it)."""
+    body = []
+    for p in probes:
+        if not _PROBE_NAME.fullmatch(p.name):
+            raise ValueError(f"a probe name must be a plain word: {p.name!r}")
+        command = p.command
+        for key, value in _LOOP_VALUES.items():
+            command = command.replace(key, value)
+        if p.sudo:
+            command = f"sudo -n {command}"
+        tag = f'"{marker} {p.name}:$netdev'
+        body.append(f'echo {tag} BEGIN"; {command} </dev/null 2>&1; echo {tag} END $?"')
+    return (
+        f"{ibdev} 2>/dev/null | grep ' ==> ' | while read -r rdma _ _ _ netdev _; "
+        f"do {'; '.join(body)}; done"
+    )
 
 
 # the rest of a marker line after the marker (the marker itself is random per batch, so
@@ -111,10 +147,12 @@ def split_script_output(
     target: str,
     started: float,
     duration: float,
+    loose: dict[str, tuple[str, int | None]] | None = None,
 ) -> dict[str, ProbeResult]:
     """Cut a batched run's stdout back into one ProbeResult per section. Only the lines that
     hold the marker move the cut; a section's output is the slice of lines between its marker
-    lines, joined once."""
+    lines, joined once. The sections the script framed itself (`rail_loop`) go to `loose` when
+    given, as key -> (output, exit status; None when the output was cut short)."""
     out: dict[str, ProbeResult] = {}
     by_key = {s.key: s for s in sections}
     current: str | None = None
@@ -129,11 +167,15 @@ def split_script_output(
         end = _end_mark(stripped, marker)
         if end is not None and current is not None and current == end[1]:
             s = by_key.get(current)
+            body = "".join(lines[start:i]) + end[0]
             if s is not None:
-                body = "".join(lines[start:i]) + end[0]
                 out[current] = _section_result(s, body, end[2], target, started, duration)
+            elif loose is not None:
+                loose[current] = (body, end[2])
             current = None
         # any other marker line is output of the section it is in
+    if current is not None and current not in by_key and loose is not None:
+        loose[current] = ("".join(lines[start:]), None)
     buf = lines[start:] if current is not None else []
     for s in sections:
         if s.key not in out:
@@ -143,6 +185,44 @@ def split_script_output(
                 command=s.command,
                 stdout="".join(buf) if current == s.key else "",
                 error=f"{target}: the output of `{s.command}` was cut short (no end marker)",
+                started_at=started,
+                duration_s=duration,
+            )
+    return out
+
+
+def rail_results(
+    target: str,
+    rails: Sequence[Rail],
+    probes: Sequence[HostProbe],
+    loose: dict[str, tuple[str, int | None]],
+    *,
+    started: float,
+    duration: float,
+) -> dict[str, ProbeResult]:
+    """One ProbeResult per rail and per-rail probe, from the sections `rail_loop` framed on
+    the node (`loose`), each with the command as it ran on that rail. A rail of the client's
+    own reading of ibdev2netdev without its section is an error (never a pass); a section of a
+    rail that reading does not know is left out."""
+    out: dict[str, ProbeResult] = {}
+    for r in rails:
+        for p in probes:
+            s = Section(f"{p.name}:{r.netdev}", fill(p, r))
+            body, status = loose.get(s.key, ("", None))
+            if status is not None:
+                out[s.key] = _section_result(s, body, status, target, started, duration)
+                continue
+            why = (
+                "was cut short (no end marker)"
+                if s.key in loose
+                else f"gave no answer: the node's loop over ibdev2netdev did not reach {r.netdev}"
+            )
+            out[s.key] = ProbeResult(
+                target=target,
+                kind="ssh",
+                command=s.command,
+                stdout=body,
+                error=f"{target}: the output of `{s.command}` {why}",
                 started_at=started,
                 duration_s=duration,
             )

@@ -48,7 +48,7 @@ async def ping_matrix(sw: Sweeper, *, payload: int = 8972) -> list[dict[str, obj
     """`ping -M do -s 8972` between every node pair on every plane (rail index), both
     ends addressed; the pairs of a round at once."""
     from wizard.parsers.ping import parse_ping
-    from wizard.sweep import round_robin
+    from wizard.schedule import round_robin
 
     by_node = {n: sw.rails.get(n, ()) for n in sw.nodes}
     count = max((len(r) for r in by_node.values()), default=0)

@@ -148,8 +148,6 @@ async def run_check(
         for api in switches.values():
             api.start()
         probes_for, sweeper_class = await _loading_sweep()
-        # the checks load while the sweep's commands run: their probes are known without them
-        loading = asyncio.ensure_future(asyncio.to_thread(_load_checks, perf))
         sweeper = sweeper_class(
             ssh=ssh,
             nodes=[n.name for n in inv.nodes],
@@ -160,8 +158,14 @@ async def run_check(
         )
         sweeper.open()  # takes over the handshakes and logins under way
         listed = probes_for(traffic=perf)
-        obs = await sweeper.sweep(listed)
-        loaded = await loading
+        sweeping = asyncio.ensure_future(sweeper.sweep(listed))
+        # the checks load once the handshakes are through (each holds the loop while it loads):
+        # the nodes are then running their scripts, which takes them longer than the loading
+        await sweeper.opened()
+        try:
+            loaded = await asyncio.to_thread(_load_checks, perf)
+        finally:
+            obs = await sweeping
         from screens.cli import startup_done
 
         startup_done()  # everything `check` needs is loaded

@@ -1,4 +1,4 @@
-"""The sweep: one SSH connection and two round trips per node, marker-framed batches, shell
+"""The sweep: one SSH connection and one round trip per node, marker-framed batches, shell
 quoting, an unreachable node as a finding while the rest goes on; and discovery."""
 
 from __future__ import annotations

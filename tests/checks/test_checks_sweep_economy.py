@@ -57,7 +57,7 @@ async def test_open_starts_every_handshake_and_the_sweep_reuses_them(
     assert obs.unreachable["spark4"].startswith("spark4: cannot reach 127.0.0.1:")
     assert sorted(obs.nodes) == ["spark1", "spark2", "spark3"]
     assert "crs804" in obs.switches and "bridge_host" in obs.switches["crs804"]
-    # the rails of each reachable node were worked out once, after both phases
+    # the rails of each reachable node were worked out once, from the one script's outputs
     assert sorted(calls) == ["spark1", "spark2", "spark3"]
     spark1 = sweeper.rails["spark1"]
     assert [r.netdev for r in spark1] == [
@@ -67,7 +67,7 @@ async def test_open_starts_every_handshake_and_the_sweep_reuses_them(
         "enP2p1s0f1np1",
     ]
     assert [(r.port, r.half) for r in spark1] == [(0, "A"), (0, "B"), (1, "A"), (1, "B")]
-    assert spark1[0].speed_mbps == 200000  # from phase 2's ethtool
+    assert spark1[0].speed_mbps == 200000  # from the per-rail loop's ethtool
     assert spark1[0].addresses == ("10.9.1.1/24",)
 
 

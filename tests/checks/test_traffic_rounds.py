@@ -4,7 +4,7 @@ bottleneck (a node's send or receive side, a PCIe half, an ISL direction)."""
 from __future__ import annotations
 
 from wizard.model import Rail
-from wizard.sweep import flow_uses, pack_rounds, round_robin
+from wizard.schedule import flow_uses, pack_rounds, round_robin
 
 
 def _rails(node: str, switch: str = "sw1") -> list[Rail]:

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from wizard.errors import ParseError
-from wizard.parsers.common import lines, strip_prompt
+from wizard.parsers.common import lines, remembered, strip_prompt
 
 TOOL = "ibdev2netdev"
 _LINE = re.compile(r"^\s*(\S+)\s+port\s+(\d+)\s+==>\s+(\S+)\s+\((\w+)\)\s*$")
@@ -55,6 +55,7 @@ def _half(rdma: str, netdev: str) -> str | None:
     return None
 
 
+@remembered  # immutable: the sweep's per-rail loop and discovery share one parse
 def parse_ibdev2netdev(text: str) -> Ibdev2NetdevResult:
     """Parse every `<rdma> port <n> ==> <netdev> (Up|Down)` line; other lines are ignored."""
     found: list[IbdevMapping] = []
