@@ -21,7 +21,7 @@ import asyncio
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from wizard import readiness, sweep_nccl
 from wizard import sweep_traffic as traffic
@@ -35,7 +35,6 @@ from wizard.discovery import (
 from wizard.errors import FabwizError
 from wizard.events import Event, MeasurementTaken, ProbeAnswered, ProbeSent, TrafficPlanned
 from wizard.model import Measurement, ProbeResult, Rail
-from wizard.parsers.ibdev2netdev import Ibdev2NetdevResult
 from wizard.probes import HostProbe, Observations, Probe, SwitchProbe
 from wizard.readiness import NodeTools
 from wizard.schedule import isl_safe, pack_rounds, rail_pairs, round_robin
@@ -43,9 +42,11 @@ from wizard.sweep_batch import (
     HostRunner,
     Section,
     SwitchApi,
+    answered,
     build_script,
     fill,
     rail_loop,
+    rail_names,
     rail_results,
     split_script_output,
     switch_probes,
@@ -70,6 +71,17 @@ EventSink = Callable[[Event], None]
 
 
 # --- the sweep -------------------------------------------------------------------------------
+
+
+class _Batch(NamedTuple):
+    """What one script on a node gave: its declared sections' results (or the transport's
+    error), the sections it framed itself (`rail_loop`), and when it ran."""
+
+    out: dict[str, ProbeResult]
+    error: str | None
+    loose: dict[str, tuple[str, int | None]]
+    started: float
+    duration: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +189,7 @@ class Sweeper:
             *(self._sweep_switch(s, api, sw) for s, api in self.switches.items())
         )
         try:
-            nodes, unreachable = _answered(
+            nodes, unreachable = answered(
                 await asyncio.gather(*(self._sweep_node(n, host) for n in self.nodes))
             )
         except BaseException:
@@ -185,7 +197,7 @@ class Sweeper:
             raise
         launch = self.nodes[0] if peer_ssh and self.nodes and self.nodes[0] in nodes else None
         peers = asyncio.ensure_future(self._peer_ssh(launch)) if launch else None
-        switches, down = _answered(await switch_tasks)
+        switches, down = answered(await switch_tasks)
         unreachable.update(down)
         if launch and peers is not None:
             nodes[launch].update(await peers)
@@ -200,8 +212,7 @@ class Sweeper:
         ]
         if not sections:
             return {}
-        out, _err = await self._batch(launch, sections, readiness.MPIRUN_SSH.timeout_s + 5)
-        return out
+        return (await self._batch(launch, sections, readiness.MPIRUN_SSH.timeout_s + 5)).out
 
     def _unreached(self, target: str, kind: Literal["ssh", "api"], error: str) -> None:
         """A target that could not be reached or logged into is an answer too: the log keeps
@@ -216,14 +227,16 @@ class Sweeper:
         sections: list[Section],
         timeout: float,
         per_rail: Sequence[HostProbe] = (),
-    ) -> tuple[dict[str, ProbeResult], str | None]:
+    ) -> _Batch:
         """One script on `node`: its sections, then (with `per_rail`) those probes on every
-        rail of the node's own ibdev2netdev, in the same round trip (`rail_loop`)."""
+        rail of the node's own ibdev2netdev, in the same round trip (`rail_loop`): their
+        sections come back loose, for `_rail_answers`."""
         marker = f"@@FABWIZ-{secrets.token_hex(4)}@@"
         script = build_script(sections, marker, rail_loop(per_rail, marker) if per_rail else None)
         for s in sections:
             self._emit(ProbeSent(step=self.step, target=node, command=s.command))
         res = await self.ssh.run(node, script, timeout=timeout)
+        loose: dict[str, tuple[str, int | None]] = {}
         if res.error is not None and res.exit_status is None:
             # every probe sent gets its answer in the log, even when the answer is the failure
             for s in sections:
@@ -236,8 +249,7 @@ class Sweeper:
                     duration_s=res.duration_s,
                 )
                 self._emit(ProbeAnswered(step=self.step, probe=s.key, result=failed))
-            return {}, res.error
-        loose: dict[str, tuple[str, int | None]] = {}
+            return _Batch({}, res.error, loose, res.started_at, res.duration_s)
         out = split_script_output(
             res.stdout,
             sections,
@@ -249,16 +261,20 @@ class Sweeper:
         )
         for key, r in out.items():
             self._emit(ProbeAnswered(step=self.step, probe=key, result=r))
-        if per_rail:
-            rails = _rail_names(node, read_ibdev2netdev(out))
-            more = rail_results(
-                node, rails, per_rail, loose, started=res.started_at, duration=res.duration_s
-            )
-            for key, r in more.items():  # sent as the loop reached each rail: said now
-                self._emit(ProbeSent(step=self.step, target=node, command=r.command))
-                self._emit(ProbeAnswered(step=self.step, probe=key, result=r))
-            out.update(more)
-        return out, None
+        return _Batch(out, None, loose, res.started_at, res.duration_s)
+
+    def _rail_answers(
+        self, node: str, rails: Sequence[Rail], probes: Sequence[HostProbe], batch: _Batch
+    ) -> dict[str, ProbeResult]:
+        """The per-rail probes' results on the node's rails, from the batch's loose sections;
+        sent as the node's loop reached each rail, so they are said now, each with its answer."""
+        found = rail_results(
+            node, rails, probes, batch.loose, started=batch.started, duration=batch.duration
+        )
+        for key, r in found.items():
+            self._emit(ProbeSent(step=self.step, target=node, command=r.command))
+            self._emit(ProbeAnswered(step=self.step, probe=key, result=r))
+        return found
 
     async def _sweep_node(
         self, node: str, probes: list[HostProbe]
@@ -272,12 +288,14 @@ class Sweeper:
         timeout = self.batch_timeout_s or max([p.timeout_s for p in probes] or [10.0]) + 5
         # one round trip: the per-rail probes run on the node, over its own ibdev2netdev
         sections = [Section(p.name, self._node_command(node, p)) for p in node_wide]
-        out, err = await self._batch(node, sections, timeout, per_rail)
-        if err is not None:
-            return node, {}, err
+        batch = await self._batch(node, sections, timeout, per_rail)
+        if batch.error is not None:
+            return node, {}, batch.error
+        out = batch.out
         self._note_readiness(node, out)
-        mapping = read_ibdev2netdev(out)
-        # worked out once, from the outputs and the parsed ibdev2netdev
+        mapping = read_ibdev2netdev(out)  # parsed once: the rails' sections and the rails
+        if per_rail and mapping:
+            out.update(self._rail_answers(node, rail_names(node, mapping), per_rail, batch))
         self.rails[node] = (node_rails(node, out, mapping) or ()) if mapping else ()
         return node, out, None
 
@@ -482,27 +500,3 @@ class Sweeper:
     ) -> Measurement:
         run = traffic.RailRun(port, duration_s, delay, timeout, qps, bidir)
         return await traffic.one_rail_test(self, client, server, run)
-
-
-def _answered(
-    answers: Sequence[tuple[str, dict[str, ProbeResult], str | None]],
-) -> tuple[dict[str, dict[str, ProbeResult]], dict[str, str]]:
-    """(results by target, errors by target) of targets' (name, results, error) answers."""
-    found: dict[str, dict[str, ProbeResult]] = {}
-    errors: dict[str, str] = {}
-    for name, res, err in answers:
-        if err is not None:
-            errors[name] = err
-        else:
-            found[name] = res
-    return found, errors
-
-
-def _rail_names(node: str, mapping: Ibdev2NetdevResult | None) -> tuple[Rail, ...]:
-    """The netdev/RDMA pairs of the node's ibdev2netdev, enough to name the per-rail probes'
-    sections and commands (the rest of each rail is worked out once, from every output)."""
-    if mapping is None:
-        return ()
-    return tuple(
-        Rail(node=node, netdev=m.netdev, rdma=m.rdma, port=0, half="A") for m in mapping.mappings
-    )

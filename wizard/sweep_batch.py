@@ -14,6 +14,7 @@ from typing import Protocol
 
 from wizard.events import Event, ProbeAnswered, ProbeSent
 from wizard.model import ProbeResult, Rail
+from wizard.parsers.ibdev2netdev import Ibdev2NetdevResult
 from wizard.probes import HostProbe, SwitchProbe
 from wizard.transports.ssh import sudo_error
 
@@ -21,9 +22,11 @@ __all__ = [
     "HostRunner",
     "Section",
     "SwitchApi",
+    "answered",
     "build_script",
     "fill",
     "rail_loop",
+    "rail_names",
     "rail_results",
     "split_script_output",
     "switch_probes",
@@ -103,8 +106,9 @@ def rail_loop(probes: Sequence[HostProbe], marker: str, ibdev: str = "ibdev2netd
             command = command.replace(key, value)
         if p.sudo:
             command = f"sudo -n {command}"
-        tag = f'"{marker} {p.name}:$netdev'
-        body.append(f'echo {tag} BEGIN"; {command} </dev/null 2>&1; echo {tag} END $?"')
+        # printf, not echo: dash's echo would read backslashes in a name as escapes
+        tag = f"printf '%s\\n' \"{marker} {p.name}:$netdev"
+        body.append(f'{tag} BEGIN"; {command} </dev/null 2>&1; {tag} END $?"')
     return (
         f"{ibdev} 2>/dev/null | grep ' ==> ' | while read -r rdma _ _ _ netdev _; "
         f"do {'; '.join(body)}; done"
@@ -297,3 +301,27 @@ async def switch_probes(
             out[p.name] = res
             emit(ProbeAnswered(step=step, probe=p.name, result=res))
     return out
+
+
+def answered(
+    answers: Sequence[tuple[str, dict[str, ProbeResult], str | None]],
+) -> tuple[dict[str, dict[str, ProbeResult]], dict[str, str]]:
+    """(results by target, errors by target) of targets' (name, results, error) answers."""
+    found: dict[str, dict[str, ProbeResult]] = {}
+    errors: dict[str, str] = {}
+    for name, res, err in answers:
+        if err is not None:
+            errors[name] = err
+        else:
+            found[name] = res
+    return found, errors
+
+
+def rail_names(node: str, mapping: Ibdev2NetdevResult | None) -> tuple[Rail, ...]:
+    """The netdev/RDMA pairs of the node's ibdev2netdev, enough to name the per-rail probes'
+    sections and commands (the rest of each rail is worked out once, from every output)."""
+    if mapping is None:
+        return ()
+    return tuple(
+        Rail(node=node, netdev=m.netdev, rdma=m.rdma, port=0, half="A") for m in mapping.mappings
+    )

@@ -111,7 +111,7 @@ async def _transports(
 
 
 @pytest.mark.lab
-async def test_sweep_uses_one_connection_and_two_round_trips_per_node() -> None:
+async def test_sweep_uses_one_connection_and_one_round_trip_per_node() -> None:
     async with Lab("healthy-4node-crs804", time_scale=1000.0) as lab:
         ssh, sws, nodes = await _transports(lab)
         events: list[object] = []
@@ -130,13 +130,24 @@ async def test_sweep_uses_one_connection_and_two_round_trips_per_node() -> None:
         for t in sws.values():
             await t.close()
     assert ssh.handshakes == 4
-    # two batches per node, and one more on the launch node: mpirun's SSH to its peers
-    assert sorted(calls) == sorted([*nodes * 2, nodes[0]])
+    # one batch per node (the per-rail probes in the node's own loop), and one more on the
+    # launch node: mpirun's SSH to its peers
+    assert sorted(calls) == sorted([*nodes, nodes[0]])
     assert obs.unreachable == {}
     spark1 = obs.nodes["spark1"]
     assert spark1["ibdev2netdev"].exit_status == 0
     assert "rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)" in spark1["ibdev2netdev"].stdout
     assert spark1["mlnx_qos:enP2p1s0f1np1"].command == "sudo -n mlnx_qos -i enP2p1s0f1np1"
+    assert spark1["mlnx_qos:enP2p1s0f1np1"].exit_status == 0
+    assert "PFC configuration" in spark1["mlnx_qos:enP2p1s0f1np1"].stdout
+    # every rail of every node has its per-rail sections, from the node's loop
+    per_rail = {p.name for p in probes if isinstance(p, HostProbe) and p.per_rail}
+    assert per_rail >= {"ethtool", "ethtool_i", "mlnx_qos"}
+    for node in nodes:
+        for netdev in ("enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1"):
+            for probe in per_rail:
+                res = obs.nodes[node][f"{probe}:{netdev}"]
+                assert res.error is None and res.exit_status == 0, (node, probe, netdev)
     assert spark1["nccl_conf"].exit_status == 1
     host_probe_count = sum(1 for p in probes if isinstance(p, HostProbe) and not p.per_rail)
     assert len([k for k in spark1 if ":" not in k]) >= host_probe_count

@@ -19,6 +19,7 @@ from wizard.sweep_batch import Section, build_script, rail_loop, rail_results, s
 PROBES = [ETHTOOL, ETHTOOL_I, MLNX_QOS, HW_COUNTERS]
 MARKER = "@@FABWIZ-0a1b2c3d@@"
 HOSTILE = "$(touch${IFS}pwned)"
+BACKSLASH = "tab\\tname"  # dash's echo would read the backslash as an escape
 
 # stand-ins for the node's tools: each says how it was called; ethtool also reads a line of
 # its stdin, to show it gets none of the loop's input (a real tool that read stdin would eat
@@ -29,10 +30,13 @@ TOOLS = {
         "echo 'rocep1s0f0 port 1 ==> enp1s0f0np0 (Up)'\n"
         "echo 'a warning line the loop must skip'\n"
         f"echo 'roceP2p1s0f0 port 1 ==> {HOSTILE} (Down)'\n"
+        f"printf '%s\\n' 'mlx5_9 port 1 ==> {BACKSLASH} (Up)'\n"
         "printf 'rocep1s0f1 port 1 ==> enp1s0f1np1 (Up)'\n"  # no last newline
     ),
-    "ethtool": '#!/bin/sh\necho "ethtool [$*]"\nread line && echo "stdin: $line"\nexit 0\n',
-    "mlnx_qos": '#!/bin/sh\necho "mlnx_qos [$*]"\n',
+    "ethtool": (
+        '#!/bin/sh\nprintf \'%s\\n\' "ethtool [$*]"\nread line && echo "stdin: $line"\nexit 0\n'
+    ),
+    "mlnx_qos": "#!/bin/sh\nprintf '%s\\n' \"mlnx_qos [$*]\"\n",
     "sudo": '#!/bin/sh\n[ "$1" = -n ] && shift\nexec "$@"\n',
 }
 
@@ -71,17 +75,18 @@ def test_the_loop_runs_every_probe_on_every_rail_in_one_script(tmp_path: Path) -
         text, sections, MARKER, target="spark1", started=1.0, duration=0.2, loose=loose
     )
     assert out["ibdev2netdev"].exit_status == 0
-    assert out["ibdev2netdev"].stdout.count("==>") == 3
+    assert out["ibdev2netdev"].stdout.count("==>") == 4
     # every probe on every mapping line, and only those (the warning line ran nothing)
     assert sorted(loose) == sorted(
         f"{p.name}:{netdev}"
         for p in PROBES
-        for netdev in ("enp1s0f0np0", HOSTILE, "enp1s0f1np1")  # the last line had no newline
+        for netdev in ("enp1s0f0np0", HOSTILE, BACKSLASH, "enp1s0f1np1")  # last: no newline
     )
     assert loose["ethtool:enp1s0f0np0"] == ("ethtool [enp1s0f0np0]\n", 0)  # no stdin stolen
     assert loose["ethtool_i:enp1s0f1np1"] == ("ethtool [-i enp1s0f1np1]\n", 0)
     assert loose["mlnx_qos:enp1s0f0np0"] == ("mlnx_qos [-i enp1s0f0np0]\n", 0)
     assert loose[f"ethtool:{HOSTILE}"] == (f"ethtool [{HOSTILE}]\n", 0)  # literal, as read
+    assert loose[f"ethtool:{BACKSLASH}"] == (f"ethtool [{BACKSLASH}]\n", 0)
     body, status = loose["hw_counters:enp1s0f1np1"]
     assert status == 2 and "/sys/class/infiniband/rocep1s0f1/ports/1/counters/*" in body
 
