@@ -132,3 +132,37 @@ async def test_the_walk_discovers_once_per_node_per_sweep(monkeypatch: pytest.Mo
         (1, "B", 1500),
     ]
     assert {r.switch for r in spark2} == {"crs804"}  # cabled from the inventory's map
+
+
+@pytest.mark.lab
+async def test_check_loads_its_checks_once_every_handshake_has_ended(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An import holds the event loop: made during the handshakes, it would hold up every
+    node's round trips. `check` loads its checks once no handshake is under way, while the
+    nodes run their scripts, and still judges every check."""
+    import screens.commands.check as check_command
+
+    in_flight: list[int] = [0]
+    seen_when_loading: list[int] = []
+    real_open = SshTransport._open
+    real_load = check_command._load_checks
+
+    async def counting_open(self: SshTransport, target: SshTarget) -> object:
+        in_flight[0] += 1
+        try:
+            return await real_open(self, target)
+        finally:
+            in_flight[0] -= 1
+
+    def noting_load(perf: bool) -> object:
+        seen_when_loading.append(in_flight[0])
+        return real_load(perf)
+
+    monkeypatch.setattr(SshTransport, "_open", counting_open)
+    monkeypatch.setattr(check_command, "_load_checks", noting_load)
+    async with Lab("fault-host-mtu", time_scale=1000.0) as lab:
+        report = await run_check(load_inventory(lab.inventory_path), ssh_config=None)
+    assert seen_when_loading == [0]  # loaded once, with no handshake under way
+    assert "host.mtu" in {v.fault for v in report.findings}
+    assert all(n["reachable"] and n["rails"] for n in report.nodes)
