@@ -265,7 +265,7 @@ async def test_probe_that_never_answers_times_out_and_the_rest_goes_on(
 async def test_very_slow_node_is_waited_for(lab: Lab, tmp_path: Path) -> None:
     hooks(lab).ssh("spark4", "slow", delay_s=0.4, times=0)
     w = await walk(lab, tmp_path, ["preflight"], traffic=False)
-    assert hooks(lab).count("slow") >= 2
+    assert hooks(lab).count("slow") >= 1  # its one script (the per-rail probes in its loop)
     assert "unreachable" not in w.text
     slow = [e.result for e in w.of(ProbeAnswered) if e.result.target == "spark4"]
     assert slow and all(r.error is None for r in slow)

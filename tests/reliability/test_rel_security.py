@@ -134,11 +134,17 @@ def _assert_quoted(command: str) -> None:
 
 async def test_hostile_names_from_probe_output_are_quoted_in_probes(tmp_path: Path) -> None:
     sent, probes, text = await _hostile_run(tmp_path)
+    # the per-rail probes run in the node's loop over its own ibdev2netdev: the name reaches
+    # their commands as a double-quoted variable, never as script text
+    assert any('ethtool "$netdev"' in c for c in sent)
     hostile = [c for c in sent if "fabwiz-pwned" in c and not c.startswith("sudo -n mlnx_qos")]
-    assert len(hostile) >= 2, "the hostile name reached the per-rail probe batch"
-    for command in hostile:
+    for command in hostile:  # a later step that names the rail quotes it
         _assert_quoted(command)
-    assert any("fabwiz-pwned" in p for p in probes)
+    # what the log says ran on that rail names it, quoted
+    logged = [p for p in probes if "fabwiz-pwned" in p]
+    assert len(logged) >= 2, "the per-rail probes of the hostile rail are not in the log"
+    for command in logged:
+        _assert_quoted(command)
     assert not Path("/tmp/fabwiz-pwned").exists()
     assert "Traceback" not in text
 
