@@ -130,7 +130,6 @@ async def run_check(
     from wizard.transports.sshlib import load_asyncssh
 
     t0 = time.monotonic()
-    expectations = _expectations(inv)
     passwords, password_errors = _switch_passwords(inv, prompt)
     ssh = SshTransport(
         [SshTarget.from_spec(n) for n in inv.nodes],
@@ -144,10 +143,11 @@ async def run_check(
     switches: dict[str, Any] = {}
     try:
         await asyncio.sleep(0)  # the connections are opening: the nodes answer meanwhile
+        expectations = _expectations(inv)
+        probes_for, sweeper_class = await _loading_sweep()
         switches = _switch_transports(inv, passwords)
         for api in switches.values():
             api.start()
-        probes_for, sweeper_class = await _loading_sweep()
         sweeper = sweeper_class(
             ssh=ssh,
             nodes=[n.name for n in inv.nodes],
@@ -317,12 +317,14 @@ class _Loaded:
 
 
 async def _loading_sweep() -> tuple[Callable[..., Any], Any]:
-    """The sweep and its probe manifest, imported in a thread: the loop drives the handshakes
-    under way meanwhile (each import would otherwise hold them up until it is done)."""
+    """The sweep, its probe manifest and the switches' API client, imported in a thread: the
+    loop drives the handshakes under way meanwhile (each import would otherwise hold them up
+    until it is done)."""
 
     def load() -> tuple[Callable[..., Any], Any]:
         from flows.probe_manifest import probes_for
         from wizard.sweep import Sweeper
+        from wizard.transports import routeros  # noqa: F401  # the switches' API client
 
         return probes_for, Sweeper
 
