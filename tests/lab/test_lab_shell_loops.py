@@ -6,21 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from wizard.lab import scenarios
-from wizard.lab.hostcmds import Host
-from wizard.lab.perftest import Registry
-
-
-def _host(time_scale: float = 1000.0) -> Host:
-    w = scenarios.build_world(scenarios.load("healthy-2node-direct"), time_scale=time_scale)
-    return Host(w, w.nodes["spark1"], Registry())
-
-
-async def _run(host: Host, script: str) -> tuple[str, str, int]:
-    out: list[str] = []
-    err: list[str] = []
-    rc = await host.run(script, out.append, err.append)
-    return "".join(out), "".join(err), rc
+from tests.lab.shell_support import lab_host as _host
+from tests.lab.shell_support import run_on as _run
 
 
 async def test_a_false_condition_runs_no_body_and_exits_0() -> None:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import shlex
 
-from wizard.lab import scenarios
-from wizard.lab.hostcmds import Host
-from wizard.lab.perftest import Registry
+from tests.lab.shell_support import lab_host as _host
+from tests.lab.shell_support import run_on as _run
 from wizard.sweep_batch import Section, split_script_output
 
 M = "@@M@@"
@@ -25,18 +24,6 @@ COUNTERS = (
     "/sys/class/infiniband/{rdma}/ports/1/hw_counters/* "
     "/sys/class/infiniband/{rdma}/ports/1/counters/*"
 )
-
-
-def _host() -> Host:
-    w = scenarios.build_world(scenarios.load("healthy-2node-direct"), time_scale=1000.0)
-    return Host(w, w.nodes["spark1"], Registry())
-
-
-async def _run(host: Host, script: str, stdin: str = "") -> tuple[str, str, int]:
-    out: list[str] = []
-    err: list[str] = []
-    rc = await host.run(script, out.append, err.append, stdin=stdin)
-    return "".join(out), "".join(err), rc
 
 
 def _section(key: str, command: str) -> str:

@@ -6,21 +6,8 @@ sees."""
 
 from __future__ import annotations
 
-from wizard.lab import scenarios
-from wizard.lab.hostcmds import Host
-from wizard.lab.perftest import Registry
-
-
-def _host() -> Host:
-    w = scenarios.build_world(scenarios.load("healthy-2node-direct"), time_scale=1000.0)
-    return Host(w, w.nodes["spark1"], Registry())
-
-
-async def _run(host: Host, script: str, stdin: str = "") -> tuple[str, str, int]:
-    out: list[str] = []
-    err: list[str] = []
-    rc = await host.run(script, out.append, err.append, stdin=stdin)
-    return "".join(out), "".join(err), rc
+from tests.lab.shell_support import lab_host as _host
+from tests.lab.shell_support import run_on as _run
 
 
 async def test_fields_split_on_blanks_and_the_last_name_takes_the_rest() -> None:
