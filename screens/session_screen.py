@@ -18,13 +18,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Header, Log
+from textual.widgets import Header
 
 from screens.deadman import DeadmanCountdown
 from screens.widgets.conclusion import conclusion
 from screens.widgets.detail import ActionBar, EvidenceTable, StepDetail
 from screens.widgets.footer import KeysFooter
 from screens.widgets.gauges import RailGauges
+from screens.widgets.logpane import LogPane
 from screens.widgets.messages import (
     ApplyFixRequested,
     BackRequested,
@@ -117,7 +118,7 @@ class SessionScreen(Screen[None]):
         yield DeadmanCountdown()
         with Horizontal(id="bottom"):
             yield self._gauges
-            yield Log(id="log", max_lines=5000, auto_scroll=True)
+            yield LogPane(id="log", max_lines=5000, auto_scroll=True)
         yield KeysFooter()
 
     def on_mount(self) -> None:
@@ -223,7 +224,7 @@ class SessionScreen(Screen[None]):
         return enabled
 
     def _append_log(self) -> None:
-        log = self.query_one("#log", Log)
+        log = self.query_one("#log", LogPane)
         lines = []
         for at, level, text in self.view.log[self._log_shown :]:
             stamp = time.strftime("%H:%M:%S", time.gmtime(at))

@@ -17,6 +17,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import Button, DataTable, Static
 from textual.widgets.data_table import Row, RowKey
@@ -175,6 +176,7 @@ class StepDetail(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._shown: dict[str, Text | str] = {}  # selector -> what its Static shows
+        self._more_at: Size | None = None  # the panel's size when the "N more" cue was placed
 
     def compose(self) -> ComposeResult:
         yield Static("", id="step-title")
@@ -230,11 +232,15 @@ class StepDetail(Vertical):
         verdict = self.query_one("#verdict", VerticalScroll)
         worst = view.verdict_status
         set_classes_of(verdict, () if worst is None else (f"-{worst}",), [f"-{s}" for s in Status])
-        self._update("#verdict-text", _verdict_text(view))
+        changed = self._update("#verdict-text", _verdict_text(view))
         said = self.query_one("#conclusion", Static)
         said.display = bool(conclusion)
         self._update("#conclusion", Text.assemble(("→ ", "bold"), conclusion) if conclusion else "")
-        self.call_after_refresh(self.more_verdicts)
+        if changed or self.size != self._more_at:
+            # the verdict list's height follows its text and the panel's size: the cue under
+            # it is worked out again (once laid out) only when one of them changed
+            self._more_at = self.size
+            self.call_after_refresh(self.more_verdicts)
 
         prompt = self.query_one("#prompt", Static)
         prompt.display = bool(question)
