@@ -218,7 +218,9 @@ class FabwizApp(App[int]):
         elif isinstance(event, COALESCED_EVENTS):
             self.repaints.add(changed)  # the sweep's flood: a few repaints a second
         else:
-            self.repaints.flush(changed)  # rare and meaningful: shown at once
+            # rare and meaningful: shown once the events queued with it are in (a step's
+            # verdict, its next phase and the question after them are one repaint)
+            self.repaints.soon(changed)
         if self.physical_modal is not None:
             self.physical_modal.on_engine_event(event)
         question = self.question

@@ -191,7 +191,6 @@ class SessionScreen(Screen[None]):
         detail = next(iter(self.query(StepDetail)), None)
         if detail is None:  # being mounted again (a layout change): the next repaint shows it
             return
-        detail.set_class(question is not None, "-prompting")
         detail.show(
             step,
             is_current=self.view.current == step.id,
@@ -224,10 +223,16 @@ class SessionScreen(Screen[None]):
         return enabled
 
     def _append_log(self) -> None:
-        log = self.query_one("#log", LogPane)
+        log = next(iter(self.query("#log").results(LogPane)), None)
+        if log is None:  # the screen is being torn down as the app closes
+            return
         lines = []
+        stamps: dict[int, str] = {}  # a sweep's lines share a few seconds
         for at, level, text in self.view.log[self._log_shown :]:
-            stamp = time.strftime("%H:%M:%S", time.gmtime(at))
+            second = int(at)
+            stamp = stamps.get(second)
+            if stamp is None:
+                stamp = stamps[second] = time.strftime("%H:%M:%S", time.gmtime(second))
             lines.append(f"{stamp} {_LEVEL.get(level, '·')} {text}")
         self._log_shown = len(self.view.log)
         if lines:

@@ -25,6 +25,7 @@ from textual.widgets.data_table import Row, RowKey
 from screens.widgets.classes import set_classes_of
 from screens.widgets.steps import GLYPHS
 from screens.widgets.view_model import StepView
+from screens.widgets.virtual import set_virtual_size
 from wizard.model import Evidence, Status, Verdict
 from wizard.safetext import clean
 
@@ -125,8 +126,14 @@ class EvidenceTable(DataTable[Text | str]):
         self.check_idle()
 
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
-        # the rows all come from `show`, which sized the columns for them
-        super()._update_dimensions(())
+        """The table's scrollable size. The rows all come from `show`, which sized the columns
+        for them, one line each; the table's box is set by the CSS, so its scroll bars are
+        updated in place, without a layout of the screen."""
+        width = sum(column.get_render_width(self) for column in self.columns.values())
+        header = self.header_height if self.show_header else 0
+        set_virtual_size(
+            self, Size(width + self._row_label_column_width, self._total_row_height + header)
+        )
 
     @property
     def selected_row(self) -> int | None:
@@ -228,6 +235,8 @@ class StepDetail(Vertical):
                 explain.append(body + "\n")
         explain.rstrip()
         self._update("#explain-text", explain if explain.plain else Text("—"))
+        # on a short terminal, the question takes the explanation's place (app.tcss)
+        self.query_one("#explain").set_class(question is not None, "-prompting")
 
         verdict = self.query_one("#verdict", VerticalScroll)
         worst = view.verdict_status

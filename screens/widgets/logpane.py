@@ -8,7 +8,7 @@ layout of the whole screen; its rendered lines are cached only while text is sel
 repaint renders every visible line again. `LogPane` shows the same lines in the same places:
 the widths are measured as the lines are written, the virtual size is set once, and since the
 pane's own size never depends on its content (its box is set by the CSS), the scroll bars are
-updated in place instead of laying the screen out again. Rendered lines are cached until they
+updated in place instead of laying the screen out again (`screens.widgets.virtual`). Rendered lines are cached until they
 change (or the style does), as `Log` meant to.
 """
 
@@ -21,8 +21,9 @@ from rich.cells import cell_len
 from rich.style import Style
 from textual.geometry import Size
 from textual.strip import Strip
-from textual.widget import Widget
 from textual.widgets import Log
+
+from screens.widgets.virtual import set_virtual_size
 
 
 class LogPane(Log):
@@ -39,22 +40,13 @@ class LogPane(Log):
         if new_lines:
             process = self._process_line
             self._width = max(self._width, *(cell_len(process(line)) for line in new_lines))
-        self._set_virtual_size(Size(self._width, self.line_count))
+        set_virtual_size(self, Size(self._width, self.line_count))
         self.refresh_lines(start, len(new_lines))
         if auto_scroll and not self.is_vertical_scrollbar_grabbed and at_end:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
         else:
             self.refresh()
         return self
-
-    def _set_virtual_size(self, size: Size) -> None:
-        """The scrollable size, and the scroll bars that show it, without a layout: what lays
-        the pane out (its CSS box) does not depend on it."""
-        if size == self.virtual_size:
-            return
-        self.set_reactive(Widget.virtual_size, size)
-        if self.is_mounted and self.container_size:
-            self._scroll_update(size)
 
     def _render_line_strip(self, y: int, rich_style: Style) -> Strip:
         if self.text_selection is not None:  # a selection's highlight is never kept
