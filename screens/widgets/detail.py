@@ -101,6 +101,9 @@ class EvidenceTable(DataTable[Text | str]):
         # measure each cell again (rich builds its console options once per cell).
         for column, width in zip(self.ordered_columns, widths, strict=False):
             column.content_width = max(column.content_width, width)
+        # sized now, not when the table is next idle: a scroll bar that comes or goes is laid
+        # out with the rest of the panel, in one layout
+        self._update_dimensions(())
 
     def _append_rows(self, table: list[tuple[Text, ...]]) -> None:
         """`add_row(*cells, key=str(i))` for each row, keys counting on from the rows there,
