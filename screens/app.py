@@ -109,7 +109,7 @@ class FabwizApp(App[int]):
         self._rails = tuple(rails)
         self._start_engine = start_engine
         self._quit_event = asyncio.Event()
-        self._painted = asyncio.Event()  # the first screen is on the terminal
+        self._on_screen = asyncio.Event()  # the first screen is on the terminal
         self._engine_done = False
         self._failed = False
         self._pending_request: asyncio.Future[Any] | None = None
@@ -152,7 +152,7 @@ class FabwizApp(App[int]):
         young, middle, old = gc.get_threshold()
         if young < YOUNG_GC_THRESHOLD:
             gc.set_threshold(YOUNG_GC_THRESHOLD, middle, old)
-        self._painted.set()
+        self._on_screen.set()
 
     def start_engine(self) -> None:
         """Start the engine's worker: it builds the engine once the first screen is painted."""
@@ -166,7 +166,7 @@ class FabwizApp(App[int]):
             begin = getattr(self.engine_factory, "begin", None)
             if begin is not None:
                 begin(stack)  # the cluster's handshakes, under way while the screen composes
-            await self._painted.wait()
+            await self._on_screen.wait()
             sub_title = self.sub_title
             self.sub_title = "starting…"
             try:
