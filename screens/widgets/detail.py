@@ -75,6 +75,10 @@ class EvidenceTable(DataTable[Text | str]):
         self.rows_shown = rows
         self.clear()
         styles: dict[str, Style] = {}
+        # a step's rows repeat their targets and verdicts: each cell is made (and measured)
+        # once per show; the same object in every row that shows it (a cell is never changed)
+        marked: dict[tuple[str, str], tuple[Text, int]] = {}  # (status, target) -> cell
+        verdicts: dict[str, tuple[Text, int]] = {}  # status -> the verdict cell
         widths = [0] * len(self.ordered_columns)
         table: list[tuple[Text, ...]] = []
         for _verdict, ev in rows:
@@ -84,18 +88,24 @@ class EvidenceTable(DataTable[Text | str]):
                 style = styles[status] = self.get_component_rich_style(
                     f"evidence--{status}", partial=True
                 )
-            target = Text(f"{GLYPHS.get(status, '·')} ", style=style)  # visible at 80 columns
-            target.append_text(_cell(ev.target, 24))
+                glyph = GLYPHS.get(status, "·")
+                verdict = Text(f"{glyph} {status}", style=style)
+                verdicts[status] = (verdict, cell_len(verdict.plain))
+            target = marked.get((status, ev.target))
+            if target is None:
+                mark = Text(f"{GLYPHS.get(status, '·')} ", style=style)  # seen at 80 columns
+                mark.append_text(_cell(ev.target, 24)[0])
+                target = marked[(status, ev.target)] = (mark, cell_len(mark.plain))
             cells = (
                 target,
                 _cell(ev.observed, 34),
                 _cell(ev.expected, 28),
                 _cell(ev.command, 34),
-                Text(f"{GLYPHS.get(status, '·')} {status}", style=style),
+                verdicts[status],
             )
-            for k, cell in enumerate(cells):
-                widths[k] = max(widths[k], cell_len(cell.plain))
-            table.append(cells)
+            for k, (_text, width) in enumerate(cells):
+                widths[k] = max(widths[k], width)
+            table.append(tuple(text for text, _width in cells))
         self._append_rows(table)
         # Every cell is one line: its width is its text's. Sized here, the table does not
         # measure each cell again (rich builds its console options once per cell).
@@ -108,7 +118,8 @@ class EvidenceTable(DataTable[Text | str]):
     def _append_rows(self, table: list[tuple[Text, ...]]) -> None:
         """`add_row(*cells, key=str(i))` for each row, keys counting on from the rows there,
         with what `add_row` does for the table as a whole done once, not per row (checking the
-        cursor, sorting the columns, waking the widget): 0.1 s for a 1,000-row preflight."""
+        cursor, sorting the columns, waking the widget): 0.1 s for a 1,000-row preflight. The
+        rows are not queued for measuring (`_new_rows`): `show` measured them."""
         columns = [column.key for column in self.ordered_columns]
         if table and len(table[0]) > len(columns):
             raise ValueError("More values provided than there are columns.")
@@ -118,7 +129,6 @@ class EvidenceTable(DataTable[Text | str]):
             self._row_locations[key] = index
             self._data[key] = dict(zip(columns, cells, strict=False))
             self.rows[key] = Row(key, 1, None, False)
-            self._new_rows.add(key)
         if not table:
             return
         self._require_update_dimensions = True
@@ -272,11 +282,13 @@ class StepDetail(Vertical):
 
 
 @lru_cache(maxsize=8192)
-def _cell(text: str, width: int) -> Text:
-    """One line, at most `width` cells: the raw output modal has the rest. The same cell
-    (a command, an expected value on every node) is one object, never changed once made."""
+def _cell(text: str, width: int) -> tuple[Text, int]:
+    """One line, at most `width` cells (the raw output modal has the rest), and its width in
+    cells. The same cell (a command, an expected value on every node) is one object, never
+    changed once made."""
     line = " ".join(clean(text).split())
-    return Text(line if len(line) <= width else line[: width - 1] + "…", no_wrap=True)
+    cell = Text(line if len(line) <= width else line[: width - 1] + "…", no_wrap=True)
+    return cell, cell_len(cell.plain)
 
 
 def _verdict_text(view: StepView) -> Text:
