@@ -18,7 +18,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widget import Widget
 from textual.widgets import Header
 
 from screens.deadman import DeadmanCountdown
@@ -148,11 +147,6 @@ class SessionScreen(Screen[None]):
 
     # --- rendering (attributes down) -------------------------------------------------------
 
-    @staticmethod
-    def _attached(widget: Widget) -> bool:
-        """`widget` is on the screen (not torn down as the app closes)."""
-        return widget.is_attached
-
     def follow(self, step: str) -> None:
         """Look at the step the engine is on."""
         self.viewed = step
@@ -167,7 +161,7 @@ class SessionScreen(Screen[None]):
         if not self._composed:
             return
         parts = set(changed)
-        if "steps" in parts and self._attached(self._steps):
+        if "steps" in parts and self._steps.is_attached:
             self._steps.refresh_steps()
         if parts & {"detail", "steps", "prompt", "ended"}:
             self._show_detail()
@@ -197,7 +191,7 @@ class SessionScreen(Screen[None]):
                 "the wizard watches for the result"
             )
         detail = self._detail
-        if not self._attached(detail):  # the app is closing
+        if not detail.is_attached:  # the app is closing
             return
         detail.show(
             step,
@@ -232,7 +226,7 @@ class SessionScreen(Screen[None]):
 
     def _append_log(self) -> None:
         log = self._log
-        if not self._attached(log):  # the screen is being torn down as the app closes
+        if not log.is_attached:  # the screen is being torn down as the app closes
             return
         lines = []
         stamps: dict[int, str] = {}  # a sweep's lines share a few seconds

@@ -63,8 +63,8 @@ class Coalescer:
         a question) are handled: one repaint for the burst, before anything else happens."""
         self._pending.update(parts)
         if self._pending and not self._soon:
-            self._soon = True
-            self._host.call_later(self._soon_tick)
+            # not queued when the app is closing: the next flush takes what is pending
+            self._soon = self._host.call_later(self._soon_tick)
 
     def flush(self, parts: Collection[str] = ()) -> None:
         """Render now what is pending, with `parts` (a decision shows the latest state)."""
