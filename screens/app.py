@@ -109,6 +109,7 @@ class FabwizApp(App[int]):
         self._rails = tuple(rails)
         self._start_engine = start_engine
         self._quit_event = asyncio.Event()
+        self._on_screen = asyncio.Event()  # the first screen is on the terminal
         self._engine_done = False
         self._failed = False
         self._pending_request: asyncio.Future[Any] | None = None
@@ -132,12 +133,15 @@ class FabwizApp(App[int]):
         if self._rails:
             self.session.gauges.set_rails(self._rails)
         if self._start_engine and self.engine_factory is not None:
-            # After the first paint: the operator sees the screen before anything slow starts.
-            self.call_after_refresh(self.start_engine)
+            # The engine is built after the first paint: the operator sees the screen before
+            # anything slow starts. Its worker starts now, for a factory that can begin its
+            # cluster's connections meanwhile (`begin`, loading nothing).
+            self.call_after_refresh(self._first_paint)
+            self.start_engine()
 
     # --- the engine worker ---------------------------------------------------------------------
 
-    def start_engine(self) -> None:
+    def _first_paint(self) -> None:
         # What is alive now (the modules, Textual, this screen) lives as long as the session:
         # kept out of the collector's full passes, those scan only what the session adds
         # (a 32-node preflight's two full collections took ~0.25 s of it). Once per process.
@@ -148,15 +152,23 @@ class FabwizApp(App[int]):
         young, middle, old = gc.get_threshold()
         if young < YOUNG_GC_THRESHOLD:
             gc.set_threshold(YOUNG_GC_THRESHOLD, middle, old)
+        self._on_screen.set()
+
+    def start_engine(self) -> None:
+        """Start the engine's worker: it builds the engine once the first screen is painted."""
         self.engine_worker = self.run_worker(
             self._run_engine(), name="engine", group="engine", exclusive=True, exit_on_error=False
         )
 
     async def _run_engine(self) -> None:
         assert self.engine_factory is not None
-        sub_title = self.sub_title
-        self.sub_title = "starting…"
         async with AsyncExitStack() as stack:
+            begin = getattr(self.engine_factory, "begin", None)
+            if begin is not None:
+                begin(stack)  # the cluster's handshakes, under way while the screen composes
+            await self._on_screen.wait()
+            sub_title = self.sub_title
+            self.sub_title = "starting…"
             try:
                 self.engine = await self.engine_factory(self.ports, stack)
             except FabwizError as exc:
@@ -218,7 +230,9 @@ class FabwizApp(App[int]):
         elif isinstance(event, COALESCED_EVENTS):
             self.repaints.add(changed)  # the sweep's flood: a few repaints a second
         else:
-            self.repaints.flush(changed)  # rare and meaningful: shown at once
+            # rare and meaningful: shown once the events queued with it are in (a step's
+            # verdict, its next phase and the question after them are one repaint)
+            self.repaints.soon(changed)
         if self.physical_modal is not None:
             self.physical_modal.on_engine_event(event)
         question = self.question

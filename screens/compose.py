@@ -24,6 +24,7 @@ from rich.console import Console
 from flows.bisection import FLOW
 from flows.expectations import DEFAULT, Expectations, validate_overrides
 from flows.registry import CHECKS, make_context
+from screens.connections import EarlyConnections, transports, trust_notes
 from wizard.drain import DrainGuard
 from wizard.engine import Engine, Operator, Resume, RunResult
 from wizard.engine.resume import resume_from as resume_along
@@ -41,11 +42,11 @@ from wizard.events import (
     SessionEnded,
 )
 from wizard.fabric import InventoryFabric
-from wizard.inventory import Inventory, load_inventory, resolve_password
+from wizard.inventory import Inventory, load_inventory
 from wizard.probes import Observations
 from wizard.session import LoadedSession, SessionLog, load_session
-from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
-from wizard.transports.ssh import SshTarget, SshTransport
+from wizard.transports.routeros import RouterOsTransport
+from wizard.transports.ssh import SshTransport
 
 # Lab time runs this many times faster than life by default (a 5 s ib_write_bw in 0.2 s).
 LAB_TIME_SCALE = 25.0
@@ -155,32 +156,6 @@ async def _start_lab(scenario: str, time_scale: float, state: dict[str, Any] | N
     return lab
 
 
-def known_switch_certs() -> Path:
-    """Where API-SSL certificates accepted on first use are kept (like known_hosts)."""
-    import platformdirs
-
-    return Path(platformdirs.user_config_dir("fabwiz")) / "known_switch_certs"
-
-
-def _transports(
-    inv: Inventory, accept_new_host_keys: bool, prompt: Callable[[str], str] | None
-) -> tuple[SshTransport, dict[str, RouterOsTransport], list[str]]:
-    ssh = SshTransport(
-        [SshTarget.from_spec(n) for n in inv.nodes], accept_new_host_keys=accept_new_host_keys
-    )
-    switches: dict[str, RouterOsTransport] = {}
-    secrets: list[str] = []
-    for spec in inv.switches:
-        password = resolve_password(spec, prompt=prompt)
-        if password:
-            secrets.append(password)
-        tr = RouterOsTransport(RouterOsTarget.from_spec(spec, password))
-        tr.known_certs = known_switch_certs()
-        tr.accept_new_certs = accept_new_host_keys  # as for SSH host keys: only when asked
-        switches[spec.name] = tr
-    return ssh, switches, secrets
-
-
 class WizardOptions(TypedDict, total=False):
     """How `open_wizard` finds its cluster and keeps its log (every key optional)."""
 
@@ -195,6 +170,7 @@ class WizardOptions(TypedDict, total=False):
     prompt: Callable[[str], str] | None
     lab_object: Any
     fsync: bool
+    connections: EarlyConnections | None
 
 
 async def open_wizard(*, operator: Operator, **options: Unpack[WizardOptions]) -> Wiring:
@@ -204,7 +180,9 @@ async def open_wizard(*, operator: Operator, **options: Unpack[WizardOptions]) -
     `lab` is a built-in scenario name or a scenario file: the lab starts in-process. On resume,
     an in-process lab starts from the session's saved lab state. `lab_object` passes an already
     running `wizard.lab.Lab` (tests, the TUI's demo), which the caller stops. `fsync=False`
-    (tests only) skips the fsync of each log line.
+    (tests only) skips the fsync of each log line. `connections` hands over the inventory's
+    transports with their handshakes begun (`screens.connections.begin`, the TUI): they are the
+    wizard's from then on.
     """
     _window_from_env(300.0)  # a bad FABWIZ_ROLLBACK_WINDOW_S is said before anything starts
     resume = options.get("resume")
@@ -245,7 +223,8 @@ async def open_wizard(*, operator: Operator, **options: Unpack[WizardOptions]) -
         _start_log(log, inv, fabric, options.get("command", "fix"), inventory, scenario, the_lab)
     if the_lab is not None:
         _save_lab(log, the_lab)
-    _trust_notes(emit, ssh, switches)
+    early = options.get("connections")
+    trust_notes(emit, ssh, switches, early.said if early is not None else None)
     engine = Engine(
         fabric=fabric,
         operator=operator,
@@ -262,6 +241,8 @@ async def open_wizard(*, operator: Operator, **options: Unpack[WizardOptions]) -
     engine.target_clock_rate = float(getattr(the_lab, "time_scale", 1.0) or 1.0)
     fabric.sweeper.clock_rate = engine.target_clock_rate
     fabric.sweeper.open()  # the handshakes run while the engine and the screen get going
+    if early is not None:
+        early.adopted = True  # closed with the fabric from now on
     return Wiring(engine, fabric, log, inv, the_lab, owns_lab, sinks)
 
 
@@ -294,13 +275,17 @@ def _open_cluster(
         raise FabwizError(
             "no cluster given", hint="give -i INVENTORY, or --lab SCENARIO for the lab"
         )
-    inv = load_inventory(inventory, expectations=validate_overrides)
-    from wizard.inventory_files import require_identity_files
+    early = options.get("connections")
+    if early is not None and the_lab is None:
+        inv, ssh, switches, secrets = early.inventory, early.ssh, early.switches, early.secrets
+    else:
+        inv = load_inventory(inventory, expectations=validate_overrides)
+        from wizard.inventory_files import require_identity_files
 
-    require_identity_files(inv)  # about to connect: a missing key is an inventory error
-    ssh, switches, secrets = _transports(
-        inv, options.get("accept_new_host_keys", False), options.get("prompt")
-    )
+        require_identity_files(inv)  # about to connect: a missing key is an inventory error
+        ssh, switches, secrets = transports(
+            inv, options.get("accept_new_host_keys", False), options.get("prompt")
+        )
     resume = options.get("resume")
     fsync = options.get("fsync", True)
     if resume is not None:
@@ -360,31 +345,6 @@ def _start_log(
             "lab": the_lab is not None,
         },
     )
-
-
-def _trust_notes(
-    emit: Callable[[Event], None], ssh: SshTransport, switches: dict[str, RouterOsTransport]
-) -> None:
-    """Said once per session, and kept in its log: passwords over plaintext, the anonymous
-    api-ssl opt-in, and every SSH host key accepted on first use (node, fingerprint)."""
-    from wizard.events import Note
-    from wizard.transports.routeros_tls import trust_warnings
-
-    for text in trust_warnings(tr.target for tr in switches.values()):
-        emit(Note(level="warn", text=text, step=""))
-
-    def new_host_key(node: str, pattern: str, fp: str) -> None:
-        text = f"{node}: new SSH host key of {pattern} accepted and recorded in known_hosts: {fp}"
-        emit(Note(level="warn", text=text, step=""))
-
-    ssh.on_host_key = new_host_key
-
-    def new_cert(switch: str, where: str, fp: str) -> None:
-        text = f"{switch}: API-SSL certificate of {where} accepted on first use and pinned: {fp}"
-        emit(Note(level="warn", text=text, step=""))
-
-    for tr in switches.values():
-        tr.on_new_cert = new_cert
 
 
 # Events after which an in-process lab's world is saved beside the log (resume restarts it so).

@@ -71,6 +71,9 @@ class EngineLike(Protocol):
     async def run(self) -> Any: ...
 
 
+# Builds the engine in the app's worker, once the first screen is painted (what it starts goes
+# on the exit stack). A factory may also have `begin(stack)`, called as the app mounts: what it
+# can start without loading anything (a cluster's handshakes, `screens.commands.run`).
 EngineFactory = Callable[["TuiPorts", AsyncExitStack], Awaitable[EngineLike]]
 
 

@@ -18,13 +18,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Header, Log
+from textual.widgets import Header
 
 from screens.deadman import DeadmanCountdown
 from screens.widgets.conclusion import conclusion
 from screens.widgets.detail import ActionBar, EvidenceTable, StepDetail
 from screens.widgets.footer import KeysFooter
 from screens.widgets.gauges import RailGauges
+from screens.widgets.logpane import LogPane
 from screens.widgets.messages import (
     ApplyFixRequested,
     BackRequested,
@@ -106,24 +107,28 @@ class SessionScreen(Screen[None]):
         self._log_shown = 0
         self._bottom_chosen = False
         self._composed = False
+        # the panes every repaint writes to, kept rather than looked up in the DOM each time
+        self._steps = StepList(view, id="steps")
+        self._detail = StepDetail(id="detail")
+        self._log = LogPane(id="log", max_lines=5000, auto_scroll=True)
 
     # --- layout ---------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="≋")
         with Horizontal(id="main"):
-            yield StepList(self.view, id="steps")
-            yield StepDetail(id="detail")
+            yield self._steps
+            yield self._detail
         yield DeadmanCountdown()
         with Horizontal(id="bottom"):
             yield self._gauges
-            yield Log(id="log", max_lines=5000, auto_scroll=True)
+            yield self._log
         yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#gauges").border_title = "Rails · Gb/s against the expected ceiling"
-        self.query_one("#log").border_title = "Log"
-        self.query_one(StepList).focus()
+        self._log.border_title = "Log"
+        self._steps.focus()
         self._first_show()
         # Nested widgets may finish composing after this handler: render again once they have.
         self.call_after_refresh(self._first_show)
@@ -138,17 +143,16 @@ class SessionScreen(Screen[None]):
 
     @property
     def evidence(self) -> EvidenceTable:
-        return self.query_one(EvidenceTable)
+        return self._detail.query_one(EvidenceTable)
 
     # --- rendering (attributes down) -------------------------------------------------------
 
     def follow(self, step: str) -> None:
         """Look at the step the engine is on."""
         self.viewed = step
-        found = self.query(StepList)
-        if not found:
+        steps = self._steps
+        if not steps.is_attached:
             return  # the screen is being torn down as the app closes
-        steps = found.first()
         ids = list(self.view.steps)
         if step in ids and steps.index != ids.index(step):
             steps.index = ids.index(step)
@@ -157,9 +161,8 @@ class SessionScreen(Screen[None]):
         if not self._composed:
             return
         parts = set(changed)
-        if "steps" in parts:
-            for step_list in self.query(StepList):  # none while it is being mounted again
-                step_list.refresh_steps()
+        if "steps" in parts and self._steps.is_attached:
+            self._steps.refresh_steps()
         if parts & {"detail", "steps", "prompt", "ended"}:
             self._show_detail()
         if "log" in changed:
@@ -187,10 +190,9 @@ class SessionScreen(Screen[None]):
                 f"Hands needed: {w.kind.replace('_', ' ')} on {', '.join(w.nodes)}; "
                 "the wizard watches for the result"
             )
-        detail = next(iter(self.query(StepDetail)), None)
-        if detail is None:  # being mounted again (a layout change): the next repaint shows it
+        detail = self._detail
+        if not detail.is_attached:  # the app is closing
             return
-        detail.set_class(question is not None, "-prompting")
         detail.show(
             step,
             is_current=self.view.current == step.id,
@@ -223,10 +225,16 @@ class SessionScreen(Screen[None]):
         return enabled
 
     def _append_log(self) -> None:
-        log = self.query_one("#log", Log)
+        log = self._log
+        if not log.is_attached:  # the screen is being torn down as the app closes
+            return
         lines = []
+        stamps: dict[int, str] = {}  # a sweep's lines share a few seconds
         for at, level, text in self.view.log[self._log_shown :]:
-            stamp = time.strftime("%H:%M:%S", time.gmtime(at))
+            second = int(at)
+            stamp = stamps.get(second)
+            if stamp is None:
+                stamp = stamps[second] = time.strftime("%H:%M:%S", time.gmtime(second))
             lines.append(f"{stamp} {_LEVEL.get(level, '·')} {text}")
         self._log_shown = len(self.view.log)
         if lines:

@@ -114,6 +114,27 @@ def test_the_app_loads_its_dialogs_when_one_first_opens() -> None:
     assert proc.stdout.split() == ["[]"]
 
 
+def test_the_app_loads_what_only_reports_use_when_a_report_is_made() -> None:
+    # the HTML escaping of reports (`wizard.safetext.html_text`) loads `html` and its entity
+    # tables when first used, not before the TUI's first screen
+    code = (
+        "import sys, screens.app\n"
+        "print(sorted(m for m in ('html', 'html.entities') if m in sys.modules))\n"
+        "from wizard.safetext import html_text\n"
+        "print(html_text('<b>spark1</b>'))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == ["[]", "&lt;b&gt;spark1&lt;/b&gt;"]
+
+
 def test_a_scenario_is_checked_without_building_the_lab() -> None:
     # `fabwiz demo` refuses a bad scenario before its first screen: that check loads neither
     # the world nor pydantic

@@ -56,6 +56,13 @@ def _encode(v: Any, free: bool = False) -> Any:
         return v
     if t is float:
         return v if not free or math.isfinite(v) else None
+    if t is tuple or t is list:
+        return [x if type(x) is str else _encode(x, free) for x in v]
+    if t is dict:
+        return {
+            (k if type(k) is str else _key(k)): (x if type(x) is str else _encode(x, free))
+            for k, x in v.items()
+        }
     fields = _FIELDS.get(t)
     if fields is None and dataclasses.is_dataclass(v) and not isinstance(v, type):
         fields = _FIELDS[t] = tuple((f.name, "Any" in str(f.type)) for f in dataclasses.fields(v))
@@ -68,13 +75,6 @@ def _encode(v: Any, free: bool = False) -> Any:
         return out
     if isinstance(v, enum.Enum):
         return _encode(v.value, free)
-    if t is tuple or t is list:
-        return [x if type(x) is str else _encode(x, free) for x in v]
-    if t is dict:
-        return {
-            (k if type(k) is str else _key(k)): (x if type(x) is str else _encode(x, free))
-            for k, x in v.items()
-        }
     if isinstance(v, list | tuple | set | frozenset):
         return [_encode(x, free) for x in v]
     if isinstance(v, dict):

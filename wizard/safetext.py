@@ -11,7 +11,6 @@ Screens and reports call these wherever target text is rendered.
 
 from __future__ import annotations
 
-import html
 import re
 
 __all__ = ["clean", "code_block", "html_text", "markdown", "markup"]
@@ -83,4 +82,8 @@ def code_block(text: object, lang: str = "") -> list[str]:
 
 
 def html_text(text: object) -> str:
+    # `html` loads its entity tables (~4 ms) for `unescape`: only reports need it, not the TUI's
+    # first screen
+    import html
+
     return html.escape(clean(text), quote=True)

@@ -8,6 +8,9 @@ fix`). Exit 0 when the session ends healthy, 1 otherwise, 2 when it could not st
 
 from __future__ import annotations
 
+import asyncio
+import importlib
+import sys
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -16,7 +19,96 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from screens.ports import EngineFactory, TuiPorts
+    from screens.connections import EarlyConnections
+    from screens.ports import TuiPorts
+
+
+class WizardFactory:
+    """The engine factory of `fabwiz run` and `fabwiz demo` for `FabwizApp`: opens the wizard
+    (and the lab) inside the app's worker (`screens.compose.open_wizard`).
+
+    On an inventory's cluster the nodes' handshakes and the switches' logins begin before the
+    engine is built (`screens.connections.begin`): while the first screen is composed when the
+    transports are loaded already (`begin`, as the app mounts: nothing is imported before the
+    first paint), else right after the first paint, before the engine's modules load (the
+    factory's call). The lab of `fabwiz demo` starts after the first paint, with the engine.
+    """
+
+    def __init__(
+        self,
+        *,
+        inventory: Path | None = None,
+        lab: str | None = None,
+        time_scale: float | None = None,
+        session_dir: Path | None = None,
+        accept_new_host_keys: bool = False,
+        prompt: Callable[[str], str] | None = None,
+    ) -> None:
+        self.inventory = inventory
+        self.lab = lab
+        self.time_scale = time_scale
+        self.session_dir = session_dir
+        self.accept_new_host_keys = accept_new_host_keys
+        self.prompt = prompt
+        self.early: EarlyConnections | None = None
+
+    def begin(self, stack: AsyncExitStack) -> None:
+        """As the app mounts: begin the cluster's connections if that loads no module."""
+        if all(name in sys.modules for name in _CONNECTING):
+            self._connect(stack)
+
+    def _connect(self, stack: AsyncExitStack) -> None:
+        if self.inventory is None or self.lab is not None or self.early is not None:
+            return
+        from screens.connections import begin
+        from wizard.errors import FabwizError
+
+        try:
+            self.early = begin(
+                self.inventory, accept_new_host_keys=self.accept_new_host_keys, prompt=self.prompt
+            )
+        except FabwizError:
+            return  # open_wizard meets it again and the app says it
+        stack.push_async_callback(self.early.release)  # unless the wizard takes them over
+
+    async def __call__(self, ports: TuiPorts, stack: AsyncExitStack) -> Any:
+        if self.early is None and self.inventory is not None and self.lab is None:
+            # the handshakes go out first; the engine's modules load while they are in flight
+            await asyncio.to_thread(_load_transports)
+            self._connect(stack)
+            await asyncio.to_thread(importlib.import_module, "screens.compose")
+        from screens.compose import DEMO_TIME_SCALE, open_wizard
+
+        lab = self.lab
+        wiring = await open_wizard(
+            operator=ports,
+            sinks=[ports.emit],
+            inventory=self.inventory,
+            lab=lab,
+            session_dir=self.session_dir,
+            accept_new_host_keys=self.accept_new_host_keys,
+            time_scale=self.time_scale or (DEMO_TIME_SCALE if lab else None),
+            command="demo" if lab else "run",
+            prompt=self.prompt,
+            connections=self.early,
+        )
+        stack.push_async_callback(wiring.close)
+        ports.app.rails_source = lambda: wiring.fabric.rails
+        ports.app.cabling = dict(wiring.inventory.cabling)
+        ports.app.session_folder = str(wiring.log.folder)
+        return wiring.engine
+
+
+# What `begin` needs loaded to start the connections without importing anything.
+_CONNECTING = ("asyncssh", "screens.connections")
+
+
+def _load_transports() -> None:
+    """asyncssh and the transports, loaded in a worker thread (the app keeps painting)."""
+    from wizard.transports.sshlib import load_asyncssh
+
+    load_asyncssh()
+    importlib.import_module("screens.connections")
 
 
 def wizard_factory(
@@ -27,30 +119,16 @@ def wizard_factory(
     session_dir: Path | None = None,
     accept_new_host_keys: bool = False,
     prompt: Callable[[str], str] | None = None,
-) -> EngineFactory:
+) -> WizardFactory:
     """An engine factory for `FabwizApp`: opens the wizard (and the lab) inside the worker."""
-
-    async def make(ports: TuiPorts, stack: AsyncExitStack) -> Any:
-        from screens.compose import DEMO_TIME_SCALE, open_wizard
-
-        wiring = await open_wizard(
-            operator=ports,
-            sinks=[ports.emit],
-            inventory=inventory,
-            lab=lab,
-            session_dir=session_dir,
-            accept_new_host_keys=accept_new_host_keys,
-            time_scale=time_scale or (DEMO_TIME_SCALE if lab else None),
-            command="demo" if lab else "run",
-            prompt=prompt,
-        )
-        stack.push_async_callback(wiring.close)
-        ports.app.rails_source = lambda: wiring.fabric.rails
-        ports.app.cabling = dict(wiring.inventory.cabling)
-        ports.app.session_folder = str(wiring.log.folder)
-        return wiring.engine
-
-    return make
+    return WizardFactory(
+        inventory=inventory,
+        lab=lab,
+        time_scale=time_scale,
+        session_dir=session_dir,
+        accept_new_host_keys=accept_new_host_keys,
+        prompt=prompt,
+    )
 
 
 def _typed_passwords(inventory: Path) -> Callable[[str], str] | None:

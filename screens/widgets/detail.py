@@ -17,6 +17,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import Button, DataTable, Static
 from textual.widgets.data_table import Row, RowKey
@@ -24,6 +25,7 @@ from textual.widgets.data_table import Row, RowKey
 from screens.widgets.classes import set_classes_of
 from screens.widgets.steps import GLYPHS
 from screens.widgets.view_model import StepView
+from screens.widgets.virtual import set_virtual_size
 from wizard.model import Evidence, Status, Verdict
 from wizard.safetext import clean
 
@@ -73,6 +75,10 @@ class EvidenceTable(DataTable[Text | str]):
         self.rows_shown = rows
         self.clear()
         styles: dict[str, Style] = {}
+        # a step's rows repeat their targets and verdicts: each cell is made (and measured)
+        # once per show; the same object in every row that shows it (a cell is never changed)
+        marked: dict[tuple[str, str], tuple[Text, int]] = {}  # (status, target) -> cell
+        verdicts: dict[str, tuple[Text, int]] = {}  # status -> the verdict cell
         widths = [0] * len(self.ordered_columns)
         table: list[tuple[Text, ...]] = []
         for _verdict, ev in rows:
@@ -82,28 +88,38 @@ class EvidenceTable(DataTable[Text | str]):
                 style = styles[status] = self.get_component_rich_style(
                     f"evidence--{status}", partial=True
                 )
-            target = Text(f"{GLYPHS.get(status, '·')} ", style=style)  # visible at 80 columns
-            target.append_text(_cell(ev.target, 24))
+                glyph = GLYPHS.get(status, "·")
+                verdict = Text(f"{glyph} {status}", style=style)
+                verdicts[status] = (verdict, cell_len(verdict.plain))
+            target = marked.get((status, ev.target))
+            if target is None:
+                mark = Text(f"{GLYPHS.get(status, '·')} ", style=style)  # seen at 80 columns
+                mark.append_text(_cell(ev.target, 24)[0])
+                target = marked[(status, ev.target)] = (mark, cell_len(mark.plain))
             cells = (
                 target,
                 _cell(ev.observed, 34),
                 _cell(ev.expected, 28),
                 _cell(ev.command, 34),
-                Text(f"{GLYPHS.get(status, '·')} {status}", style=style),
+                verdicts[status],
             )
-            for k, cell in enumerate(cells):
-                widths[k] = max(widths[k], cell_len(cell.plain))
-            table.append(cells)
+            for k, (_text, width) in enumerate(cells):
+                widths[k] = max(widths[k], width)
+            table.append(tuple(text for text, _width in cells))
         self._append_rows(table)
         # Every cell is one line: its width is its text's. Sized here, the table does not
         # measure each cell again (rich builds its console options once per cell).
         for column, width in zip(self.ordered_columns, widths, strict=False):
             column.content_width = max(column.content_width, width)
+        # sized now, not when the table is next idle: a scroll bar that comes or goes is laid
+        # out with the rest of the panel, in one layout
+        self._update_dimensions(())
 
     def _append_rows(self, table: list[tuple[Text, ...]]) -> None:
         """`add_row(*cells, key=str(i))` for each row, keys counting on from the rows there,
         with what `add_row` does for the table as a whole done once, not per row (checking the
-        cursor, sorting the columns, waking the widget): 0.1 s for a 1,000-row preflight."""
+        cursor, sorting the columns, waking the widget): 0.1 s for a 1,000-row preflight. The
+        rows are not queued for measuring (`_new_rows`): `show` measured them."""
         columns = [column.key for column in self.ordered_columns]
         if table and len(table[0]) > len(columns):
             raise ValueError("More values provided than there are columns.")
@@ -113,7 +129,6 @@ class EvidenceTable(DataTable[Text | str]):
             self._row_locations[key] = index
             self._data[key] = dict(zip(columns, cells, strict=False))
             self.rows[key] = Row(key, 1, None, False)
-            self._new_rows.add(key)
         if not table:
             return
         self._require_update_dimensions = True
@@ -124,8 +139,14 @@ class EvidenceTable(DataTable[Text | str]):
         self.check_idle()
 
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
-        # the rows all come from `show`, which sized the columns for them
-        super()._update_dimensions(())
+        """The table's scrollable size. The rows all come from `show`, which sized the columns
+        for them, one line each; the table's box is set by the CSS, so its scroll bars are
+        updated in place, without a layout of the screen."""
+        width = sum(column.get_render_width(self) for column in self.columns.values())
+        header = self.header_height if self.show_header else 0
+        set_virtual_size(
+            self, Size(width + self._row_label_column_width, self._total_row_height + header)
+        )
 
     @property
     def selected_row(self) -> int | None:
@@ -175,6 +196,7 @@ class StepDetail(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._shown: dict[str, Text | str] = {}  # selector -> what its Static shows
+        self._more_at: Size | None = None  # the panel's size when the "N more" cue was placed
 
     def compose(self) -> ComposeResult:
         yield Static("", id="step-title")
@@ -226,15 +248,21 @@ class StepDetail(Vertical):
                 explain.append(body + "\n")
         explain.rstrip()
         self._update("#explain-text", explain if explain.plain else Text("—"))
+        # on a short terminal, the question takes the explanation's place (app.tcss)
+        self.query_one("#explain").set_class(question is not None, "-prompting")
 
         verdict = self.query_one("#verdict", VerticalScroll)
         worst = view.verdict_status
         set_classes_of(verdict, () if worst is None else (f"-{worst}",), [f"-{s}" for s in Status])
-        self._update("#verdict-text", _verdict_text(view))
+        changed = self._update("#verdict-text", _verdict_text(view))
         said = self.query_one("#conclusion", Static)
         said.display = bool(conclusion)
         self._update("#conclusion", Text.assemble(("→ ", "bold"), conclusion) if conclusion else "")
-        self.call_after_refresh(self.more_verdicts)
+        if changed or self.size != self._more_at:
+            # the verdict list's height follows its text and the panel's size: the cue under
+            # it is worked out again (once laid out) only when one of them changed
+            self._more_at = self.size
+            self.call_after_refresh(self.more_verdicts)
 
         prompt = self.query_one("#prompt", Static)
         prompt.display = bool(question)
@@ -254,11 +282,13 @@ class StepDetail(Vertical):
 
 
 @lru_cache(maxsize=8192)
-def _cell(text: str, width: int) -> Text:
-    """One line, at most `width` cells: the raw output modal has the rest. The same cell
-    (a command, an expected value on every node) is one object, never changed once made."""
+def _cell(text: str, width: int) -> tuple[Text, int]:
+    """One line, at most `width` cells (the raw output modal has the rest), and its width in
+    cells. The same cell (a command, an expected value on every node) is one object, never
+    changed once made."""
     line = " ".join(clean(text).split())
-    return Text(line if len(line) <= width else line[: width - 1] + "…", no_wrap=True)
+    cell = Text(line if len(line) <= width else line[: width - 1] + "…", no_wrap=True)
+    return cell, cell_len(cell.plain)
 
 
 def _verdict_text(view: StepView) -> Text:

@@ -107,19 +107,24 @@ class StepList(ListView):
             item.show(view.steps[item.step_id])
         super().__init__(*items, id=id)
 
+    def items(self) -> list[StepItem]:
+        """The step rows, in order (the list's own children: no walk of the DOM)."""
+        return [child for child in self.children if isinstance(child, StepItem)]
+
     def item(self, step_id: str) -> StepItem | None:
-        for child in self.query(StepItem):
+        for child in self.items():
             if child.step_id == step_id:
                 return child
         return None
 
     def refresh_steps(self) -> None:
-        known = {c.step_id for c in self.query(StepItem)}
+        items = self.items()
+        known = {c.step_id for c in items}
         for step_id in self._session.steps:
             if step_id not in known:
                 self.append(StepItem(step_id, len(known) + 1))
                 known.add(step_id)
-        for child in self.query(StepItem):
+        for child in self.items():
             child.show(self._session.steps[child.step_id], child.step_id == self._session.current)
 
     def on_list_view_highlighted(self, message: ListView.Highlighted) -> None:

@@ -335,11 +335,13 @@ class SessionView:
         return set()
 
     def _on_probe_answered(self, event: ProbeAnswered) -> set[str]:
-        self.step(event.step).probes.append(event.result)
+        probes = self.step(event.step).probes
+        probes.append(event.result)
         res = event.result
         if res.error:
             self._log(event, "warn", f"{res.target}: {res.command}: {res.error}")
-        return {"detail"}
+        # the detail shows no probe, only whether the step has raw output (its first answer)
+        return {"detail"} if len(probes) == 1 else set()
 
     def _on_verdict(self, event: VerdictReached) -> set[str]:
         verdict = event.verdict

@@ -57,6 +57,19 @@ def test_every_event_type_round_trips_through_the_log(tmp_path: Path) -> None:
     assert probe.result.duration_s == 0.125
 
 
+def test_each_line_is_the_json_text_of_its_record_as_earlier_logs_were_written(
+    tmp_path: Path,
+) -> None:
+    events = [e for e in one_of_each() if type(e).persist]
+    log = _write(tmp_path, events)
+    lines = log.path.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and len(lines) == len(events) + 1
+    for seq, (event, line) in enumerate(zip(events, lines, strict=False), start=1):
+        record = {"seq": seq, **event.to_json()}
+        # byte for byte what `json.dumps(..., ensure_ascii=False, default=str)` wrote
+        assert line == json.dumps(record, ensure_ascii=False, default=str).encode(), event.type
+
+
 def test_non_persisted_events_are_skipped_and_get_no_seq(tmp_path: Path) -> None:
     log = SessionLog.create(tmp_path / "s")
     assert log.write(RailSampled(node="spark1", netdev="enp1s0f0np0", gbps=97.5)) is None

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable, Collection
 from typing import Any
 
-from textual.widgets import Log
+from textual.widgets import Log, Static
 
 from screens.app import FabwizApp
 from screens.session_screen import SessionScreen
@@ -28,10 +28,20 @@ T0 = 1_780_000_000.0
 class FakeTimers:
     def __init__(self) -> None:
         self.armed: list[tuple[float, Callable[[], object]]] = []
+        self.queued: list[Callable[[], object]] = []  # call_later: after the queued messages
 
     def set_timer(self, delay: float, callback: Callable[[], object]) -> object:
         self.armed.append((delay, callback))
         return None
+
+    def call_later(self, callback: Callable[[], object]) -> bool:
+        self.queued.append(callback)
+        return True
+
+    def drain(self) -> None:
+        queued, self.queued = self.queued, []
+        for cb in queued:
+            cb()
 
     def fire(self) -> None:
         armed, self.armed = self.armed, []
@@ -76,6 +86,49 @@ def test_a_decision_flushes_what_is_pending_at_once() -> None:
     timers.fire()  # the armed tick finds nothing left
     assert len(rendered) == 2
     assert UI_FLUSH_S <= 0.5  # "a few times a second"
+
+
+def test_rare_events_queued_together_are_one_repaint_and_a_decision_does_not_wait() -> None:
+    timers = FakeTimers()
+    rendered: list[set[str]] = []
+    c = Coalescer(timers, lambda p: rendered.append(set(p)), clock=lambda: 0.0)
+    c.soon({"steps", "detail"})  # a step's verdict
+    c.soon({"log"})  # its next phase, handled before the repaint
+    assert rendered == [] and len(timers.queued) == 1  # one render queued for both
+    timers.drain()
+    assert rendered == [{"steps", "detail", "log"}]
+    # a question right behind the events: it renders at once, with them
+    c.soon({"steps"})
+    c.flush({"prompt"})
+    assert rendered[-1] == {"steps", "prompt"}
+    timers.drain()  # the queued render finds nothing left
+    assert len(rendered) == 2 and c.renders == 2
+    c.soon(set())  # nothing changed: nothing queued
+    assert timers.queued == []
+
+
+async def test_a_steps_verdict_phase_and_question_show_in_one_repaint() -> None:
+    app = FabwizApp(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, SessionScreen)
+        before = app.repaints.renders
+        verdict = Verdict(
+            fault="host.mtu", status=Status.FAIL, summary="spark1 at 1500", targets=("spark1",)
+        )
+        # what the engine emits as a step's judging ends, in one loop turn
+        app.ports.emit(StepChanged(step="preflight", phase="probing", at=T0))
+        app.ports.emit(VerdictReached(step="preflight", verdict=verdict, at=T0))
+        app.ports.emit(StepChanged(step="preflight", phase="verdict", at=T0))
+        app.ports.emit(StepChanged(step="preflight", phase="fix_offered", at=T0))
+        await _settle(pilot, lambda: app.view.steps["preflight"].phase == "fix_offered")
+        await pilot.pause()
+        assert app.repaints.renders - before == 1
+        detail = screen.query_one("#step-title", Static)
+        assert "fix offered" in str(detail.render())
+        assert screen.evidence.rows_shown == [] and app.view.steps["preflight"].verdicts
+        assert "host.mtu" in str(screen.query_one("#verdict-text", Static).render())
 
 
 def _probe(i: int) -> list[Any]:

@@ -53,8 +53,8 @@ async def test_80x24_every_verdict_reachable_explain_toggles_quit_shown() -> Non
         assert verdict.scroll_y == 3 and not more.display  # the last verdict is on screen
         await pilot.press("v")
         # The engine asks: the question replaces the explanation; e shows it, e hides it.
-        assert screen.query_one("#detail").has_class("-prompting")
         explain = screen.query_one("#explain")
+        assert explain.has_class("-prompting")
         assert not explain.display
         await pilot.press("e")
         await pilot.pause()

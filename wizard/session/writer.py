@@ -38,11 +38,11 @@ from wizard.session.files import (
 from wizard.session.loader import LoadedSession, load_session
 from wizard.session.scrub import SecretScrubber
 
-
-def _encode_line(record: dict[str, Any]) -> bytes:
-    # json.dumps escapes newlines inside strings, so one record is always exactly one line;
-    # `default=str` keeps an odd value in `Measurement.extra` from killing the session.
-    return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+# JSON escapes newlines inside strings, so one record is always exactly one line; `default=str`
+# keeps an odd value in `Measurement.extra` from killing the session. One encoder for every line
+# (`json.dumps` with options builds one per call); a record is a fresh tree of dicts and lists
+# (`wizard.codec`), so there is no cycle to look for.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False)
 
 
 # Observations, written by the hundred during a sweep: fsynced in batches. Every other event
@@ -180,9 +180,10 @@ class SessionLog:
                 raise SessionLogError(f"the session log {self.path} is closed")
             seq = self._next_seq
             data = event.to_json()
-            line = _encode_line({"seq": seq, **data})
-            if self.scrubber.occurs_in(line.decode("utf-8")):
-                line = _encode_line({"seq": seq, **self.scrubber.scrub_json(data)})
+            text = _ENCODER.encode({"seq": seq, **data})
+            if self.scrubber.occurs_in(text):
+                text = _ENCODER.encode({"seq": seq, **self.scrubber.scrub_json(data)})
+            line = (text + "\n").encode("utf-8")
             end = os.lseek(self._fd, 0, os.SEEK_END)
             try:
                 _write_all(self._fd, line)
