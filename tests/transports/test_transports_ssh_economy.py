@@ -214,8 +214,26 @@ async def test_a_server_that_always_drops_gets_a_clear_message(server: Server) -
 
 
 def test_default_handshake_bound_is_below_openssh_maxstartups() -> None:
-    assert SshTransport([], ssh_config=None)._handshake._value == ssh_mod.DEFAULT_MAX_HANDSHAKES
+    assert SshTransport([], ssh_config=None).max_handshakes == ssh_mod.DEFAULT_MAX_HANDSHAKES
     assert ssh_mod.DEFAULT_MAX_HANDSHAKES < 10
+
+
+def test_each_daemon_has_its_own_bound_unless_the_config_may_share_one(tmp_path: Path) -> None:
+    """MaxStartups counts per sshd: nodes (their own daemons) do not wait for each other's
+    handshakes; a config that may route several targets to one daemon shares one bound."""
+    a, b = SshTarget("a", "10.0.0.1"), SshTarget("b", "10.0.0.2")
+    a2 = SshTarget("a2", "10.0.0.1", port=22)
+    plain = SshTransport([a, b, a2], ssh_config=None)
+    assert plain._gate(a) is not plain._gate(b)  # two daemons
+    assert plain._gate(a) is plain._gate(a2)  # one daemon, two targets
+    for line in ("ProxyJump bastion", "  HostName 10.0.0.9", "proxycommand ssh -W %h:%p gw"):
+        cfg = tmp_path / "ssh_config"
+        cfg.write_text(f"Host *\n{line}\n")
+        routed = SshTransport([a, b], ssh_config=cfg)
+        assert routed._gate(a) is routed._gate(b), line  # maybe one bastion: one bound
+    cfg.write_text("Host *\n  User fabwiz\n  Ciphers aes128-gcm@openssh.com\n")
+    own = SshTransport([a, b], ssh_config=cfg)
+    assert own._gate(a) is not own._gate(b)  # nothing in it reroutes a host
 
 
 async def test_started_handshakes_are_the_ones_connect_waits_for(server: Server) -> None:

@@ -1,9 +1,10 @@
 """SSH to the GB10 nodes with asyncssh: one persistent connection per node, reused by every probe.
 
 Why this shape: a sweep runs dozens of probes on each node; a new SSH handshake per command costs
-more than the commands themselves, and OpenSSH drops more than 10 unauthenticated connections at
-once (MaxStartups), so handshakes are bounded by a semaphore below that, and a handshake the
-server drops before it began is retried after a short, jittered pause. Client CPU per node is kept
+more than the commands themselves, and an OpenSSH daemon drops more than 10 unauthenticated
+connections at once (MaxStartups), so the handshakes to one daemon are bounded by a semaphore
+below that (every node runs its own daemon; a bastion in the ssh config is one daemon for all),
+and a handshake the server drops before it began is retried after a short, jittered pause. Client CPU per node is kept
 small: AES-GCM is preferred where both ends offer it (falling back to asyncssh's defaults), and
 `known_hosts` and identity files are read once per run, not once per connection. asyncssh itself
 is imported on the first connection, so commands that never open one start fast. Host keys are checked against
@@ -35,7 +36,8 @@ __all__ = ["SshTarget", "SshTransport", "StreamFailed", "sudo_error"]
 
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
-# OpenSSH's MaxStartups starts dropping unauthenticated connections at 10: stay below it.
+# OpenSSH's MaxStartups starts dropping a daemon's unauthenticated connections at 10: stay
+# below it, per daemon (`SshTransport._gate`).
 DEFAULT_MAX_HANDSHAKES = 8
 # AES-GCM runs in the AES instructions of both ends; asyncssh's default (chacha20-poly1305)
 # costs the client several times more CPU per byte. Asked for first; the defaults follow.
@@ -174,7 +176,9 @@ class SshTransport:
         self.command_timeout = command_timeout
         self._ssh_config = None if ssh_config is None else Path(ssh_config).expanduser()
         self._known_hosts = Path(known_hosts).expanduser()
-        self._handshake = asyncio.Semaphore(max_handshakes)
+        self.max_handshakes = max_handshakes  # per sshd (see `_gate`)
+        self._gates: dict[tuple[str, int] | None, asyncio.Semaphore] = {}
+        self._config_text: str | None = None
         self._conns: dict[str, asyncssh.SSHClientConnection] = {}
         self._known_cache: dict[Path, Any] = {}  # known_hosts path -> parsed, read once per run
         self._keys_cache: dict[str, Any] = {}  # identity file -> loaded key pairs
@@ -345,7 +349,7 @@ class SshTransport:
             if target is None:
                 raise _ConnectFailed(f"{name}: not in the inventory")
             for attempt in range(HANDSHAKE_RETRIES + 1):
-                async with self._handshake:
+                async with self._gate(target):
                     self._in_handshake += 1
                     self.max_concurrent_handshakes = max(
                         self.max_concurrent_handshakes, self._in_handshake
@@ -396,19 +400,36 @@ class SshTransport:
             self._keys_cache[path] = keys
         return keys
 
-    def _cipher_options(self) -> list[str] | None:
-        """AES-GCM first, unless the operator's ssh config chooses the ciphers itself."""
-        if self._ciphers is None:
-            chosen = False
+    def _config_says(self, *keywords: str) -> bool:
+        """The operator's ssh config has a line starting with one of `keywords` (lowercase);
+        the file is read once per run."""
+        if self._config_text is None:
+            text = ""
             if self._ssh_config is not None and self._ssh_config.is_file():
                 try:
                     text = self._ssh_config.read_text(encoding="utf-8", errors="replace")
                 except OSError:
                     text = ""
-                chosen = any(
-                    line.strip().lower().startswith("ciphers") for line in text.splitlines()
-                )
-            self._ciphers = [] if chosen else encryption_algs()
+            self._config_text = text.lower()
+        return any(line.strip().startswith(keywords) for line in self._config_text.splitlines())
+
+    def _gate(self, target: SshTarget) -> asyncio.Semaphore:
+        """The handshake semaphore of the sshd that `target`'s connection reaches. OpenSSH's
+        MaxStartups counts the unauthenticated connections of one daemon: nodes each run their
+        own, so their handshakes need not wait for each other's. When the ssh config may send
+        several targets to one daemon (a `ProxyJump` or `ProxyCommand` bastion, a `HostName`
+        behind aliases), every target shares one semaphore, as if it were one daemon."""
+        shared = self._config_says("hostname", "proxyjump", "proxycommand")
+        key = None if shared else (target.host, target.port or 22)
+        gate = self._gates.get(key)
+        if gate is None:
+            gate = self._gates[key] = asyncio.Semaphore(self.max_handshakes)
+        return gate
+
+    def _cipher_options(self) -> list[str] | None:
+        """AES-GCM first, unless the operator's ssh config chooses the ciphers itself."""
+        if self._ciphers is None:
+            self._ciphers = [] if self._config_says("ciphers") else encryption_algs()
         return self._ciphers or None
 
     def _options(self, target: SshTarget, known: Any, policy: _HostKeyPolicy) -> dict[str, Any]:
