@@ -5,9 +5,11 @@
 first screen   a fresh `python` process running `fabwiz demo` (the console script's entry) to
                the first painted frame of the wizard (imports included; Textual's headless
                driver, which composes and renders every frame); also the app alone;
-preflight      with the lab (in a child process) of --nodes nodes: from the app's start to
-               the preflight verdicts on screen and the engine asking, against `check`'s
-               sweep and judging of the same lab (both in this process, after a warm-up);
+preflight      with the lab (in a child process) of --nodes nodes, two ways: whole commands
+               (a fresh `fabwiz run -i INVENTORY`, process start to the preflight verdicts on
+               screen and the engine asking, against a fresh `fabwiz check -i INVENTORY
+               --json`, process start to exit: what the operator waits for), and the app
+               alone (both in this process after a warm-up, imports done: the TUI's own cost);
 gauges         the TUI process's CPU while 16, 64 and 128 gauges (4, 16 and 32 nodes x 4
                rails) are fed by the real sampler (one streaming channel per node), and the
                rate each gauge got;
@@ -73,6 +75,47 @@ class Hook:  # a meta path finder (importlib.abc would import importlib.resource
 
 sys.meta_path.insert(0, Hook())
 sys.argv = ["fabwiz", "demo"]
+import screens.cli
+screens.cli.main()
+"""
+
+# `fabwiz run -i INVENTORY` as a user starts it, headless, to the preflight's verdicts on screen
+# with the engine asking what to do about them (the session folder is a fresh one under argv[2]).
+PREFLIGHT_RUN = """
+import time
+t0 = time.perf_counter()
+import importlib.machinery, os, sys
+
+def patch(module):
+    app = module.FabwizApp
+    offer, run = app.offer_choice, app.run
+    def offer_choice(self, choice):
+        offer(self, choice)
+        if choice is not None and choice.step == "preflight" and self.view.steps["preflight"].verdicts:
+            self.call_after_refresh(done)  # on screen: the repaint that shows it has run
+    app.offer_choice = offer_choice
+    app.run = lambda self, **kw: run(self, headless=True, size=(120, 40))
+
+def done():
+    print(time.perf_counter() - t0, flush=True)
+    os._exit(0)
+
+class Hook:
+    def find_spec(self, name, path, target=None):
+        if name != "screens.app":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        real = spec.loader.exec_module
+        def exec_module(module):
+            real(module)
+            patch(module)
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, Hook())
+inventory, sessions = sys.argv[1], sys.argv[2]
+sys.argv = ["fabwiz", "run", "-i", inventory, "--session-dir", sessions]
 import screens.cli
 screens.cli.main()
 """
@@ -189,6 +232,50 @@ async def check_time(inventory: Path) -> float:
     took = time.perf_counter() - t0
     assert report.checked
     return took
+
+
+def preflight_commands(nodes: int, runs: int) -> tuple[float, float]:
+    """Whole commands, alternating: `fabwiz run`'s preflight on screen and `fabwiz check`."""
+    tui: list[float] = []
+    chk: list[float] = []
+    with LabChild(nodes) as inventory, tempfile.TemporaryDirectory() as tmp:
+
+        def run_tui() -> float:
+            sessions = tempfile.mkdtemp(dir=tmp)  # a folder of its own: one log a folder
+            r = subprocess.run(
+                [str(ROOT / ".venv/bin/python"), "-c", PREFLIGHT_RUN, str(inventory), sessions],
+                cwd=ROOT,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            if r.returncode:
+                raise RuntimeError(f"fabwiz run failed: {r.stderr[-500:]}")
+            return float(r.stdout.split()[-1])
+
+        def run_check() -> float:
+            t0 = time.perf_counter()
+            r = subprocess.run(
+                [str(ROOT / ".venv/bin/fabwiz"), "check", "-i", str(inventory), "--json"],
+                cwd=ROOT,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=120,
+                check=False,
+            )
+            took = time.perf_counter() - t0
+            if r.returncode not in (0, 1):  # 1: findings (none in this lab, but not an error)
+                raise RuntimeError(f"fabwiz check failed: {r.stderr[-500:]!r}")
+            return took
+
+        run_check(), run_tui()  # warm-up: the code cache, the lab's first answers
+        for i in range(runs):
+            pair = (run_check, run_tui) if i % 2 else (run_tui, run_check)
+            for fn in pair:
+                (chk if fn is run_check else tui).append(fn())
+    return statistics.median(tui), statistics.median(chk)
 
 
 async def preflight(nodes: int, runs: int) -> tuple[float, float]:
@@ -341,10 +428,16 @@ async def main_async(args: argparse.Namespace) -> None:
         f"first screen: {fs:.3f} s (`fabwiz demo`, process start to the first painted frame, "
         f"median); the app alone: {alone:.3f} s"
     )
+    tui, chk = preflight_commands(args.nodes, args.runs)
+    print(
+        f"preflight at {args.nodes} nodes, whole commands: `fabwiz run` {tui:.2f} s to the "
+        f"verdicts on screen, `fabwiz check` {chk:.2f} s, ratio {tui / chk:.2f} "
+        f"(medians of {args.runs} alternating runs)"
+    )
     tui, chk = await preflight(args.nodes, args.runs)
     print(
-        f"preflight at {args.nodes} nodes: TUI {tui:.2f} s, check {chk:.2f} s, "
-        f"ratio {tui / chk:.2f} (medians of {args.runs} alternating runs)"
+        f"preflight at {args.nodes} nodes, in one process (imports done): TUI {tui:.2f} s, "
+        f"check {chk:.2f} s, ratio {tui / chk:.2f}"
     )
     med, worst = await key_latency(min(args.nodes, 16), 10 if args.quick else 20)
     print(f"key latency during rail tests: median {med * 1000:.0f} ms, worst {worst * 1000:.0f} ms")
