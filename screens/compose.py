@@ -40,6 +40,7 @@ from wizard.events import (
     RollbackArmed,
     RollbackDisarmed,
     SessionEnded,
+    SessionStarted,
 )
 from wizard.fabric import InventoryFabric
 from wizard.inventory import Inventory, load_inventory
@@ -218,9 +219,13 @@ async def open_wizard(*, operator: Operator, **options: Unpack[WizardOptions]) -
     state_resume: Resume | None = None
     if resume is not None:
         state_resume = resume_from(resume)
-        log.resumed(resume, state_resume.step)
+        first: list[Event] = [resume.started, log.resumed(resume, state_resume.step)]
     else:
-        _start_log(log, inv, fabric, options.get("command", "fix"), inventory, scenario, the_lab)
+        command = options.get("command", "fix")
+        first = [_start_log(log, inv, fabric, command, inventory, scenario, the_lab)]
+    for event in first:  # written by the log itself; the sinks see the session they are in
+        for sink in sinks:
+            sink(event)
     if the_lab is not None:
         _save_lab(log, the_lab)
     early = options.get("connections")
@@ -322,12 +327,12 @@ def _start_log(
     inventory: Path | None,
     scenario: str | None,
     the_lab: Any,
-) -> None:
+) -> SessionStarted:
     """The session's first event: what was run, on which cluster, with which settings."""
     assert inventory is not None or the_lab is not None
     path = Path(the_lab.inventory_path) if the_lab is not None else inventory
     assert path is not None
-    log.start(
+    return log.start(
         command,
         inventory_digest=_digest(path),
         inventory_path=str(path) if the_lab is None else "",
