@@ -4,26 +4,17 @@ TUI exits, the same as the session log's own first line says."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
+from test_tui_early_connect import _until
 
 from screens.app import FabwizApp
 from screens.commands.run import WizardFactory
 from wizard.lab import Lab
 
 pytestmark = pytest.mark.lab
-
-
-async def _until(pilot: Any, predicate: Any, timeout: float = 60.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < end, "timed out"
-        await pilot.pause(0.02)
 
 
 async def test_the_session_started_is_shown_and_named_at_exit(tmp_path: Path) -> None:
