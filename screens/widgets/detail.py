@@ -15,11 +15,13 @@ from typing import ClassVar
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.geometry import Size
 from textual.message import Message
-from textual.widgets import Button, DataTable, Static
+from textual.widget import Widget
+from textual.widgets import DataTable, Static
 from textual.widgets.data_table import Row, RowKey
 
 from screens.widgets.classes import set_classes_of
@@ -155,27 +157,74 @@ class EvidenceTable(DataTable[Text | str]):
         return min(max(self.cursor_row, 0), len(self.rows_shown) - 1)
 
 
-class ActionBar(Horizontal):
-    """Run, raw output, apply fix, skip, back, next: compact buttons naming their keys."""
-
-    DEFAULT_CSS = """
-    ActionBar { height: 1; }
-    ActionBar > Button { margin-right: 1; min-width: 4; }
+class ActionBar(Widget):
+    """Run, raw output, apply fix, skip, back, next: one line of compact buttons naming their
+    keys, drawn by one widget (six `Button`s were ~15% of the first screen's layout and
+    styling). A click on an enabled one says which (`Pressed`); the keys are the keyboard's way.
     """
 
-    def compose(self) -> ComposeResult:
-        for intent, label, key in _ACTIONS:
-            # disabled until the screen says what is offered (the first show changes few)
-            yield Button(f"{key} {label}", id=f"act-{intent}", compact=True, disabled=True)
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "action-bar--button",
+        "action-bar--disabled",
+        "action-bar--offered",
+        "action-bar--hover",
+    }
+    DEFAULT_CSS = """
+    ActionBar { height: 1; }
+    ActionBar > .action-bar--button { text-style: bold; color: $button-foreground; background: $surface; }
+    ActionBar > .action-bar--disabled { text-style: bold; color: $text-disabled; background: $surface; }
+    ActionBar > .action-bar--offered { text-style: bold reverse; }
+    ActionBar > .action-bar--hover { background: $surface-darken-1; }
+    """
 
-    def button(self, intent: str) -> Button:
-        return self.query_one(f"#act-{intent}", Button)
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._enabled: frozenset[str] = frozenset()  # disabled until the screen says
+        self._offered: frozenset[str] = frozenset()
+        self._hover: str | None = None
+        self._spans: list[tuple[int, int, str]] = []  # (start, end, intent) as last drawn
+
+    def enabled(self, intent: str) -> bool:
+        return intent in self._enabled
+
+    def offered(self, intent: str) -> bool:
+        return intent in self._offered
 
     def show(self, *, enabled: Collection[str], offered: Collection[str]) -> None:
-        for intent, *_ in _ACTIONS:
-            btn = self.button(intent)
-            btn.disabled = intent not in enabled
-            btn.set_class(intent in offered, "-offered")
+        state = (frozenset(enabled), frozenset(offered))
+        if state != (self._enabled, self._offered):
+            self._enabled, self._offered = state
+            self.refresh()
+
+    def render(self) -> Text:
+        labels = [(intent, f" {key} {label} ") for intent, label, key in _ACTIONS]
+        room = self.size.width
+        # a cell between buttons when the line has room for it (not on 80 columns)
+        gap = 1 if sum(len(t) for _i, t in labels) + len(labels) - 1 <= room else 0
+        line = Text(no_wrap=True, overflow="crop")
+        self._spans = []
+        for intent, text in labels:
+            if line:
+                line.append(" " * gap)
+            part = "button" if intent in self._enabled else "disabled"
+            style = self.get_component_rich_style(f"action-bar--{part}")
+            if intent in self._offered and intent in self._enabled:
+                style += self.get_component_rich_style("action-bar--offered", partial=True)
+            if intent == self._hover and intent in self._enabled:
+                style += self.get_component_rich_style("action-bar--hover", partial=True)
+            self._spans.append((len(line), len(line) + len(text), intent))
+            line.append(text, style=style)
+        return line
+
+    def offset_of(self, intent: str) -> tuple[int, int]:
+        """Where a click lands on `intent`'s button (tests, and the mouse)."""
+        for start, _end, name in self._spans:
+            if name == intent:
+                return (start + 1, 0)
+        raise LookupError(intent)
+
+    def _at(self, x: int) -> str | None:
+        return next((name for start, end, name in self._spans if start <= x < end), None)
 
     class Pressed(Message):
         """A button of the bar, by intent: the screen turns it into its `...Requested`
@@ -185,9 +234,22 @@ class ActionBar(Horizontal):
             super().__init__()
             self.intent = intent
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        self.post_message(self.Pressed((event.button.id or "").removeprefix("act-")))
+    def on_click(self, event: events.Click) -> None:
+        intent = self._at(event.x)
+        if intent is not None and intent in self._enabled:
+            event.stop()
+            self.post_message(self.Pressed(intent))
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        hover = self._at(event.x)
+        if hover != self._hover:
+            self._hover = hover
+            self.refresh()
+
+    def on_leave(self, _event: events.Leave) -> None:
+        if self._hover is not None:
+            self._hover = None
+            self.refresh()
 
 
 class StepDetail(Vertical):

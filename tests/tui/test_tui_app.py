@@ -92,7 +92,7 @@ async def test_first_screen_shows_the_flow_before_any_engine() -> None:
         assert "What:" in explain and "ibdev2netdev" in explain
         # Without an engine, only nothing is actionable.
         bar = app.screen.query_one(ActionBar)
-        assert all(bar.button(i).disabled for i in ("run", "apply", "skip", "back", "next"))
+        assert not any(bar.enabled(i) for i in ("run", "apply", "skip", "back", "next"))
         # 80x24: one bottom panel at a time, the log first.
         assert app.screen.has_class("-narrow") and app.screen.has_class("-short")
         assert app.screen.query_one("#log").display and not app.screen.query_one("#gauges").display
@@ -110,8 +110,8 @@ async def test_scripted_walk_updates_steps_evidence_gauges_and_answers() -> None
         assert app.pending_choice.step == "preflight"
         assert statuses(app)["preflight"] == "pass"
         bar = app.screen.query_one(ActionBar)
-        assert bar.button("next").has_class("-offered") and bar.button("run").has_class("-offered")
-        assert not bar.button("apply").has_class("-offered")
+        assert bar.offered("next") and bar.offered("run")
+        assert not bar.offered("apply")
         await pilot.press("n")  # preflight -> direct connect
         await until(
             pilot, lambda: app.pending_choice and app.pending_choice.step == "direct_connect"
@@ -606,13 +606,16 @@ async def test_action_bar_buttons_go_through_the_same_intents_as_keys() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.pending_choice is not None)
         bar = app.screen.query_one(ActionBar)
-        assert bar.button("skip").disabled  # not an answer to "Preflight: done."
-        await pilot.click("#act-raw")
+        assert not bar.enabled("skip")  # not an answer to "Preflight: done."
+        await pilot.click(ActionBar, offset=bar.offset_of("skip"))  # disabled: nothing
+        await pilot.pause()
+        assert holder["engine"].answers == [] and app.screen is app.session
+        await pilot.click(ActionBar, offset=bar.offset_of("raw"))
         await until(pilot, lambda: isinstance(app.screen, RawOutputModal))
         assert "crs804" in app.screen.title_text  # the selected evidence row's target
         await pilot.press("escape")
         await pilot.pause()
-        await pilot.click("#act-next")
+        await pilot.click(ActionBar, offset=bar.offset_of("next"))
         await until(pilot, lambda: holder["engine"].answers[:1] == [("choose:preflight", "next")])
 
 

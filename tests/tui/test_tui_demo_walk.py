@@ -90,8 +90,8 @@ async def test_three_bug_demo_walks_to_healthy(tmp_path: Path) -> None:
                 assert screen.viewed == choice.step
                 # The action bar offers exactly the engine's options.
                 bar = screen.query_one(ActionBar)
-                assert not bar.button("next").disabled
-                assert bar.button("next").has_class("-offered")
+                assert bar.enabled("next")
+                assert bar.offered("next")
                 if choice.step == "halves":
                     # Both halves and NCCL just ran: the gauges hold their results.
                     halves_gauges = {
