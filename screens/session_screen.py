@@ -18,7 +18,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Header
 
 from screens.deadman import DeadmanCountdown
 from screens.widgets.conclusion import conclusion
@@ -36,6 +35,7 @@ from screens.widgets.messages import (
     StepViewRequested,
 )
 from screens.widgets.steps import StepList
+from screens.widgets.titlebar import TitleBar
 from screens.widgets.view_model import SessionView
 
 DIRECT_SKIP = (
@@ -115,7 +115,7 @@ class SessionScreen(Screen[None]):
     # --- layout ---------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=False, icon="≋")
+        yield TitleBar(icon="≋")
         with Horizontal(id="main"):
             yield self._steps
             yield self._detail
