@@ -28,9 +28,9 @@ cli(["fabwiz", *{args!r}][1:], prog_name="fabwiz")
 """
 
 
-def _loaded(*args: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
-    code = _PROBE.format(heavy=HEAVY, args=list(args))
-    proc = subprocess.run(
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    """`code` in a fresh interpreter from the checkout (nothing loaded but what it loads)."""
+    return subprocess.run(
         [sys.executable, "-c", code],
         check=False,
         cwd=ROOT,
@@ -39,6 +39,10 @@ def _loaded(*args: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
         timeout=120,
         stdin=subprocess.DEVNULL,
     )
+
+
+def _loaded(*args: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    proc = _python(_PROBE.format(heavy=HEAVY, args=list(args)))
     line = [x for x in proc.stderr.splitlines() if x.startswith("LOADED ")]
     assert line, proc.stderr[-2000:]
     return set(json.loads(line[-1].removeprefix("LOADED "))), proc
@@ -102,14 +106,7 @@ def test_the_app_loads_its_dialogs_when_one_first_opens() -> None:
         "print(sorted(m for m in ('screens.modals', 'screens.end_screen', 'asyncssh')"
         " if m in sys.modules))\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        check=False,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = _python(code)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["[]"]
 
@@ -123,14 +120,7 @@ def test_the_app_loads_what_only_reports_use_when_a_report_is_made() -> None:
         "from wizard.safetext import html_text\n"
         "print(html_text('<b>spark1</b>'))\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        check=False,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = _python(code)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == ["[]", "&lt;b&gt;spark1&lt;/b&gt;"]
 
@@ -145,7 +135,6 @@ def test_a_scenario_is_checked_without_building_the_lab() -> None:
         "print(s.topology.nodes, len(s.faults), sorted(m for m in ('pydantic', 'asyncssh',"
         " 'wizard.lab.world', 'wizard.lab.faults') if m in sys.modules))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert out == "4 3 []"
+    proc = _python(code)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "4 3 []"

@@ -111,24 +111,9 @@ def _load_transports() -> None:
     importlib.import_module("screens.connections")
 
 
-def wizard_factory(
-    *,
-    inventory: Path | None = None,
-    lab: str | None = None,
-    time_scale: float | None = None,
-    session_dir: Path | None = None,
-    accept_new_host_keys: bool = False,
-    prompt: Callable[[str], str] | None = None,
-) -> WizardFactory:
-    """An engine factory for `FabwizApp`: opens the wizard (and the lab) inside the worker."""
-    return WizardFactory(
-        inventory=inventory,
-        lab=lab,
-        time_scale=time_scale,
-        session_dir=session_dir,
-        accept_new_host_keys=accept_new_host_keys,
-        prompt=prompt,
-    )
+# The engine factory of `fabwiz run` and `fabwiz demo` (and of tests and the bench), by the name
+# they import it under.
+wizard_factory = WizardFactory
 
 
 def _typed_passwords(inventory: Path) -> Callable[[str], str] | None:

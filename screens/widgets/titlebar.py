@@ -9,6 +9,8 @@ from rich.text import Text
 from textual import events
 from textual.widget import Widget
 
+from wizard.safetext import clean
+
 ICON_CELLS = 8  # the `Header`'s icon box (padding included)
 RIGHT_CELLS = 10  # and the room it keeps for a clock on the right
 
@@ -31,12 +33,12 @@ class TitleBar(Widget):
 
     def render(self) -> Text:
         # Title and sub-title are plain text (an inventory's path, a scenario's name): never
-        # markup.
+        # markup, and no escape sequence or control character reaches the terminal.
         app = self.app
-        title = Text(app.title, no_wrap=True, overflow="ellipsis", end="")
+        title = Text(clean(app.title), no_wrap=True, overflow="ellipsis", end="")
         if app.sub_title:
             title.append(" — ", style="dim")
-            title.append(app.sub_title, style="dim")
+            title.append(clean(app.sub_title).replace("\n", " "), style="dim")
         room = max(0, self.size.width - ICON_CELLS - RIGHT_CELLS)
         title.truncate(room, overflow="ellipsis")
         left = (room - title.cell_len) // 2

@@ -24,6 +24,11 @@ async def test_the_title_bar_shows_plain_titles_and_follows_them() -> None:
         app.sub_title = "healthy"
         await pilot.pause()
         assert bar.render().plain.strip(" ").endswith("fabwiz — healthy")
+        app.sub_title = "inv\x1b]0;pwned\x07\n.yaml"  # a path with an escape and a newline
+        await pilot.pause()
+        plain = bar.render().plain
+        assert "\x1b" not in plain and "\x07" not in plain and "\n" not in plain
+        assert "fabwiz — inv" in plain and ".yaml" in plain
         app.sub_title = "x" * 200  # longer than the line: cut with an ellipsis, one line
         await pilot.pause()
         line = bar.render()
