@@ -191,7 +191,7 @@ class SessionScreen(Screen[None]):
                 "the wizard watches for the result"
             )
         detail = self._detail
-        if not detail.is_attached:  # the app is closing
+        if not detail.showable:  # the app is closing
             return
         detail.show(
             step,

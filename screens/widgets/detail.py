@@ -259,18 +259,28 @@ class StepDetail(Vertical):
         super().__init__(id=id)
         self._shown: dict[str, Text | str] = {}  # selector -> what its Static shows
         self._more_at: Size | None = None  # the panel's size when the "N more" cue was placed
+        explain_text = Static("", id="explain-text")
+        verdict_text = Static("", id="verdict-text")
+        self._top: tuple[Widget, ...] = (
+            Static("", id="step-title"),
+            VerticalScroll(explain_text, id="explain"),
+            VerticalScroll(verdict_text, id="verdict"),
+            Static("", id="verdict-more", classes="dim"),
+            Static("", id="conclusion"),
+            Static("", id="prompt"),
+            EvidenceTable(id="evidence"),
+            ActionBar(id="actions"),
+        )
+        self._parts = (*self._top, explain_text, verdict_text)
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="step-title")
-        with VerticalScroll(id="explain"):
-            yield Static("", id="explain-text")
-        with VerticalScroll(id="verdict"):
-            yield Static("", id="verdict-text")
-        yield Static("", id="verdict-more", classes="dim")
-        yield Static("", id="conclusion")
-        yield Static("", id="prompt")
-        yield EvidenceTable(id="evidence")
-        yield ActionBar(id="actions")
+        yield from self._top
+
+    @property
+    def showable(self) -> bool:
+        """Every part is mounted: not yet composed, or being torn down as the app closes (its
+        parts go before it does), there is nothing to show a step in."""
+        return self.is_attached and all(part.is_attached for part in self._parts)
 
     def on_mount(self) -> None:
         scroll = self.query_one("#verdict", VerticalScroll)
@@ -278,6 +288,8 @@ class StepDetail(Vertical):
 
     def more_verdicts(self) -> None:
         """The "N more" cue under a verdict list taller than its box (v scrolls it)."""
+        if not self.showable:
+            return
         scroll = self.query_one("#verdict", VerticalScroll)
         text = self.query_one("#verdict-text", Static)
         total = text.virtual_size.height or text.size.height
@@ -297,6 +309,8 @@ class StepDetail(Vertical):
         offered: Collection[str],
         conclusion: str = "",
     ) -> None:
+        if not self.showable:
+            return
         info = view.info
         title = Text(info.title, style="bold")
         phase = view.phase.replace("_", " ")

@@ -646,3 +646,26 @@ async def test_the_screen_says_when_the_engine_waits_for_hands() -> None:
         )
         await pilot.pause()
         assert not app.session.query_one("#prompt").display
+
+
+async def test_a_question_arriving_while_the_detail_is_torn_down_is_not_shown() -> None:
+    # As the app closes, the step detail's parts are removed before the detail itself; an
+    # engine question that lands then (offer_choice -> repaint) finds nothing to show it in.
+    from screens.ports import PendingChoice
+    from screens.widgets.detail import StepDetail
+
+    app = FabwizApp(None)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        detail = app.session.query_one(StepDetail)
+        assert detail.showable
+        await detail.query_one("#conclusion").remove()
+        assert detail.is_attached and not detail.showable
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        app.offer_choice(
+            PendingChoice("preflight", "Preflight: done.", ("next",), {"next": "next"}, future)
+        )
+        await pilot.pause()
+        assert app.session.prompt is not None and app.session.prompt.question == "Preflight: done."
+        # nothing was shown: the question is not on the detail (it would have raised NoMatches)
+        assert "Preflight: done." not in str(detail.query_one("#prompt").render())
