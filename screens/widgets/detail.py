@@ -252,6 +252,18 @@ class ActionBar(Widget):
             self.refresh()
 
 
+class VerdictText(Static):
+    """The verdict list's text. Its height follows its lines once laid out, which can be a
+    refresh after the text changed (keys pressed back to back): the "N more" cue under the
+    list is placed again whenever that height changes."""
+
+    def on_resize(self, _event: events.Resize) -> None:
+        for node in self.ancestors:
+            if isinstance(node, StepDetail):
+                node.call_after_refresh(node.more_verdicts)
+                return
+
+
 class StepDetail(Vertical):
     """Everything about the step being looked at."""
 
@@ -260,7 +272,7 @@ class StepDetail(Vertical):
         self._shown: dict[str, Text | str] = {}  # selector -> what its Static shows
         self._more_at: Size | None = None  # the panel's size when the "N more" cue was placed
         explain_text = Static("", id="explain-text")
-        verdict_text = Static("", id="verdict-text")
+        verdict_text = VerdictText("", id="verdict-text")
         self._top: tuple[Widget, ...] = (
             Static("", id="step-title"),
             VerticalScroll(explain_text, id="explain"),

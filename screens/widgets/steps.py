@@ -6,10 +6,17 @@ never moves the engine, which only the action intents do.
 
 from __future__ import annotations
 
-from rich.text import Text
-from textual.widgets import Label, ListItem, ListView
+from dataclasses import dataclass
+from typing import ClassVar
 
-from screens.widgets.classes import set_classes_of
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.strip import Strip
+from textual.widget import Widget
+
 from screens.widgets.messages import StepViewRequested
 from screens.widgets.view_model import SessionView, StepView
 
@@ -24,7 +31,6 @@ GLYPHS = {
     "unknown": "?",
     "skipped": "»",
 }
-STATUS_CLASSES = tuple(f"-{s}" for s in GLYPHS)
 
 # Titles for a narrow step list (80 columns): the full title when it fits, else this.
 SHORT_TITLES = {
@@ -50,89 +56,298 @@ def fitting_title(step_id: str, title: str, room: int) -> str:
     return " ".join(words)
 
 
-class StepItem(ListItem):
-    def __init__(self, step_id: str, number: int) -> None:
-        self._label = Label("", classes="step-label")
-        super().__init__(self._label, classes="-pending")
-        self.step_id = step_id
-        self.number = number
-        self.status = "pending"
-        self._shown: tuple[StepView, bool] | None = None
-        self._label_shown: Text | None = None
+@dataclass(frozen=True)
+class StepRow:
+    """One step as the list shows it: its status and the label's text (before wrapping)."""
 
-    def on_resize(self) -> None:
-        if self._shown is not None:
-            self.show(*self._shown)
+    step_id: str
+    number: int
+    status: str
+    current: bool
+    label: Text  # glyph, number, title and what goes under it
+    title_end: int  # the label's first line ends here: `current` underlines up to it
 
-    def show(self, view: StepView, current: bool = False) -> None:
-        self._shown = (view, current)
-        self.status = view.status
-        wanted = {f"-{self.status}"} | ({"-current"} if current else set())
-        set_classes_of(self, wanted, (*STATUS_CLASSES, "-current"))
-        glyph = GLYPHS.get(view.status, "·")
-        room = self.size.width or 28  # the content width, padding excluded
-        prefix = f"{glyph} {self.number} "
-        title = fitting_title(view.id, view.info.title, room - len(prefix))
-        # the title is fitted to the room above; a "not checked" reason wraps rather than
-        # losing the names of what could not be seen
-        label = Text(prefix + title, overflow="fold")
-        if view.status == "running":
-            # the phase on its own line: the title stays whole
-            label.append("\n")
-            label.append_text(
-                Text(f"  {view.phase.replace('_', ' ')}", style="italic", overflow="ellipsis")
-            )
-        elif view.status == "unknown" or (view.status != "skipped" and view.not_checked_reason):
-            # never a pass: the step says it could not look, and at what, also when something
-            # it did see is worse (a warn found by traffic does not hide what stayed unseen)
-            if view.status != "unknown" and len(label) + len(view.status) + 2 <= room:
-                label.append(f"  {view.status}", style="dim")
-            reason = view.not_checked_reason or "an input could not be read"
-            label.append("\n")
-            label.append_text(Text(f"  not checked: {reason}", style="italic"))
-        elif view.status not in ("pending", "pass") and len(label) + len(view.status) + 2 <= room:
+
+def step_label(view: StepView, number: int, room: int) -> tuple[Text, int]:
+    """The row's text for a step in `room` cells (its title fitted, its status or phase
+    after it) and where its first line ends."""
+    glyph = GLYPHS.get(view.status, "·")
+    prefix = f"{glyph} {number} "
+    title = fitting_title(view.id, view.info.title, room - len(prefix))
+    # the title is fitted to the room above; a "not checked" reason wraps rather than
+    # losing the names of what could not be seen
+    label = Text(prefix + title, overflow="fold")
+    if view.status == "running":
+        # the phase on its own line: the title stays whole
+        end = len(label)
+        label.append("\n")
+        label.append_text(
+            Text(f"  {view.phase.replace('_', ' ')}", style="italic", overflow="ellipsis")
+        )
+        return label, end
+    if view.status == "unknown" or (view.status != "skipped" and view.not_checked_reason):
+        # never a pass: the step says it could not look, and at what, also when something
+        # it did see is worse (a warn found by traffic does not hide what stayed unseen)
+        if view.status != "unknown" and len(label) + len(view.status) + 2 <= room:
             label.append(f"  {view.status}", style="dim")
-        if label != self._label_shown:  # an update re-lays the screen out
-            self._label_shown = label
-            self._label.update(label)
+        end = len(label)
+        reason = view.not_checked_reason or "an input could not be read"
+        label.append("\n")
+        label.append_text(Text(f"  not checked: {reason}", style="italic"))
+        return label, end
+    if view.status not in ("pending", "pass") and len(label) + len(view.status) + 2 <= room:
+        label.append(f"  {view.status}", style="dim")
+    return label, len(label)
 
 
-class StepList(ListView):
-    """Steps in bisection order. Enter or the highlight selects which step to look at."""
+class StepList(Widget, can_focus=True):
+    """Steps in bisection order, one row each (two or more when a phase or a "not checked"
+    reason goes under the title), drawn by one widget: a `ListView` of eight `ListItem`s and
+    their `Label`s was ~17 widgets to style and lay out before the first screen.
+
+    ↑/↓ move the highlight, Enter or a click selects; either way the detail panel shows that
+    step (`StepViewRequested`). A list taller than its box scrolls to keep the highlight in
+    view (the wheel scrolls it too).
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        *(f"step-list--{s}" for s in GLYPHS),
+        "step-list--current",
+        "step-list--highlight",
+        "step-list--hover",
+    }
+    DEFAULT_CSS = """
+    StepList {
+        background: $surface;
+        color: $foreground;
+        &:focus { background-tint: $foreground 5%; }
+        /* a row keeps its status colour under the highlight */
+        & > .step-list--highlight {
+            background: $block-cursor-blurred-background;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        &:focus > .step-list--highlight {
+            background: $block-cursor-background;
+            text-style: $block-cursor-text-style;
+        }
+        & > .step-list--hover { background: $block-hover-background; }
+        & > .step-list--current { text-style: bold underline; }
+    }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select_cursor", "Select", show=False),
+        Binding("up", "cursor_up", "Cursor up", show=False),
+        Binding("down", "cursor_down", "Cursor down", show=False),
+    ]
 
     def __init__(self, view: SessionView, *, id: str | None = None) -> None:
+        super().__init__(id=id)
         self._session = view
-        items = [StepItem(s, i) for i, s in enumerate(view.steps, start=1)]
-        for item in items:  # labelled before the first paint
-            item.show(view.steps[item.step_id])
-        super().__init__(*items, id=id)
+        self._ids: list[str] = list(view.steps)
+        self._index: int | None = None
+        self._hover: int | None = None
+        self._top = 0  # the first line shown (a list taller than its box)
+        self._rows: list[StepRow] = []
+        self._lines: list[Strip] | None = None  # drawn for (width, focus, highlight, hover)
+        self._owners: list[int] = []  # the row each drawn line belongs to
+        self._rows_for(28)  # labelled before the first paint (the room once laid out)
 
-    def items(self) -> list[StepItem]:
-        """The step rows, in order (the list's own children: no walk of the DOM)."""
-        return [child for child in self.children if isinstance(child, StepItem)]
+    # --- what it shows --------------------------------------------------------------------
 
-    def item(self, step_id: str) -> StepItem | None:
-        for child in self.items():
-            if child.step_id == step_id:
-                return child
-        return None
+    @property
+    def step_ids(self) -> list[str]:
+        return list(self._ids)
+
+    def rows(self) -> list[StepRow]:
+        """The rows as last drawn (tests, and the screen's summaries)."""
+        return list(self._rows)
+
+    def row(self, step_id: str) -> StepRow | None:
+        return next((r for r in self._rows if r.step_id == step_id), None)
+
+    def _room(self) -> int:
+        return max(1, (self.size.width or 30) - 2)  # a cell of padding each side
+
+    def _rows_for(self, room: int) -> bool:
+        steps = self._session.steps
+        for step_id in steps:
+            if step_id not in self._ids:
+                self._ids.append(step_id)
+        rows = []
+        for number, step_id in enumerate(self._ids, start=1):
+            view = steps[step_id]
+            label, end = step_label(view, number, room)
+            rows.append(
+                StepRow(step_id, number, view.status, step_id == self._session.current, label, end)
+            )
+        if rows == self._rows:
+            return False
+        self._rows = rows
+        return True
 
     def refresh_steps(self) -> None:
-        items = self.items()
-        known = {c.step_id for c in items}
-        for step_id in self._session.steps:
-            if step_id not in known:
-                self.append(StepItem(step_id, len(known) + 1))
-                known.add(step_id)
-        for child in self.items():
-            child.show(self._session.steps[child.step_id], child.step_id == self._session.current)
+        """Show the session's steps as they are now (a repaint only when a row changed)."""
+        if self._rows_for(self._room()):
+            self._redraw()
 
-    def on_list_view_highlighted(self, message: ListView.Highlighted) -> None:
-        if isinstance(message.item, StepItem):
-            message.stop()
-            self.post_message(StepViewRequested(message.item.step_id))
+    def on_resize(self) -> None:
+        self._rows_for(self._room())
+        self._redraw()
 
-    def on_list_view_selected(self, message: ListView.Selected) -> None:
-        if isinstance(message.item, StepItem):
-            message.stop()
-            self.post_message(StepViewRequested(message.item.step_id))
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._lines = None  # focus, theme: the row styles change
+
+    def _redraw(self) -> None:
+        self._lines = None
+        self.refresh()
+
+    # --- the highlight --------------------------------------------------------------------
+
+    @property
+    def index(self) -> int | None:
+        return self._index
+
+    @index.setter
+    def index(self, value: int | None) -> None:
+        if value is not None:
+            value = max(0, min(value, len(self._ids) - 1)) if self._ids else None
+        if value == self._index:
+            return
+        self._index = value
+        self._redraw()
+        self._keep_in_view()
+        if value is not None:
+            self.post_message(StepViewRequested(self._ids[value]))
+
+    def on_mount(self) -> None:
+        if self._index is None and self._ids:
+            self.index = 0
+
+    def action_cursor_up(self) -> None:
+        if self._index is None:
+            self.index = 0
+        elif self._index > 0:
+            self.index = self._index - 1
+
+    def action_cursor_down(self) -> None:
+        if self._index is None:
+            self.index = 0
+        elif self._index < len(self._ids) - 1:
+            self.index = self._index + 1
+
+    def action_select_cursor(self) -> None:
+        if self._index is not None:
+            self.post_message(StepViewRequested(self._ids[self._index]))
+
+    # --- the mouse ------------------------------------------------------------------------
+
+    def _row_at(self, y: int) -> int | None:
+        self._draw()
+        line = self._top + y
+        return self._owners[line] if 0 <= line < len(self._owners) else None
+
+    def offset_of(self, step_id: str) -> tuple[int, int]:
+        """Where a click lands on `step_id`'s row (tests, and the mouse)."""
+        self._draw()
+        row = self._ids.index(step_id)
+        return (1, self._owners.index(row) - self._top)
+
+    def on_click(self, event: events.Click) -> None:
+        row = self._row_at(event.y)
+        if row is None:
+            return
+        event.stop()
+        self.focus()
+        if row == self._index:
+            self.action_select_cursor()
+        else:
+            self.index = row
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        row = self._row_at(event.y)
+        if row != self._hover:
+            self._hover = row
+            self._redraw()
+
+    def on_leave(self, _event: events.Leave) -> None:
+        if self._hover is not None:
+            self._hover = None
+            self._redraw()
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        self._scroll_to(self._top + 1)
+        event.stop()
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self._scroll_to(self._top - 1)
+        event.stop()
+
+    def _scroll_to(self, top: int) -> None:
+        self._draw()
+        top = max(0, min(top, len(self._owners) - self.size.height))
+        if top != self._top:
+            self._top = top
+            self.refresh()
+
+    def _keep_in_view(self) -> None:
+        if self._index is None or not self.size.height:
+            return
+        self._draw()
+        lines = [i for i, row in enumerate(self._owners) if row == self._index]
+        if lines[0] < self._top:
+            self._scroll_to(lines[0])
+        elif lines[-1] >= self._top + self.size.height:
+            self._scroll_to(lines[-1] - self.size.height + 1)
+
+    # --- drawing --------------------------------------------------------------------------
+
+    def _row_style(self, row: int, status: str) -> tuple[Style, Style]:
+        """The row's style (colour on its background, text style) and its title's when it is
+        the step the engine is on."""
+        own = self.get_component_styles(f"step-list--{status}")
+        background = self.background_colors[1]
+        text_style = own.text_style if own.has_rule("text_style") else None
+        if row == self._index:
+            cursor = self.get_component_styles("step-list--highlight")
+            background = background + cursor.background
+            if text_style is None:
+                text_style = cursor.text_style
+        elif row == self._hover:
+            background = background + self.get_component_styles("step-list--hover").background
+        color = own.color if own.has_rule("color") else self.styles.color
+        style = Style(color=(background + color).rich_color, bgcolor=background.rich_color)
+        if text_style is not None:
+            style += text_style
+        return style, self.get_component_rich_style("step-list--current", partial=True)
+
+    def _draw(self) -> list[Strip]:
+        if self._lines is not None:
+            return self._lines
+        width = self.size.width or 30
+        room = max(1, width - 2)
+        console = self.app.console
+        lines: list[Strip] = []
+        owners: list[int] = []
+        for i, row in enumerate(self._rows):
+            style, current = self._row_style(i, row.status)
+            label = row.label.copy()
+            if row.current:
+                label.stylize(current, 0, row.title_end)
+            for part in label.wrap(console, room, overflow="fold"):
+                part.rstrip_end(room)
+                text = Text(" ")
+                text.append_text(part)
+                text.pad_right(width - text.cell_len)
+                # the row's style under the label's own (Text.render leaves the base to its caller)
+                lines.append(Strip(Segment.apply_style(text.render(console), style), width))
+                owners.append(i)
+        self._lines, self._owners = lines, owners
+        return lines
+
+    def render_line(self, y: int) -> Strip:
+        lines = self._draw()
+        line = self._top + y
+        if 0 <= line < len(lines):
+            return lines[line]
+        return Strip.blank(self.size.width, self.rich_style)

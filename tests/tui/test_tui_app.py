@@ -40,7 +40,7 @@ from screens.ports import match_intents
 from screens.session_screen import SessionScreen
 from screens.widgets.detail import ActionBar, EvidenceTable
 from screens.widgets.gauges import HISTORY, RailGauges, rail_tag, sparkline
-from screens.widgets.steps import StepItem, StepList
+from screens.widgets.steps import StepList
 from wizard.events import (
     FixPreviewed,
     MeasurementTaken,
@@ -69,7 +69,7 @@ def text_of(widget: Any) -> str:
 
 
 def statuses(app: FabwizApp) -> dict[str, str]:
-    return {c.step_id: c.status for c in app.session.query(StepItem)}
+    return {row.step_id: row.status for row in app.session.query_one(StepList).rows()}
 
 
 async def test_first_screen_shows_the_flow_before_any_engine() -> None:
@@ -501,7 +501,7 @@ async def test_first_screen_paints_before_a_slow_start() -> None:
         # The screen is up and painted while the factory is still starting (not after it).
         assert app.screen is app.session and not started
         await pilot.pause()
-        labels = [text_of(item._label) for item in app.session.query(StepItem)]
+        labels = [row.label.plain for row in app.session.query_one(StepList).rows()]
         assert len(labels) == 8 and all(label.strip() for label in labels)
         await until(pilot, entered.is_set)
         assert app.engine_worker is not None and app.engine_worker.name == "engine"

@@ -10,7 +10,7 @@ from tui_fakes import export_of
 
 from screens.end_screen import SessionEndModal
 from screens.modals import FixConfirmModal
-from screens.widgets.steps import StepItem, fitting_title
+from screens.widgets.steps import StepList, fitting_title
 
 
 def text_of(widget: Any) -> str:
@@ -34,7 +34,7 @@ async def test_80x24_every_verdict_reachable_explain_toggles_quit_shown() -> Non
         await _several_verdicts(pilot)
         screen = app.session
         # Whole step names (short forms where needed), none cut with an ellipsis.
-        labels = {i.step_id: text_of(i.query_one("Label")) for i in app.query(StepItem)}
+        labels = {row.step_id: row.label.plain for row in app.query_one(StepList).rows()}
         assert labels["direct_connect"].endswith("Direct cable")
         assert labels["halves"].endswith("Both halves")
         assert not any("…" in label for label in labels.values()), labels

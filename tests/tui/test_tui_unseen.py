@@ -19,7 +19,7 @@ import yaml
 from screens.app import FabwizApp
 from screens.modals import ChoiceModal, ErrorModal, FixConfirmModal, PhysicalActionModal
 from screens.ports import TuiPorts
-from screens.widgets.steps import StepItem
+from screens.widgets.steps import StepList
 from tests.engine.test_engine_unseen import closed_port
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
@@ -106,9 +106,7 @@ async def walk(tmp_path: Path, breakage: str) -> Walked:
                 errors.append(app.screen.title_text)
                 await pilot.press("enter")
                 await pilot.pause(0.05)
-            labels = {
-                item.step_id: text_of(item.query_one("Label")) for item in app.query(StepItem)
-            }
+            labels = {row.step_id: row.label.plain for row in app.query_one(StepList).rows()}
             prompt = app.session.prompt
             ending = prompt.question if prompt is not None else ""
             await pilot.press("q")
