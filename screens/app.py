@@ -24,6 +24,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from flows.expectations import Expectations
+from screens import codecache
 from screens.deadman import DeadmanCountdown
 from screens.ports import (
     COALESCED_EVENTS,
@@ -59,6 +60,10 @@ from wizard.events import (
     StepChanged,
 )
 from wizard.model import Rail
+
+# Textual parses the app's and every widget's stylesheet on each start: kept in the start-up
+# cache (when `fabwiz` runs it) like the dataclasses' code
+codecache.cache_stylesheets()
 
 if TYPE_CHECKING:
     from screens.modals import PhysicalActionModal

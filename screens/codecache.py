@@ -20,6 +20,13 @@ keeps, per (pattern, flags), the arguments `re` handed the engine, and a hit han
 again: the same pattern object, without the parse. Only str and bytes patterns are kept, and
 never with `re.DEBUG`.
 
+Textual's parsed stylesheets are kept too. Every start, Textual tokenizes and parses the app's
+stylesheet and each widget class's `DEFAULT_CSS` (~25 texts, about a tenth of the first screen's
+time); the parse of one text depends on the text, where it was read from, its defaults /
+tie-breaker / scope, the theme's variables and the Textual version, and all of that is the key
+here. A hit unpickles the rule sets Textual's own parse made (a tenth of the parse's time); a
+miss, an error in the text, or anything odd in the cache means Textual parses as without it.
+
 The cache is a marshal file per interpreter (`sys.implementation.cache_tag` and the full version
 in its name) under `$XDG_CACHE_HOME/fabwiz` (default `~/.cache/fabwiz`), created 0700/0600. It is
 read only if it belongs to this user and nobody else may write it (its code objects run), and it
@@ -48,6 +55,7 @@ _ACTIVE: CodeCache | None = None
 # past this many entries (texts of older fabwiz or library versions), a save keeps only the
 # entries this process used
 MAX_ENTRIES = 5000
+MAX_STYLESHEETS = 200
 
 
 class CodeCache:
@@ -60,6 +68,8 @@ class CodeCache:
         self.patterns: dict[tuple[str | bytes, int], tuple[Any, ...]] = {}
         self.new = 0
         self.hits = 0
+        # stylesheet key -> the rule sets Textual parsed from it, pickled
+        self.css: dict[tuple[Any, ...], bytes] = {}
         self.used: set[Any] = set()
         self._lock = threading.Lock()
 
@@ -79,7 +89,7 @@ class CodeCache:
                 return
         if not isinstance(loaded, dict):
             return
-        codes, patterns = loaded.get("code"), loaded.get("re")
+        codes, patterns, css = loaded.get("code"), loaded.get("re"), loaded.get("css")
         if isinstance(codes, dict):
             self.codes = {
                 k: v for k, v in codes.items() if isinstance(k, str) and isinstance(v, CodeType)
@@ -88,6 +98,37 @@ class CodeCache:
             self.patterns = {
                 k: v for k, v in patterns.items() if _is_key(k) and isinstance(v, tuple)
             }
+        if isinstance(css, dict):
+            self.css = {k: v for k, v in css.items() if isinstance(k, tuple) and type(v) is bytes}
+
+    def stylesheet_rules(self, key: tuple[Any, ...]) -> Any:
+        """The rule sets parsed before under `key`, or None (not kept, or not readable)."""
+        data = self.css.get(key)
+        if data is None:
+            return None
+        import pickle
+
+        try:
+            rules = pickle.loads(data)  # noqa: S301  # ours: the file's owner and mode checked
+        except Exception:  # a Textual whose classes changed: parse again
+            return None
+        if not isinstance(rules, list):
+            return None
+        self.hits += 1
+        self.used.add(key)
+        return rules
+
+    def remember_stylesheet(self, key: tuple[Any, ...], rules: Any) -> None:
+        import pickle
+
+        try:
+            data = pickle.dumps(rules, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # something unpicklable in a rule: not kept
+            return
+        with self._lock:
+            self.css[key] = data
+            self.used.add(key)
+            self.new += 1
 
     def code(self, source: str) -> CodeType:
         found = self.codes.get(source)
@@ -137,7 +178,9 @@ class CodeCache:
                 self.codes = {k: v for k, v in self.codes.items() if k in self.used}
             if len(self.patterns) > MAX_ENTRIES:
                 self.patterns = {k: v for k, v in self.patterns.items() if k in self.used}
-            data = marshal.dumps({"code": self.codes, "re": self.patterns})
+            if len(self.css) > MAX_STYLESHEETS:  # older Textual versions' and themes'
+                self.css = {k: v for k, v in self.css.items() if k in self.used}
+            data = marshal.dumps({"code": self.codes, "re": self.patterns, "css": self.css})
             self.new = 0
         import tempfile
 
@@ -237,6 +280,81 @@ def install(path: Path | None = None) -> CodeCache | None:
     return cache
 
 
+def cache_stylesheets() -> None:
+    """Make Textual's stylesheet parse go through the active cache (once per process; nothing
+    without an active cache). Called as the TUI's modules load, before any app starts."""
+    cache = _ACTIVE
+    if cache is None:
+        return
+    from textual.css.stylesheet import Stylesheet
+
+    original = Stylesheet._parse_rules
+    if getattr(original, "__fabwiz_cached__", False):
+        return
+    textual_stamp = _textual_stamp()
+
+    def _parse_rules(
+        self: Stylesheet,
+        css: str,
+        read_from: Any,
+        is_default_rules: bool = False,
+        tie_breaker: int = 0,
+        scope: str = "",
+    ) -> Any:
+        memo = self._parse_cache.get((css, read_from, is_default_rules, tie_breaker, scope))
+        if memo is not None:
+            return memo  # parsed already in this process (Textual's own memo)
+        key = (
+            textual_stamp,
+            _theme_stamp(self._variables),
+            css,
+            tuple(read_from),
+            bool(is_default_rules),
+            int(tie_breaker),
+            str(scope),
+        )
+        rules = cache.stylesheet_rules(key)
+        if rules is not None:
+            self._parse_cache[(css, read_from, is_default_rules, tie_breaker, scope)] = rules
+            return rules
+        rules = original(self, css, read_from, is_default_rules, tie_breaker, scope)
+        if not any(rule.errors for rule in rules):  # an error is reported by a fresh parse
+            cache.remember_stylesheet(key, rules)
+        return rules
+
+    _parse_rules.__fabwiz_cached__ = True  # type: ignore[attr-defined]
+    _parse_rules.__wrapped__ = original  # type: ignore[attr-defined]
+    Stylesheet._parse_rules = _parse_rules  # type: ignore[method-assign]
+
+
+def _textual_stamp() -> tuple[Any, ...]:
+    """Which Textual parsed a stylesheet: its version and its CSS modules' sizes and times (an
+    upgrade, or an edited checkout, parses again)."""
+    import textual
+
+    root = Path(textual.__file__).parent
+    stamp: list[Any] = []
+    for name in ("__init__.py", "css/parse.py", "css/model.py", "css/styles.py", "color.py"):
+        try:
+            st = (root / name).stat()
+        except OSError:
+            return ("unknown",)
+        stamp += [name, st.st_size, st.st_mtime_ns]
+    try:
+        dist = [n for n in os.listdir(root.parent) if n.startswith("textual-")]  # noqa: PTH208
+    except OSError:
+        dist = []
+    return (*sorted(dist), *stamp)
+
+
+def _theme_stamp(variables: Any) -> str:
+    """The theme's variables (the parse substitutes them), as one short digest."""
+    import hashlib
+
+    text = "\n".join(f"{k}={v}" for k, v in sorted(dict(variables).items()))
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
 def save() -> None:
     if _ACTIVE is not None:
         _ACTIVE.save()
@@ -253,4 +371,9 @@ def uninstall() -> None:
     if _ACTIVE is not None and compiler.compile == _ACTIVE.compile_regex:
         compiler.compile = _RE_COMPILE
         compiler._sre = _sre
+    stylesheet = sys.modules.get("textual.css.stylesheet")
+    if stylesheet is not None:
+        parse = stylesheet.Stylesheet._parse_rules
+        if getattr(parse, "__fabwiz_cached__", False):
+            stylesheet.Stylesheet._parse_rules = parse.__wrapped__
     _ACTIVE = None

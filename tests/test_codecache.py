@@ -139,3 +139,126 @@ def test_uninstalled_re_compiles_as_it_did(cache_file: Path) -> None:
     codecache.uninstall()
     assert re._compiler.compile is real  # type: ignore[attr-defined]
     assert re._compiler._sre.__name__ == "_sre"  # type: ignore[attr-defined]
+
+
+# --- Textual's stylesheets ----------------------------------------------------------------------
+
+
+def _stylesheet_sources() -> list[tuple[str, tuple[str, str], bool]]:
+    """The app's stylesheet and a few widgets' DEFAULT_CSS, as Textual reads them."""
+    from textual.widgets import DataTable, Log, Static
+
+    import screens.app
+    from screens.widgets.steps import StepList
+
+    path = Path(screens.app.__file__).with_name("app.tcss")
+    app_css = (path.read_text(), (str(path), ""), False)
+    return [app_css] + [
+        (w.DEFAULT_CSS, ("", w.__name__), True) for w in (StepList, DataTable, Log, Static)
+    ]
+
+
+def _parsed(variables: dict[str, str]) -> list[list[tuple[str, object, object, object]]]:
+    from textual.css.stylesheet import Stylesheet
+    from textual.layout import Layout
+
+    def rules_of(styles: object) -> dict[str, object]:
+        # a layout is a fresh, stateless object per parse (Textual's own too): compared by name
+        rules = styles.get_rules()  # type: ignore[attr-defined]
+        return {k: v.name if isinstance(v, Layout) else v for k, v in rules.items()}
+
+    sheet = Stylesheet(variables=variables)
+    out = []
+    for css, where, defaults in _stylesheet_sources():
+        rules = sheet._parse_rules(css, where, is_default_rules=defaults)
+        out.append(
+            [
+                (r.css, sorted(r.selector_names), rules_of(r.styles), r.is_default_rules)
+                for r in rules
+            ]
+        )
+    return out
+
+
+def _theme() -> dict[str, str]:
+    from textual.app import App
+
+    return App().get_css_variables()
+
+
+def test_stylesheets_come_back_as_textual_parsed_them(cache_file: Path) -> None:
+    variables = _theme()
+    plain = _parsed(variables)  # Textual's own parse, no cache
+    first = codecache.install(cache_file)
+    assert first is not None
+    codecache.cache_stylesheets()
+    assert _parsed(variables) == plain
+    assert len(first.css) == len(plain) and first.new >= len(plain)
+    codecache.save()
+    codecache.uninstall()
+    second = codecache.install(cache_file)
+    assert second is not None and len(second.css) == len(plain)
+    codecache.cache_stylesheets()
+    assert _parsed(variables) == plain  # unpickled, not parsed
+    assert second.new == 0 and second.hits >= len(plain)
+
+
+def test_another_theme_is_parsed_again_not_taken_from_the_cache(cache_file: Path) -> None:
+    cache = codecache.install(cache_file)
+    assert cache is not None
+    codecache.cache_stylesheets()
+    dark = _theme()
+    _parsed(dark)
+    learned = cache.new
+    light = {**dark, "surface": "#fafafa", "primary": "#ff0000"}
+    assert _parsed(light) != _parsed(dark)  # the variables are in the parse
+    assert cache.new == 2 * learned  # every text again, under the other theme's key
+
+
+def test_a_stylesheet_entry_that_does_not_unpickle_is_parsed(cache_file: Path) -> None:
+    variables = _theme()
+    plain = _parsed(variables)
+    cache = codecache.install(cache_file)
+    assert cache is not None
+    codecache.cache_stylesheets()
+    _parsed(variables)
+    for key in cache.css:
+        cache.css[key] = b"\x80\x05not a pickle"
+    assert _parsed(variables) == plain
+
+
+def test_uninstall_gives_textual_its_own_parse_back(cache_file: Path) -> None:
+    from textual.css.stylesheet import Stylesheet
+
+    original = Stylesheet._parse_rules
+    codecache.install(cache_file)
+    codecache.cache_stylesheets()
+    assert Stylesheet._parse_rules is not original
+    codecache.uninstall()
+    assert Stylesheet._parse_rules is original
+
+
+async def test_the_first_screen_from_a_warm_cache_is_the_same_screen(cache_file: Path) -> None:
+    from screens.app import FabwizApp
+
+    async def screen() -> list[str]:
+        app = FabwizApp(None)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            return [
+                "".join(f"{seg.text}|{seg.style}" for seg in strip)
+                for strip in app.screen._compositor.render_strips()
+            ]
+
+    plain = await screen()
+    cache = codecache.install(cache_file)
+    assert cache is not None
+    codecache.cache_stylesheets()
+    assert await screen() == plain  # parsed and remembered
+    codecache.save()
+    codecache.uninstall()
+    warm = codecache.install(cache_file)
+    assert warm is not None
+    codecache.cache_stylesheets()
+    assert await screen() == plain  # every stylesheet from the cache
+    assert warm.css and warm.new == 0 and warm.hits > 0

@@ -179,6 +179,9 @@ def run(inventory: Path, accept_new_host_keys: bool, session_dir: Path | None) -
     )
     app = FabwizApp(factory, sub_title=str(inventory))
     code = app.run()
+    from screens import codecache
+
+    codecache.save()  # what the session parsed or compiled after start-up (its dialogs' CSS)
     if app.exit_message():
         click.echo(app.exit_message(), err=True)
     raise SystemExit(2 if code is None else code)
