@@ -292,6 +292,7 @@ def cache_stylesheets() -> None:
     if getattr(original, "__fabwiz_cached__", False):
         return
     textual_stamp = _textual_stamp()
+    themes: dict[int, tuple[Any, str]] = {}  # id(stylesheet) -> (its variables, their digest)
 
     def _parse_rules(
         self: Stylesheet,
@@ -304,9 +305,15 @@ def cache_stylesheets() -> None:
         memo = self._parse_cache.get((css, read_from, is_default_rules, tie_breaker, scope))
         if memo is not None:
             return memo  # parsed already in this process (Textual's own memo)
+        # the theme's digest, worked out once per variables mapping (Textual replaces the
+        # mapping when the theme changes, and clears its own memo then)
+        variables = self._variables
+        theme = themes.get(id(self))
+        if theme is None or theme[0] is not variables:
+            theme = themes[id(self)] = (variables, _theme_stamp(variables))
         key = (
             textual_stamp,
-            _theme_stamp(self._variables),
+            theme[1],
             css,
             tuple(read_from),
             bool(is_default_rules),
