@@ -25,6 +25,7 @@ from textual.widgets import DataTable, Static
 from textual.widgets.data_table import Row, RowKey
 
 from screens.widgets.classes import set_classes_of
+from screens.widgets.hover import HoverPart
 from screens.widgets.steps import GLYPHS
 from screens.widgets.view_model import StepView
 from screens.widgets.virtual import set_virtual_size
@@ -157,7 +158,7 @@ class EvidenceTable(DataTable[Text | str]):
         return min(max(self.cursor_row, 0), len(self.rows_shown) - 1)
 
 
-class ActionBar(Widget):
+class ActionBar(HoverPart, Widget):
     """Run, raw output, apply fix, skip, back, next: one line of compact buttons naming their
     keys, drawn by one widget (six `Button`s were ~15% of the first screen's layout and
     styling). A click on an enabled one says which (`Pressed`); the keys are the keyboard's way.
@@ -240,16 +241,11 @@ class ActionBar(Widget):
             event.stop()
             self.post_message(self.Pressed(intent))
 
-    def on_mouse_move(self, event: events.MouseMove) -> None:
-        hover = self._at(event.x)
-        if hover != self._hover:
-            self._hover = hover
-            self.refresh()
+    def _part_at(self, event: events.MouseMove) -> str | None:
+        return self._at(event.x)
 
-    def on_leave(self, _event: events.Leave) -> None:
-        if self._hover is not None:
-            self._hover = None
-            self.refresh()
+    def _hover_changed(self) -> None:
+        self.refresh()
 
 
 class VerdictText(Static):

@@ -17,6 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.strip import Strip
 from textual.widget import Widget
 
+from screens.widgets.hover import HoverPart
 from screens.widgets.messages import StepViewRequested
 from screens.widgets.view_model import SessionView, StepView
 
@@ -100,7 +101,7 @@ def step_label(view: StepView, number: int, room: int) -> tuple[Text, int]:
     return label, len(label)
 
 
-class StepList(Widget, can_focus=True):
+class StepList(HoverPart, Widget, can_focus=True):
     """Steps in bisection order, one row each (two or more when a phase or a "not checked"
     reason goes under the title), drawn by one widget: a `ListView` of eight `ListItem`s and
     their `Label`s was ~17 widgets to style and lay out before the first screen.
@@ -264,16 +265,11 @@ class StepList(Widget, can_focus=True):
         else:
             self.index = row
 
-    def on_mouse_move(self, event: events.MouseMove) -> None:
-        row = self._row_at(event.y)
-        if row != self._hover:
-            self._hover = row
-            self._redraw()
+    def _part_at(self, event: events.MouseMove) -> int | None:
+        return self._row_at(event.y)
 
-    def on_leave(self, _event: events.Leave) -> None:
-        if self._hover is not None:
-            self._hover = None
-            self._redraw()
+    def _hover_changed(self) -> None:
+        self._redraw()
 
     def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
         self._scroll_to(self._top + 1)

@@ -615,6 +615,15 @@ async def test_action_bar_buttons_go_through_the_same_intents_as_keys() -> None:
         assert "crs804" in app.screen.title_text  # the selected evidence row's target
         await pilot.press("escape")
         await pilot.pause()
+        # the enabled button under the mouse is lit; a disabled one is not
+        unlit = {seg.style.bgcolor for seg in bar.render_line(0) if seg.style is not None}
+        await pilot.hover(ActionBar, offset=bar.offset_of("next"))
+        await pilot.pause()
+        lit = [s for s in bar.render_line(0) if "Next" in s.text]
+        assert lit and lit[0].style is not None and lit[0].style.bgcolor not in unlit
+        await pilot.hover(ActionBar, offset=bar.offset_of("skip"))
+        await pilot.pause()
+        assert {s.style.bgcolor for s in bar.render_line(0) if s.style is not None} == unlit
         await pilot.click(ActionBar, offset=bar.offset_of("next"))
         await until(pilot, lambda: holder["engine"].answers[:1] == [("choose:preflight", "next")])
 
