@@ -118,8 +118,8 @@ class FixConfirmModal(Dialog[bool | None]):
     def compose(self) -> ComposeResult:
         plan = self.plan
         with Vertical(id="dialog", classes="fix"):
-            yield Static(Text(f"Apply fix: {plan.summary}", style="bold"), id="dialog-title")
-            yield Static(Text(f"{plan.fault} on {plan.target}"), classes="dim")
+            yield Static(Text(f"Apply fix: {clean(plan.summary)}", style="bold"), id="dialog-title")
+            yield Static(Text(clean(f"{plan.fault} on {plan.target}")), classes="dim")
             with VerticalScroll(id="preview"):
                 yield Static(Text(clean(plan.preview) or "(no preview)"), id="preview-text")
             yield Static("", id="preview-more", classes="dim")
@@ -271,8 +271,8 @@ class PhysicalActionModal(Dialog[str | None]):
         a = self.action
         title = f"Hands needed: {KIND_TITLES.get(a.kind, a.kind)} on {', '.join(a.nodes)}"
         with Vertical(id="dialog", classes="physical"):
-            yield Static(Text(title, style="bold"), id="dialog-title")
-            yield Static(Text(a.instructions), id="instructions")
+            yield Static(Text(clean(title), style="bold"), id="dialog-title")
+            yield Static(Text(clean(a.instructions)), id="instructions")
             items = checklist_items(a.instructions)
             if len(items) > 1:
                 yield SelectionList[int](*[(t, i) for i, t in enumerate(items)], id="checklist")
@@ -399,9 +399,9 @@ class PhysicalActionModal(Dialog[str | None]):
             text += f" ({time.monotonic() - self._waiting_since:.0f} s)"
         if self.state == "waiting" and self.on_cancel_wait is not None:
             text += "  · c: stop waiting, the question comes back"
-        out = Text(f"… {text}", style="bold")
+        out = Text(f"… {clean(text)}", style="bold")
         if self.back:
-            out.append(f"\nback: {', '.join(sorted(self.back))}")
+            out.append(f"\nback: {clean(', '.join(sorted(self.back)))}")
         if line:
             out.append(f"\n{line}")
         widget = self.query_one("#waiting", Static)
@@ -456,8 +456,8 @@ class ConfirmModal(Dialog[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="quit"):
-            yield Static(Text(self.title_text, style="bold"), id="dialog-title")
-            yield Static(Text(self.body))
+            yield Static(Text(clean(self.title_text), style="bold"), id="dialog-title")
+            yield Static(Text(clean(self.body)))
             with Horizontal(classes="buttons"):
                 yield Button(f"{self.yes_label} (y)", id="yes", variant="error", compact=True)
                 yield Button(f"{self.no_label} (n)", id="no", variant="primary", compact=True)
@@ -482,7 +482,7 @@ class ChoiceModal(Dialog[str]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="choice"):
-            yield Static(Text(self.question, style="bold"), id="dialog-title")
+            yield Static(Text(clean(self.question), style="bold"), id="dialog-title")
             with Horizontal(classes="buttons"):
                 for i, opt in enumerate(self.options, start=1):
                     yield Button(
@@ -515,11 +515,11 @@ class ErrorModal(Dialog[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="error"):
-            yield Static(Text(f"✘ {self.title_text}", style="bold"), id="dialog-title")
+            yield Static(Text(f"✘ {clean(self.title_text)}", style="bold"), id="dialog-title")
             with VerticalScroll(id="error-body"):
-                yield Static(Text(self.message))
+                yield Static(Text(clean(self.message)))
             hint = self.hint or "Check the log pane for details, then re-run the step [r]."
-            yield Static(Text.assemble(("What to do: ", "bold"), hint), id="hint")
+            yield Static(Text.assemble(("What to do: ", "bold"), clean(hint)), id="hint")
             with Horizontal(classes="buttons"):
                 yield Button("OK (enter)", id="ok", variant="primary", compact=True)
 
@@ -541,7 +541,7 @@ class QuitModal(Dialog[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="quit"):
             yield Static(Text("Quit with unapplied work?", style="bold"), id="dialog-title")
-            yield Static(Text("\n".join(f"• {u}" for u in self.unapplied)))
+            yield Static(Text(clean("\n".join(f"• {u}" for u in self.unapplied))))
             yield Static(
                 Text("The session log keeps everything: `fabwiz resume` continues it later."),
                 classes="dim",
@@ -569,7 +569,7 @@ class RawOutputModal(Dialog[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="raw"):
-            yield Static(Text(self.title_text, style="bold"), id="dialog-title")
+            yield Static(Text(clean(self.title_text), style="bold"), id="dialog-title")
             yield TextArea(clean(self.text), read_only=True, soft_wrap=False, id="raw-text")
             with Horizontal(classes="buttons"):
                 yield Button("Close (esc)", id="close", compact=True)

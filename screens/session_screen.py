@@ -37,6 +37,7 @@ from screens.widgets.messages import (
 from screens.widgets.steps import StepList
 from screens.widgets.titlebar import TitleBar
 from screens.widgets.view_model import SessionView
+from wizard.safetext import clean
 
 DIRECT_SKIP = (
     "Without the direct-connect test the wizard cannot tell a host-side fault (NIC, PCIe, "
@@ -235,7 +236,9 @@ class SessionScreen(Screen[None]):
             stamp = stamps.get(second)
             if stamp is None:
                 stamp = stamps[second] = time.strftime("%H:%M:%S", time.gmtime(second))
-            lines.append(f"{stamp} {_LEVEL.get(level, '·')} {text}")
+            # the engine's words around names and outputs from the targets: no escapes reach
+            # the terminal (wizard.safetext)
+            lines.append(f"{stamp} {_LEVEL.get(level, '·')} {clean(text)}")
         self._log_shown = len(self.view.log)
         if lines:
             log.write_lines(lines)

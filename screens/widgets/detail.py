@@ -341,7 +341,9 @@ class StepDetail(Vertical):
         changed = self._update("#verdict-text", _verdict_text(view))
         said = self.query_one("#conclusion", Static)
         said.display = bool(conclusion)
-        self._update("#conclusion", Text.assemble(("→ ", "bold"), conclusion) if conclusion else "")
+        # the conclusion names targets and rails: shown without their control characters
+        said_text = Text.assemble(("→ ", "bold"), clean(conclusion)) if conclusion else ""
+        self._update("#conclusion", said_text)
         if changed or self.size != self._more_at:
             # the verdict list's height follows its text and the panel's size: the cue under
             # it is worked out again (once laid out) only when one of them changed

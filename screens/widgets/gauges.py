@@ -31,6 +31,7 @@ from textual.widgets import Static
 
 from flows.expectations import Expectations
 from wizard.model import Measurement, Rail
+from wizard.safetext import clean
 
 HISTORY = 32
 IDLE_GBPS = 0.5  # below this, with no measurement, a rail is idle rather than failing
@@ -149,7 +150,8 @@ class RailGauge:
 
     def line(self, width: int) -> str:
         """The row's text, at most `width` cells."""
-        label = f"{self.node:<{self.label_width}} {self.netdev:<14} {self.half}{self.port}"
+        # names from the nodes: shown without their control characters (wizard.safetext)
+        label = f"{clean(self.node):<{self.label_width}} {clean(self.netdev):<14} {self.half}{self.port}"
         # Live traffic shows as it flows; at rest the rail shows its last measurement.
         shown = self.value
         ceiling = self.ceiling
@@ -349,7 +351,7 @@ class RailGauges(Vertical):
     ) -> None:
         if not rails:
             return
-        widest = max(len(n) for n, *_ in rails)
+        widest = max(len(clean(n)) for n, *_ in rails)
         if widest > self._label_width:
             self._label_width = widest
             for g in self.gauges.values():

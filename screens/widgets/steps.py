@@ -20,6 +20,7 @@ from textual.widget import Widget
 from screens.widgets.hover import HoverPart
 from screens.widgets.messages import StepViewRequested
 from screens.widgets.view_model import SessionView, StepView
+from wizard.safetext import clean
 
 GLYPHS = {
     "pending": "○",
@@ -92,7 +93,8 @@ def step_label(view: StepView, number: int, room: int) -> tuple[Text, int]:
         if view.status != "unknown" and len(label) + len(view.status) + 2 <= room:
             label.append(f"  {view.status}", style="dim")
         end = len(label)
-        reason = view.not_checked_reason or "an input could not be read"
+        # the targets' names (a switch's interface names among them): never a control character
+        reason = clean(view.not_checked_reason) or "an input could not be read"
         label.append("\n")
         label.append_text(Text(f"  not checked: {reason}", style="italic"))
         return label, end

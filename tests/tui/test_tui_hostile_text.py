@@ -1,0 +1,131 @@
+"""Names and outputs from the targets never reach the terminal as control characters.
+
+A switch names its interfaces, a node its netdevs, and both write the outputs and errors fabwiz
+shows: any of them can carry an escape sequence (clear the screen, retitle the window, move the
+cursor) or a bidirectional override. Every event field that can hold such a value is fed one
+here, and every line of the screen (the step list, the step's conclusion, the gauges, the log,
+the fabric map, the summary, the raw output) is read back: it may show the text, never the
+control characters (`wizard.safetext.clean`)."""
+
+from __future__ import annotations
+
+import re
+
+from tui_fakes import T0
+
+from screens.app import FabwizApp
+from wizard.events import (
+    MeasurementTaken,
+    Note,
+    ProbeSent,
+    StepChanged,
+    VerdictReached,
+)
+from wizard.model import Evidence, Measurement, Status, Verdict
+
+EVIL = "x\x1b]0;pwned\x07\x1b[2J\x9b31m\u202ey"
+CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _hostile(app: FabwizApp) -> None:
+    for i, step in enumerate(("preflight", "direct_connect")):
+        t = T0 + 10 * i
+        app.ports.emit(StepChanged(step=step, phase="probing", at=t))
+        app.ports.emit(
+            ProbeSent(step=step, target=f"spark1{EVIL}", command=f"ethtool {EVIL}", at=t + 1)
+        )
+        app.ports.emit(Note(level="warn", step=step, text=f"note {EVIL}", at=t + 2))
+        evidence = Evidence(
+            f"crs804/{EVIL}",
+            f"cmd {EVIL}",
+            f"obs {EVIL}",
+            f"exp {EVIL}",
+            Status.UNKNOWN,
+            f"raw {EVIL}",
+        )
+        unseen = Verdict(
+            "switch.mtu",
+            Status.UNKNOWN,
+            f"unseen {EVIL}",
+            evidence=(evidence,),
+            targets=(f"crs804/{EVIL}",),
+        )
+        app.ports.emit(VerdictReached(step=step, verdict=unseen, at=t + 3))
+        bad = Verdict("host.duplicate-ip", Status.FAIL, f"bad {EVIL}", targets=(f"spark1/{EVIL}",))
+        app.ports.emit(VerdictReached(step=step, verdict=bad, at=t + 4))
+        rail = Measurement("rail", f"spark1/{EVIL}->spark2/{EVIL}", 7.7, "Gb/s")
+        app.ports.emit(MeasurementTaken(step=step, measurement=rail, at=t + 5))
+        app.ports.emit(StepChanged(step=step, phase="done", at=t + 6))
+
+
+def _leaks(app: FabwizApp) -> list[str]:
+    lines = ["".join(seg.text for seg in s) for s in app.screen._compositor.render_strips()]
+    return [line for line in lines if CONTROLS.search(line)]
+
+
+async def test_no_control_character_from_a_target_reaches_the_screen() -> None:
+    app = FabwizApp(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        _hostile(app)
+        await pilot.pause(0.5)
+        shown: list[str] = []
+        for step in ("preflight", "direct_connect"):
+            app.session.viewed = step
+            app.session.update_view({"steps", "detail", "log"})
+            await pilot.pause(0.3)
+            assert _leaks(app) == [], step
+            shown += [
+                "".join(s.text for s in strip) for strip in app.screen._compositor.render_strips()
+            ]
+        # the names are shown, their escape sequences dropped and the override as U+FFFD
+        text = "\n".join(shown)
+        assert "crs804/x\ufffdy" in text  # the step list's reason and the conclusion
+        assert "bad x\ufffdy" in text and "note x\ufffdy" in text  # a verdict, the log
+        assert "spark1   x\ufffdy " in text  # the gauge row: node, netdev
+        for key in ("m", "escape", "u", "escape", "x"):
+            await pilot.press(key)
+            await pilot.pause(0.3)
+            assert _leaks(app) == [], (key, app.screen)
+
+
+async def test_dialogs_show_target_values_without_their_control_characters() -> None:
+    """The fix, hands-needed, error, question and quit dialogs name switches, nodes, fixes and
+    the targets' own error texts."""
+    from dataclasses import replace
+
+    from tui_fakes import OFFLOAD_PLAN, export_of
+
+    from screens.modals import (
+        ChoiceModal,
+        ConfirmModal,
+        ErrorModal,
+        FixConfirmModal,
+        PhysicalActionModal,
+        QuitModal,
+    )
+    from wizard.model import PhysicalAction
+
+    plan = replace(OFFLOAD_PLAN, target=f"crs804{EVIL}", summary=f"move {EVIL} into bridge")
+    dialogs = [
+        FixConfirmModal(plan, export_of("offload", 1), rollback_window_s=300),
+        PhysicalActionModal(
+            PhysicalAction("ac_drain", (f"spark1{EVIL}",), f"unplug spark1{EVIL}"),
+            can_perform_in_lab=False,
+        ),
+        ErrorModal(f"spark1{EVIL} refused", f"the server said: {EVIL}", f"check {EVIL}"),
+        ChoiceModal("offload", f"which port of crs804{EVIL}?", ["one", "two"]),
+        ConfirmModal(f"apply on {EVIL}?", f"crs804{EVIL} bounces its links"),
+        QuitModal([f"offload:switch.offload-split-cage:crs804{EVIL}"]),
+    ]
+    app = FabwizApp(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        for dialog in dialogs:
+            app.push_screen(dialog)
+            await pilot.pause(0.2)
+            lines = ["".join(s.text for s in st) for st in app.screen._compositor.render_strips()]
+            assert _leaks(app) == [], type(dialog).__name__
+            assert any("x\ufffdy" in line for line in lines), type(dialog).__name__
+            app.pop_screen()
+            await pilot.pause()
