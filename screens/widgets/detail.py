@@ -352,7 +352,9 @@ class StepDetail(Vertical):
 
         prompt = self.query_one("#prompt", Static)
         prompt.display = bool(question)
-        self._update("#prompt", Text(f"▶ {question}") if question else "")
+        self._update(
+            "#prompt", Text(f"▶ {clean(question)}") if question else ""
+        )  # names nodes, rails
 
         self.query_one(EvidenceTable).show(view)
         self.query_one(ActionBar).show(enabled=enabled, offered=offered)

@@ -58,9 +58,12 @@ def _hostile(app: FabwizApp) -> None:
         app.ports.emit(StepChanged(step=step, phase="done", at=t + 6))
 
 
+def _lines(app: FabwizApp) -> list[str]:
+    return ["".join(seg.text for seg in s) for s in app.screen._compositor.render_strips()]
+
+
 def _leaks(app: FabwizApp) -> list[str]:
-    lines = ["".join(seg.text for seg in s) for s in app.screen._compositor.render_strips()]
-    return [line for line in lines if CONTROLS.search(line)]
+    return [line for line in _lines(app) if CONTROLS.search(line)]
 
 
 async def test_no_control_character_from_a_target_reaches_the_screen() -> None:
@@ -83,6 +86,20 @@ async def test_no_control_character_from_a_target_reaches_the_screen() -> None:
         assert "crs804/x\ufffdy" in text  # the step list's reason and the conclusion
         assert "bad x\ufffdy" in text and "note x\ufffdy" in text  # a verdict, the log
         assert "spark1   x\ufffdy " in text  # the gauge row: node, netdev
+        # a question naming a rail: the prompt under the verdicts shows it
+        import asyncio
+
+        from screens.ports import PendingChoice
+
+        future = asyncio.get_running_loop().create_future()
+        question = f"low on spark3/{EVIL}. Skip the physical test?"
+        app.session.engine_ready = True
+        app.offer_choice(PendingChoice("preflight", question, ("next",), {"next": "next"}, future))
+        app.session.viewed = "preflight"
+        app.session.update_view({"detail"})
+        await pilot.pause(0.3)
+        assert _leaks(app) == []
+        assert any("▶ low on spark3/x\ufffdy" in line for line in _lines(app))
         for key in ("m", "escape", "u", "escape", "x"):
             await pilot.press(key)
             await pilot.pause(0.3)
