@@ -352,9 +352,8 @@ class StepDetail(Vertical):
 
         prompt = self.query_one("#prompt", Static)
         prompt.display = bool(question)
-        self._update(
-            "#prompt", Text(f"▶ {clean(question)}") if question else ""
-        )  # names nodes, rails
+        # the question can name rails and nodes: shown without their control characters
+        self._update("#prompt", Text(f"▶ {clean(question)}") if question else "")
 
         self.query_one(EvidenceTable).show(view)
         self.query_one(ActionBar).show(enabled=enabled, offered=offered)
