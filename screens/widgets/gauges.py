@@ -73,6 +73,8 @@ class RailGauge:
     ) -> None:
         self.node = node
         self.netdev = netdev
+        # names from the nodes, shown without their control characters (wizard.safetext)
+        self._shown_names = (clean(node), clean(netdev))
         self.half = half
         self.port = port
         self.ceiling = ceiling
@@ -150,8 +152,8 @@ class RailGauge:
 
     def line(self, width: int) -> str:
         """The row's text, at most `width` cells."""
-        # names from the nodes: shown without their control characters (wizard.safetext)
-        label = f"{clean(self.node):<{self.label_width}} {clean(self.netdev):<14} {self.half}{self.port}"
+        node, netdev = self._shown_names
+        label = f"{node:<{self.label_width}} {netdev:<14} {self.half}{self.port}"
         # Live traffic shows as it flows; at rest the rail shows its last measurement.
         shown = self.value
         ceiling = self.ceiling
