@@ -275,7 +275,9 @@ class PhysicalActionModal(Dialog[str | None]):
             yield Static(Text(clean(a.instructions)), id="instructions")
             items = checklist_items(a.instructions)
             if len(items) > 1:
-                yield SelectionList[int](*[(t, i) for i, t in enumerate(items)], id="checklist")
+                # the items name nodes, ports and cables: plain text (never markup), cleaned
+                entries = [(Text(clean(t)), i) for i, t in enumerate(items)]
+                yield SelectionList[int](*entries, id="checklist")
             if self.is_drain:
                 yield Static(self._countdown_text(), id="countdown")
                 yield ProgressBar(

@@ -111,6 +111,7 @@ async def test_dialogs_show_target_values_without_their_control_characters() -> 
     the targets' own error texts."""
     from dataclasses import replace
 
+    from textual.widgets import SelectionList
     from tui_fakes import OFFLOAD_PLAN, export_of
 
     from screens.modals import (
@@ -130,6 +131,14 @@ async def test_dialogs_show_target_values_without_their_control_characters() -> 
             PhysicalAction("ac_drain", (f"spark1{EVIL}",), f"unplug spark1{EVIL}"),
             can_perform_in_lab=False,
         ),
+        PhysicalActionModal(  # a checklist: one line per action, the node's name in each
+            PhysicalAction(
+                "ac_drain",
+                (f"spark1{EVIL}",),
+                f"1. shut down spark1{EVIL}[bold]b[/]\n2. unplug its cord\n3. power on",
+            ),
+            can_perform_in_lab=False,
+        ),
         ErrorModal(f"spark1{EVIL} refused", f"the server said: {EVIL}", f"check {EVIL}"),
         ChoiceModal("offload", f"which port of crs804{EVIL}?", ["one", "two"]),
         ConfirmModal(f"apply on {EVIL}?", f"crs804{EVIL} bounces its links"),
@@ -144,5 +153,10 @@ async def test_dialogs_show_target_values_without_their_control_characters() -> 
             lines = ["".join(s.text for s in st) for st in app.screen._compositor.render_strips()]
             assert _leaks(app) == [], type(dialog).__name__
             assert any("x\ufffdy" in line for line in lines), type(dialog).__name__
+            if isinstance(dialog, PhysicalActionModal) and "[bold]" in dialog.action.instructions:
+                # the checklist shows the name as text: its markup is not read (a crash before)
+                checklist = dialog.query_one(SelectionList)
+                items = ["".join(s.text for s in checklist.render_line(y)) for y in range(3)]
+                assert "shut down spark1x\ufffdy[bold]b[/]" in items[0]
             app.pop_screen()
             await pilot.pause()
