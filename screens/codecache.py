@@ -302,7 +302,8 @@ def cache_stylesheets() -> None:
         tie_breaker: int = 0,
         scope: str = "",
     ) -> Any:
-        memo = self._parse_cache.get((css, read_from, is_default_rules, tie_breaker, scope))
+        memo_key = (css, read_from, is_default_rules, tie_breaker, scope)  # Textual's own memo
+        memo = self._parse_cache.get(memo_key)
         if memo is not None:
             return memo  # parsed already in this process (Textual's own memo)
         # the theme's digest, worked out once per variables mapping (Textual replaces the
@@ -322,7 +323,7 @@ def cache_stylesheets() -> None:
         )
         rules = cache.stylesheet_rules(key)
         if rules is not None:
-            self._parse_cache[(css, read_from, is_default_rules, tie_breaker, scope)] = rules
+            self._parse_cache[memo_key] = rules
             return rules
         rules = original(self, css, read_from, is_default_rules, tie_breaker, scope)
         if not any(rule.errors for rule in rules):  # an error is reported by a fresh parse

@@ -18,6 +18,7 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.geometry import Size
 from textual.message import Message
 from textual.widget import Widget
@@ -254,10 +255,11 @@ class VerdictText(Static):
     list is placed again whenever that height changes."""
 
     def on_resize(self, _event: events.Resize) -> None:
-        for node in self.ancestors:
-            if isinstance(node, StepDetail):
-                node.call_after_refresh(node.more_verdicts)
-                return
+        try:
+            detail = self.query_ancestor(StepDetail)
+        except NoMatches:
+            return  # taken down with the screen
+        detail.call_after_refresh(detail.more_verdicts)
 
 
 class StepDetail(Vertical):
