@@ -74,10 +74,17 @@ class EvidenceTable(DataTable[Text | str]):
     def show(self, view: StepView) -> None:
         rows = [(v, e) for v in view.verdicts.values() for e in v.evidence]
         rows.sort(key=lambda r: -r[1].status.severity)  # findings first, stable otherwise
-        if rows == self.rows_shown:
+        if _same_rows(rows, self.rows_shown):
             return
+        shown = len(self.rows_shown)
+        if shown and len(rows) > shown and _same_rows(rows[:shown], self.rows_shown):
+            # verdicts came after the ones shown, their rows after theirs (a sweep's checks
+            # judged one after another): only the new rows are made and added
+            new = rows[shown:]
+        else:
+            self.clear()
+            new = rows
         self.rows_shown = rows
-        self.clear()
         styles: dict[str, Style] = {}
         # a step's rows repeat their targets and verdicts: each cell is made (and measured)
         # once per show; the same object in every row that shows it (a cell is never changed)
@@ -85,7 +92,7 @@ class EvidenceTable(DataTable[Text | str]):
         verdicts: dict[str, tuple[Text, int]] = {}  # status -> the verdict cell
         widths = [0] * len(self.ordered_columns)
         table: list[tuple[Text, ...]] = []
-        for _verdict, ev in rows:
+        for _verdict, ev in new:
             status = str(ev.status)
             style = styles.get(status)
             if style is None:
@@ -368,6 +375,13 @@ class StepDetail(Vertical):
         self._shown[selector] = content
         self.query_one(selector, Static).update(content)
         return True
+
+
+def _same_rows(a: list[tuple[Verdict, Evidence]], b: list[tuple[Verdict, Evidence]]) -> bool:
+    """Whether two lists of rows hold the same objects. Not `==`: two equal verdicts compare
+    their whole evidence, so a list of a verdict's thousand rows (a rail matrix) compared with
+    an equal one (the step run again) is a million comparisons, seconds of a frozen screen."""
+    return len(a) == len(b) and all(v is w and e is f for (v, e), (w, f) in zip(a, b, strict=True))
 
 
 @lru_cache(maxsize=8192)
