@@ -36,26 +36,29 @@ class Tables(App[None]):
         yield OneByOne(id="single")
 
 
-def _step(n: int) -> Any:
-    view = SessionView.new(load_steps())
-    statuses = (Status.PASS, Status.FAIL, Status.WARN, Status.UNKNOWN)
+def _verdict(
+    fault: str, status: Status, rows: int, start: int = 0, statuses: tuple[Status, ...] = ()
+) -> Verdict:
+    """A verdict of `rows` evidence rows (their statuses cycling through `statuses` if given)."""
     evidence = tuple(
         Evidence(
             target=f"spark{i % 32 + 1}",
             command=f"ip -j addr show dev enp1s0f{i % 2}np{i % 2}",
-            observed=f"10.0.{i}.1/24",
+            observed=f"{fault} 10.0.{i}.1/24",
             expected="one address on the fabric subnet",
-            status=statuses[i % len(statuses)],
+            status=statuses[i % len(statuses)] if statuses else status,
         )
-        for i in range(n)
+        for i in range(start, start + rows)
     )
-    verdict = Verdict(
-        fault="host.duplicate-ip",
-        status=Status.FAIL,
-        summary="dup",
-        targets=("spark1",),
-        evidence=evidence,
+    return Verdict(
+        fault=fault, status=status, summary=fault, targets=("spark1",), evidence=evidence
     )
+
+
+def _step(n: int) -> Any:
+    view = SessionView.new(load_steps())
+    statuses = (Status.PASS, Status.FAIL, Status.WARN, Status.UNKNOWN)
+    verdict = _verdict("host.duplicate-ip", Status.FAIL, n, statuses=statuses)
     view.apply(VerdictReached(step="preflight", verdict=verdict))
     return view.steps["preflight"]
 
@@ -116,20 +119,6 @@ async def test_a_table_whose_height_follows_its_rows_grows_with_them() -> None:
         await pilot.pause()
         assert table.virtual_size.height == 6  # the header and five rows
         assert table.size.height == 6  # laid out again for them
-
-
-def _verdict(fault: str, status: Status, rows: int, start: int = 0) -> Verdict:
-    evidence = tuple(
-        Evidence(
-            target=f"spark{i + 1}",
-            command=f"ethtool enp1s0f{i % 2}np{i % 2}",
-            observed=f"{fault} row {i}",
-            expected="200000Mb/s",
-            status=status,
-        )
-        for i in range(start, start + rows)
-    )
-    return Verdict(fault=fault, status=status, summary=fault, targets=(), evidence=evidence)
 
 
 class Fresh(App[None]):
