@@ -15,7 +15,9 @@ gauges         the TUI process's CPU while 16, 64 and 128 gauges (4, 16 and 32 n
                rails) are fed by the real sampler (one streaming channel per node), and the
                rate each gauge got;
 key latency    from a key press to its action having run, while the gauges stream and
-               ib_write_bw rail tests run back to back.
+               ib_write_bw rail tests run back to back;
+stalls         the longest the TUI's event loop went without running (what a key press would
+               wait) during a 64-node preflight and during its rerun (`r`).
 """
 
 from __future__ import annotations
@@ -434,6 +436,46 @@ async def key_latency(nodes: int, presses: int) -> tuple[float, float]:
     return statistics.median(lat), max(lat)
 
 
+async def preflight_stalls(nodes: int, runs: int) -> tuple[float, float]:
+    """The longest time the TUI's event loop went without running (a key press waits that
+    long) during a preflight and during its rerun, worst of `runs` preflights: a 5 ms sleep
+    looping beside the app measures how late it wakes."""
+    from screens.app import FabwizApp
+    from screens.commands.run import wizard_factory
+
+    def asked(app: Any) -> bool:
+        return app.pending_choice is not None and app.pending_choice.step == "preflight"
+
+    first: list[float] = []
+    again: list[float] = []
+    with LabChild(nodes) as inventory:
+        await tui_preflight(inventory)  # warm-up
+        for _ in range(runs):
+            with tempfile.TemporaryDirectory() as tmp:
+                app = FabwizApp(wizard_factory(inventory=inventory, session_dir=Path(tmp) / "s"))
+                async with app.run_test(size=(120, 40)) as pilot:
+                    late: list[float] = []
+
+                    async def watch(late: list[float] = late) -> None:
+                        while True:
+                            t = time.perf_counter()
+                            await asyncio.sleep(0.005)
+                            late.append(time.perf_counter() - t - 0.005)
+
+                    watcher = asyncio.ensure_future(watch())
+                    await until(pilot, lambda app=app: asked(app))
+                    first.append(max(late))
+                    late.clear()
+                    await pilot.press("r")
+                    await until(pilot, lambda app=app: app.pending_choice is None)
+                    await until(pilot, lambda app=app: asked(app))
+                    again.append(max(late))
+                    watcher.cancel()
+                    app.exit_session()
+                    await pilot.pause(0.1)
+    return max(first), max(again)
+
+
 async def main_async(args: argparse.Namespace) -> None:
     fs = first_screen(args.runs)
     alone = first_screen(args.runs, FIRST_SCREEN_APP)
@@ -454,6 +496,12 @@ async def main_async(args: argparse.Namespace) -> None:
     )
     med, worst = await key_latency(min(args.nodes, 16), 10 if args.quick else 20)
     print(f"key latency during rail tests: median {med * 1000:.0f} ms, worst {worst * 1000:.0f} ms")
+    big = 8 if args.quick else 64
+    first, again = await preflight_stalls(big, args.runs)
+    print(
+        f"longest stall of the TUI's event loop in a {big}-node preflight: {first * 1000:.0f} ms, "
+        f"in its rerun: {again * 1000:.0f} ms (worst of {args.runs})"
+    )
 
 
 def main() -> None:

@@ -318,7 +318,7 @@ class BisectionMixin(FixingMixin):
         """Bad numbers on a direct cable: judge and fix the host side (CX7 state, PCIe, MTU, PFC)."""
         checks = self._checks_for(spec.faults)
         obs = await self._sweep(checks)
-        config = self._judge([c for c in checks if not c.needs_traffic], obs, spec.faults)
+        config = await self._judge([c for c in checks if not c.needs_traffic], obs, spec.faults)
         self._record_verdicts(config)
         obs = replace(obs, measurements=measured)
         await self._fix_findings(spec, checks, [*verdicts, *config], obs)

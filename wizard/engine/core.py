@@ -39,7 +39,7 @@ from wizard.events import (
     VerdictReached,
 )
 from wizard.model import Evidence, FixPlan, Measurement, Status, Verdict
-from wizard.pipeline import run_checks
+from wizard.pipeline import run_checks_yielding
 from wizard.probes import Observations, Probe
 
 
@@ -211,11 +211,12 @@ class EngineCore:
             if cause:
                 self.emit(LinkTransitionSeen(node=node, cause=cause, at=now))
 
-    def _judge(
+    async def _judge(
         self, checks: Sequence[CheckLike], obs: Observations, faults: Sequence[str] | None
     ) -> list[Verdict]:
+        """The checks' verdicts, the loop running between two checks (a TUI answers its keys)."""
         ctx = self._with_session(self.make_context(obs, self.guard))
-        return run_checks(checks, obs, ctx, faults=faults)
+        return await run_checks_yielding(checks, obs, ctx, faults=faults)
 
     def _record_verdicts(self, verdicts: Sequence[Verdict]) -> None:
         self.result.steps.setdefault(self._step, [])
@@ -305,7 +306,7 @@ class EngineCore:
         obs = replace(base, measurements=valid)
         if isinstance(seen, Mapping) and seen:
             obs = replace(obs, traffic={**base.traffic, **seen})  # the ping matrix
-        verdicts = self._judge(checks, obs, None if explained else faults)
+        verdicts = await self._judge(checks, obs, None if explained else faults)
         self._record_verdicts(verdicts)
         return ms, verdicts
 
@@ -318,7 +319,7 @@ class EngineCore:
         # The same sweep also shows the step's other faults those checks report: they are
         # judged again too, so no verdict from before the change stays on the step as if current
         # (an "explained by <the fault just fixed>" pass).
-        verdicts = self._judge(checks, obs, (*faults, *self._step_faults_of(checks)))
+        verdicts = await self._judge(checks, obs, (*faults, *self._step_faults_of(checks)))
         self._record_verdicts(verdicts)
         bad = [
             v

@@ -23,7 +23,9 @@ class StepsMixin(BisectionMixin):
     async def _step_preflight(self, spec: StepLike) -> bool:
         obs = await self._sweep(self.checks)
         all_config = [c for c in self.checks if not c.needs_traffic]
-        verdicts = self._judge(all_config, obs, None) + _unreachable_verdicts(self.fabric, obs)
+        verdicts = await self._judge(all_config, obs, None) + _unreachable_verdicts(
+            self.fabric, obs
+        )
         self._record_verdicts(verdicts)
         if len(obs.unreachable) >= len(self.fabric.nodes) + len(self.fabric.switches):
             raise FabwizError(
@@ -71,7 +73,7 @@ class StepsMixin(BisectionMixin):
         persisted_with = tuple(getattr(spec, "persisted_with", ()))
         checks = self._checks_for((*spec.faults, *persisted_with), traffic=False)
         obs = await self._sweep(checks)
-        verdicts = self._judge(checks, obs, (*spec.faults, *persisted_with))
+        verdicts = await self._judge(checks, obs, (*spec.faults, *persisted_with))
         self._record_verdicts(verdicts)
         self._fire("judged")  # the verdicts are in: fixes may be offered
         await self._persistence_first(spec, verdicts, obs, persisted_with)
@@ -109,7 +111,7 @@ class StepsMixin(BisectionMixin):
     async def _step_halves(self, spec: StepLike) -> bool:
         checks = self._checks_for(spec.faults, traffic=False)
         obs = await self._sweep(checks)
-        verdicts = self._judge(checks, obs, spec.faults)
+        verdicts = await self._judge(checks, obs, spec.faults)
         self._record_verdicts(verdicts)
         await self._fix_findings(spec, checks, verdicts, obs)
         pending = self.guard.undrained(self.fabric.nodes)
@@ -174,13 +176,13 @@ class StepsMixin(BisectionMixin):
         golden_verdicts = golden.merge(await self._golden_exports())
         config = [c for c in self.checks if not c.needs_traffic]
         obs = await self._sweep(config)
-        verdicts = self._judge(config, obs, None)
+        verdicts = await self._judge(config, obs, None)
         self._record_verdicts(verdicts + golden_verdicts)
         own = [v for v in verdicts if v.fault in spec.faults and v.is_finding]
         if own:
             await self._fix_findings(spec, config, verdicts, obs)
             obs = await self._sweep(config)
-            verdicts = self._judge(config, obs, None)
+            verdicts = await self._judge(config, obs, None)
             self._record_verdicts(verdicts)
         else:
             self._fire("judged")
@@ -251,7 +253,7 @@ class StepsMixin(BisectionMixin):
             self.note(f"persistence not proven: the reboot of {node} was not done", "warn")
             return []
         obs = await self._sweep(config)
-        verdicts = self._judge(config, obs, None)
+        verdicts = await self._judge(config, obs, None)
         self._record_verdicts(verdicts)
         back = [v for v in verdicts if v.is_finding]
         traffic = tuple(f for c in self.checks if c.needs_traffic for f in c.faults)
