@@ -343,6 +343,13 @@ def _verdicts(r: RailRuns, f: dict[str, Finding], band: Band, ctx: Context) -> l
             f"{in_band} rail(s) in the {lo:g}-{hi:g} Gb/s band, explained by "
             f"{listing(others, 3)}, not by a degraded or throttled CX7"
         )
+        # the pass shows what it passed: each rail in the band, its number, what explains it
+        explained = f"explained by {listing(others, 3)} (in the {lo:g}-{hi:g} Gb/s band)"
+        for m in r.runs:
+            if m.valid and lo <= m.value <= hi:
+                ev = _rail_evidence(m, ctx)
+                for k in ("host.cx7-degraded", "host.cx7-throttled"):
+                    f[k].ok(Evidence(ev.target, ev.command, ev.observed, explained, raw=ev.raw))
     out = []
     for k in FAULTS:
         if (
