@@ -8,13 +8,12 @@ the other checks are judged as usual.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from wizard.model import Evidence, Status, Verdict
 from wizard.probes import Observations
+from wizard.turns import Turns
 
 __all__ = ["Judged", "check_failed", "is_check_failure", "run_check", "run_checks"]
 
@@ -99,12 +98,10 @@ async def run_checks_yielding(
     too long for a key press or a repaint to wait."""
     wanted = None if faults is None else set(faults)
     out: list[Verdict] = []
-    began = time.perf_counter()
+    turns = Turns(slice_s)
     for check in checks:
+        await turns.take()
         out.extend(_kept(run_check(check, obs, ctx), wanted))
-        if time.perf_counter() - began >= slice_s:
-            await asyncio.sleep(0)
-            began = time.perf_counter()
     return out
 
 

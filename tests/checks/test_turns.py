@@ -1,13 +1,13 @@
-"""The sweep takes its nodes' batches in (said, split, logged) a time slice of the event loop at
-a time (`wizard.sweep.Turns`): 64 nodes answering together no longer hold a TUI's loop for the
-whole lot, and within a slice nothing waits."""
+"""`wizard.turns.Turns`: synchronous pieces (a node's batch said or taken in, a check judged) run
+a time slice of the event loop at a time, first come first served: 64 nodes answering together
+no longer hold a TUI's loop for the whole lot, and within a slice nothing waits."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 
-from wizard.sweep import Turns
+from wizard.turns import Turns
 
 
 async def _run(turns: Turns, pieces: int, other: list[str]) -> list[str]:
