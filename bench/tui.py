@@ -58,7 +58,7 @@ def patch(module):
         self.call_after_refresh(painted)  # queued before the engine's start, same refresh
         mount(self)
     app.on_mount = on_mount
-    app.run = lambda self, **kw: run(self, headless=True, size=(120, 40))
+    app.run = lambda self, **kw: run(self, **{**kw, "headless": True, "size": (120, 40)})
 
 class Hook:  # a meta path finder (importlib.abc would import importlib.resources, ~10 ms)
     # patches screens.app as the demo command imports it (not before: the command's start-up,
@@ -103,7 +103,7 @@ def patch(module):
             self.call_after_refresh(done)  # on screen: the repaint that shows it has run
     app.on_mount = on_mount
     app.offer_choice = offer_choice
-    app.run = lambda self, **kw: run(self, headless=True, size=(120, 40))
+    app.run = lambda self, **kw: run(self, **{**kw, "headless": True, "size": (120, 40)})
 
 def done():
     print(first[0], time.perf_counter() - t0, flush=True)  # the first paint, the verdicts

@@ -213,6 +213,7 @@ async def open_wizard(*, operator: Operator, **options: Unpack[WizardOptions]) -
         hands=_hands_for(the_lab, inv),
         sink=emit,
         server_start_delay_s=0.3 if the_lab is None else 0.05,
+        sweeper=_early_sweeper(the_lab, options),
     )
     exp = _expectations(inv)
     fabric.sweeper.limits = exp  # the re-run and bidirectional limits of the rail tests
@@ -249,6 +250,12 @@ async def open_wizard(*, operator: Operator, **options: Unpack[WizardOptions]) -
     if early is not None:
         early.adopted = True  # closed with the fabric from now on
     return Wiring(engine, fabric, log, inv, the_lab, owns_lab, sinks)
+
+
+def _early_sweeper(the_lab: Any, options: WizardOptions) -> Any:
+    """The sweeper the early connections began the preflight with, if any."""
+    early = options.get("connections")
+    return early.sweeper if early is not None and the_lab is None else None
 
 
 async def _lab_for(options: WizardOptions) -> tuple[Any, bool, str | None, Path | None]:

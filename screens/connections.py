@@ -14,11 +14,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wizard.events import Event, Note
 from wizard.inventory import Inventory, load_inventory, resolve_password
 from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
 from wizard.transports.ssh import SshTarget, SshTransport
+
+if TYPE_CHECKING:
+    from wizard.sweep import Sweeper
 
 
 def known_switch_certs() -> Path:
@@ -59,23 +63,34 @@ class EarlyConnections:
     # host keys and certificates accepted before the log was open: said once it is
     said: list[str] = field(default_factory=list)
     adopted: bool = False  # a wizard took them over: it closes them
+    released: bool = False  # closed before a wizard took them over
+    # the preflight's sweep, begun with them (`begin(prefetch=True)`): the wizard's sweeper
+    sweeper: Sweeper | None = None
 
     async def release(self) -> None:
         """Close them unless a wizard took them over (the app closed before its engine, or the
-        engine could not be built)."""
-        if self.adopted:
+        engine could not be built). Once is enough: a second call does nothing."""
+        if self.adopted or self.released:
             return
+        self.released = True
+        if self.sweeper is not None:
+            self.sweeper.cancel_prefetch()
         await self.ssh.close()
         for api in self.switches.values():
             await api.close()
 
 
 def begin(
-    inventory: Path, *, accept_new_host_keys: bool, prompt: Callable[[str], str] | None
+    inventory: Path,
+    *,
+    accept_new_host_keys: bool,
+    prompt: Callable[[str], str] | None,
+    prefetch: bool = False,
 ) -> EarlyConnections:
     """Load and check the inventory, and begin every node's handshake and every switch's login
-    (in the background, on the running loop). Raises what `open_wizard` would raise for the
-    same inventory (FabwizError)."""
+    (in the background, on the running loop); with `prefetch`, the preflight's read-only sweep
+    too, on those connections (`preflight_sweeper`). Raises what `open_wizard` would raise for
+    the same inventory (FabwizError)."""
     from flows.expectations import validate_overrides
     from wizard.inventory_files import require_identity_files
 
@@ -89,7 +104,31 @@ def begin(
     ssh.start(n.name for n in inv.nodes)
     for api in switches.values():
         api.start()
+    if prefetch:
+        early.sweeper = preflight_sweeper(inv, ssh, switches)
     return early
+
+
+def preflight_sweeper(
+    inv: Inventory, ssh: SshTransport, switches: dict[str, RouterOsTransport]
+) -> Sweeper:
+    """The wizard's sweeper with the preflight's sweep begun: every check's probes (from the
+    probe manifest: the checks are not loaded yet) and the engine's own. The preflight takes it
+    over when it asks for the same probes (its events are said then, in the session log); a
+    stale manifest costs a second sweep, never a probe."""
+    from flows.probe_manifest import probes_for
+    from wizard.drain import ENGINE_PROBES
+    from wizard.sweep import Sweeper
+
+    sweeper = Sweeper(
+        ssh=ssh,
+        nodes=[n.name for n in inv.nodes],
+        switches=switches,
+        tool_paths={n.name: n.tools for n in inv.nodes if n.tools},
+    )
+    probes = {p.name: p for p in (*ENGINE_PROBES, *probes_for(traffic=True))}
+    sweeper.prefetch(list(probes.values()))
+    return sweeper
 
 
 def trust_notes(

@@ -17,8 +17,29 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from wizard.events import Event
+from wizard.probes import HostProbe
 
 FAULT_ID = "process.undrained-measurement"
+
+# what the engine reads of a node's fabric ports: carrier, speed and down events, and the boot
+CARRIER_PROBE = HostProbe(
+    name="fabwiz.carrier",
+    command=(
+        "grep -H . /sys/class/net/*/carrier /sys/class/net/*/speed "
+        "/sys/class/net/*/carrier_down_count 2>/dev/null; cat /proc/sys/kernel/random/boot_id"
+    ),
+)
+
+
+# the NIC's own link-down counter per rail (a physical bounce; an MTU change does not count)
+PHY_PROBE = HostProbe(
+    name="fabwiz.link_down_phy",
+    command="ethtool -S {netdev} | grep link_down_events_phy",
+    per_rail=True,
+)
+
+# what every sweep of the engine reads besides its checks' probes
+ENGINE_PROBES = (CARRIER_PROBE, PHY_PROBE)
 
 _CARRIER_DOWN = re.compile(r"^/sys/class/net/([^/]+)/carrier_down_count:(\d+)\s*$", re.M)
 _PHY_DOWN = re.compile(r"^\s*link_down_events_phy:\s*(\d+)\s*$", re.M)

@@ -81,6 +81,7 @@ class InventoryFabric:
         sink: Callable[[Event], None] | None = None,
         perf_duration_s: int = 5,
         server_start_delay_s: float = 0.3,
+        sweeper: Sweeper | None = None,
     ) -> None:
         self.inventory = inventory
         self.ssh = ssh
@@ -100,13 +101,16 @@ class InventoryFabric:
         self._sink = sink
         self._management: dict[str, tuple[str, ...]] = {}  # switch -> ports read from it
         self.traffic: dict[str, object] = {}  # what the last fabric tests saw (the ping matrix)
-        self.sweeper = Sweeper(
-            ssh=ssh,
-            nodes=[n.name for n in inventory.nodes],
-            switches=self.transports,
-            sink=self._forward,
-            tool_paths={n.name: n.tools for n in inventory.nodes if n.tools},
-        )
+        if sweeper is None:  # else one begun on these transports (a prefetched preflight)
+            sweeper = Sweeper(
+                ssh=ssh,
+                nodes=[n.name for n in inventory.nodes],
+                switches=self.transports,
+                tool_paths={n.name: n.tools for n in inventory.nodes if n.tools},
+            )
+        sweeper.switches = self.transports
+        sweeper.sink = self._forward
+        self.sweeper = sweeper
 
     def _forward(self, event: Event) -> None:
         if self._sink is not None and not isinstance(event, MeasurementTaken):

@@ -124,10 +124,34 @@ class Sweeper:
     # Nodes' batches are said and taken in (split, logged, said) by time slices of the event
     # loop: 64 nodes sent or answering at once were up to ~0.2 s of a TUI that took no key.
     _turns: Turns = field(default_factory=Turns, repr=False)
+    # a sweep begun before anyone asked (`prefetch`): its probes' names and its task
+    _early: tuple[frozenset[str], asyncio.Task[Observations]] | None = field(
+        default=None, repr=False
+    )
+    _held: list[Event] | None = field(default=None, repr=False)  # its events, until taken over
 
     def _emit(self, event: Event) -> None:
-        if self.sink is not None:
+        if self._held is not None:
+            self._held.append(event)
+        elif self.sink is not None:
             self.sink(event)
+
+    def prefetch(self, probes: Sequence[Probe]) -> None:
+        """Begin a sweep of `probes` now, before anyone asked for it (`fabwiz run`: the read-only
+        preflight, under way while the screen loads). Its events are held until a `sweep` of
+        the same probes takes it over and says them, in order, to the sink of that time; a
+        `sweep` of other probes says them too (every probe sent is in the log), then sweeps."""
+        if self._early is not None:
+            raise RuntimeError("a prefetched sweep is already under way")
+        self._held = []
+        names = frozenset(p.name for p in probes)
+        self._early = (names, asyncio.ensure_future(self._sweep(probes)))
+
+    def cancel_prefetch(self) -> None:
+        """Drop a prefetched sweep nobody took over (closing before the engine ran)."""
+        if self._early is not None:
+            self._early[1].cancel()
+            self._early, self._held = None, None
 
     def open(self) -> None:
         """Start every node's SSH handshake and every switch's login now, in the background;
@@ -159,6 +183,19 @@ class Sweeper:
         return await (pending if pending is not None else connect())
 
     async def sweep(self, probes: Sequence[Probe]) -> Observations:
+        early = self._early
+        if early is not None:
+            self._early = None
+            names, task = early
+            held, self._held = self._held or [], None
+            for event in held:
+                self._emit(event)
+            obs = await task
+            if names == {p.name for p in probes}:
+                return obs
+        return await self._sweep(probes)
+
+    async def _sweep(self, probes: Sequence[Probe]) -> Observations:
         host = [p for p in probes if isinstance(p, HostProbe)]
         sw = [p for p in probes if isinstance(p, SwitchProbe)]
         peer_ssh = any(p.name == readiness.MPIRUN_SSH.name for p in host)

@@ -28,10 +28,12 @@ class WizardFactory:
     (and the lab) inside the app's worker (`screens.compose.open_wizard`).
 
     On an inventory's cluster the nodes' handshakes and the switches' logins begin before the
-    engine is built (`screens.connections.begin`): while the first screen is composed when the
-    transports are loaded already (`begin`, as the app mounts: nothing is imported before the
-    first paint), else right after the first paint, before the engine's modules load (the
-    factory's call). The lab of `fabwiz demo` starts after the first paint, with the engine.
+    engine is built (`screens.connections.begin`). `fabwiz run` begins them before the app,
+    with the preflight's read-only sweep (`connect_now`: Textual loads while their round trips
+    go on). Otherwise while the first screen is composed when the transports are loaded
+    already (`begin`, as the app mounts: nothing is imported before the first paint), else
+    right after the first paint, before the engine's modules load (the factory's call). The
+    lab of `fabwiz demo` starts after the first paint, with the engine.
     """
 
     def __init__(
@@ -51,25 +53,38 @@ class WizardFactory:
         self.accept_new_host_keys = accept_new_host_keys
         self.prompt = prompt
         self.early: EarlyConnections | None = None
+        self._closing = False  # an exit stack closes `early` (unless the wizard adopted them)
 
     def begin(self, stack: AsyncExitStack) -> None:
-        """As the app mounts: begin the cluster's connections if that loads no module."""
-        if all(name in sys.modules for name in _CONNECTING):
+        """As the app mounts: begin the cluster's connections if that loads no module (or take
+        charge of those `connect_now` began)."""
+        if self.early is not None or all(name in sys.modules for name in _CONNECTING):
             self._connect(stack)
 
-    def _connect(self, stack: AsyncExitStack) -> None:
-        if self.inventory is None or self.lab is not None or self.early is not None:
-            return
-        from screens.connections import begin
-        from wizard.errors import FabwizError
+    def connect_now(self) -> None:
+        """Before the app: load the transports and begin the cluster's connections on the
+        running loop (`fabwiz run`: their round trips go on while Textual loads). The app's
+        `begin` takes charge of closing them."""
+        _load_transports()
+        self._connect(None, prefetch=True)
 
-        try:
-            self.early = begin(
-                self.inventory, accept_new_host_keys=self.accept_new_host_keys, prompt=self.prompt
-            )
-        except FabwizError:
-            return  # open_wizard meets it again and the app says it
-        stack.push_async_callback(self.early.release)  # unless the wizard takes them over
+    def _connect(self, stack: AsyncExitStack | None, *, prefetch: bool = False) -> None:
+        if self.early is None and self.inventory is not None and self.lab is None:
+            from screens.connections import begin
+            from wizard.errors import FabwizError
+
+            try:
+                self.early = begin(
+                    self.inventory,
+                    accept_new_host_keys=self.accept_new_host_keys,
+                    prompt=self.prompt,
+                    prefetch=prefetch,
+                )
+            except FabwizError:
+                return  # open_wizard meets it again and the app says it
+        if self.early is not None and stack is not None and not self._closing:
+            self._closing = True
+            stack.push_async_callback(self.early.release)  # unless the wizard takes them over
 
     async def __call__(self, ports: TuiPorts, stack: AsyncExitStack) -> Any:
         if self.early is None and self.inventory is not None and self.lab is None:
@@ -97,6 +112,13 @@ class WizardFactory:
         ports.app.cabling = dict(wiring.inventory.cabling)
         ports.app.session_folder = str(wiring.log.folder)
         return wiring.engine
+
+
+async def _before_the_app(factory: WizardFactory) -> None:
+    """`fabwiz run` before its app: the connections and the preflight's sweep begin, then
+    Textual and the screens load in a thread while their round trips go on."""
+    factory.connect_now()
+    await asyncio.to_thread(importlib.import_module, "screens.app")
 
 
 # What `begin` needs loaded to start the connections without importing anything.
@@ -169,16 +191,26 @@ def run(inventory: Path, accept_new_host_keys: bool, session_dir: Path | None) -
     except FabwizError as exc:
         click.echo(f"fabwiz run: {exc}", err=True)
         raise SystemExit(2) from None
-    from screens.app import FabwizApp
-
     factory = wizard_factory(
         inventory=inventory,
         session_dir=session_dir,
         accept_new_host_keys=accept_new_host_keys,
         prompt=prompt,
     )
-    app = FabwizApp(factory, sub_title=str(inventory))
-    code = app.run()
+    # One event loop for the whole session: the cluster's handshakes and the preflight's
+    # read-only sweep begin on it before Textual loads (in a thread, so that their round trips
+    # go on meanwhile), and the app runs on it and takes them over. Closing it cancels and
+    # closes whatever the app did not take over.
+    with asyncio.Runner() as runner:
+        runner.run(_before_the_app(factory))
+        from screens.app import FabwizApp
+
+        app = FabwizApp(factory, sub_title=str(inventory))
+        try:
+            code = app.run(loop=runner.get_loop())
+        finally:
+            if factory.early is not None:
+                runner.run(factory.early.release())  # a no-op once the wizard took them over
     from screens import codecache
 
     codecache.save()  # what the session parsed or compiled after start-up (its dialogs' CSS)

@@ -19,6 +19,7 @@ from wizard.drain import DrainGuard, link_downs
 from wizard.engine.machine import Phase, StepLifecycle
 from wizard.engine.ports import (
     CARRIER_PROBE,
+    ENGINE_PROBES,
     PHY_PROBE,
     CheckLike,
     Fabric,
@@ -177,10 +178,7 @@ class EngineCore:
         return out
 
     async def _sweep(self, checks: Sequence[CheckLike]) -> Observations:
-        probes: dict[str, Probe] = {
-            CARRIER_PROBE.name: CARRIER_PROBE,
-            PHY_PROBE.name: PHY_PROBE,
-        }
+        probes: dict[str, Probe] = {p.name: p for p in ENGINE_PROBES}
         for c in checks:
             for p in c.probes:
                 probes.setdefault(p.name, p)

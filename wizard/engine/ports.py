@@ -11,9 +11,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol
 
 from wizard import fixes
+from wizard.drain import CARRIER_PROBE, ENGINE_PROBES, PHY_PROBE
 from wizard.fixes import ExportStatus
 from wizard.model import FixPlan, Measurement, PhysicalAction, ProbeResult, Verdict
-from wizard.probes import HostProbe, Observations, Probe
+from wizard.probes import Observations, Probe
+
+# what every engine sweep reads besides its checks' probes (wizard.drain: the drain guard's)
+__all__ = ["CARRIER_PROBE", "ENGINE_PROBES", "PHY_PROBE"]
 
 
 class StepLike(Protocol):
@@ -96,24 +100,6 @@ class Operator(Protocol):
     async def physical_action(self, action: PhysicalAction, can_perform_in_lab: bool) -> str: ...
     async def choose(self, step: str, question: str, options: list[str]) -> str: ...
     async def error(self, title: str, message: str, hint: str | None) -> None: ...
-
-
-# what the engine reads of a node's fabric ports: carrier, speed and down events, and the boot
-CARRIER_PROBE = HostProbe(
-    name="fabwiz.carrier",
-    command=(
-        "grep -H . /sys/class/net/*/carrier /sys/class/net/*/speed "
-        "/sys/class/net/*/carrier_down_count 2>/dev/null; cat /proc/sys/kernel/random/boot_id"
-    ),
-)
-
-
-# the NIC's own link-down counter per rail (a physical bounce; an MTU change does not count)
-PHY_PROBE = HostProbe(
-    name="fabwiz.link_down_phy",
-    command="ethtool -S {netdev} | grep link_down_events_phy",
-    per_rail=True,
-)
 
 
 class FabricRunner:

@@ -1,0 +1,250 @@
+"""`fabwiz run` begins the preflight's read-only sweep before its app exists (`connect_now`):
+Textual loads while the probes' round trips go on. The engine's preflight takes that sweep over
+(one batch per node, not two); its probes are said in the session log after the log's start and
+the preflight's step, every one with its answer; a stale probe manifest costs a second sweep,
+never an unlogged probe; an app that closes first cancels it and closes the connections."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from screens.app import FabwizApp
+from screens.commands.run import WizardFactory
+from wizard.drain import CARRIER_PROBE
+from wizard.lab import Lab
+from wizard.model import Status
+from wizard.transports.ssh import SshTransport
+
+pytestmark = pytest.mark.lab
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def _until(pilot: Any, predicate: Any, timeout: float = 60.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < end, "timed out"
+        await pilot.pause(0.02)
+
+
+def _count_batches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The nodes each sweep batch (a framed script) went to, in order."""
+    sent: list[str] = []
+    real = SshTransport.run
+
+    async def run(self: SshTransport, name: str, command: str, **kw: Any) -> Any:
+        if "@@FABWIZ-" in command:
+            sent.append(name)
+        return await real(self, name, command, **kw)
+
+    monkeypatch.setattr(SshTransport, "run", run)
+    return sent
+
+
+def _events(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (folder / "events.jsonl").open()]
+
+
+def _preflight_asks(app: FabwizApp) -> bool:
+    return app.pending_choice is not None and app.pending_choice.step == "preflight"
+
+
+async def test_the_preflight_takes_over_the_sweep_begun_before_the_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent = _count_batches(monkeypatch)
+    async with Lab("healthy-2node-direct", time_scale=100.0) as lab:
+        nodes = sorted(lab.world.nodes)
+        factory = WizardFactory(inventory=lab.inventory_path, session_dir=tmp_path / "s")
+        factory.connect_now()  # as `fabwiz run` does before Textual loads
+        early = factory.early
+        assert early is not None and early.sweeper is not None
+        await asyncio.wait_for(asyncio.shield(early.sweeper._early[1]), 30)  # type: ignore[index]
+        # swept before any app or session log existed: a batch per node, and the launch
+        # node's second one (mpirun's SSH to the others, once their addresses are known)
+        one_sweep = sorted([*nodes, nodes[0]])
+        assert sorted(sent) == one_sweep
+        assert not (tmp_path / "s").exists()
+
+        app = FabwizApp(factory)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _until(pilot, lambda: _preflight_asks(app))
+            assert sorted(sent) == one_sweep  # taken over: not swept again
+            verdicts = app.view.steps["preflight"].verdicts.values()
+            assert verdicts and all(v.status is not Status.UNKNOWN for v in verdicts)
+            assert early.adopted
+            app.exit_session()
+            await pilot.pause(0.2)
+        assert not early.ssh._conns  # closed with the wizard
+
+    events = _events(tmp_path / "s")
+    types = [e["type"] for e in events]
+    assert types[0] == "session_started"
+    step = next(
+        i
+        for i, e in enumerate(events)
+        if e["type"] == "step_changed" and e["step"] == "preflight" and e["phase"] == "probing"
+    )
+    first_probe = types.index("probe_sent")
+    assert step < first_probe  # said in the preflight, though sent before it
+    sent_cmds = [(e["target"], e["command"]) for e in events if e["type"] == "probe_sent"]
+    answered = [
+        (e["result"]["target"], e["result"]["command"])
+        for e in events
+        if e["type"] == "probe_answered"
+    ]
+    assert sorted(sent_cmds) == sorted(answered)  # every probe sent, with its answer
+    assert {t for t, _ in sent_cmds} >= set(nodes)
+    assert all(e["step"] == "preflight" for e in events if e["type"] == "probe_sent")
+    judged = [e for e in events if e["type"] == "verdict_reached" and e["step"] == "preflight"]
+    assert judged and types.index("verdict_reached") > max(
+        i for i, t in enumerate(types) if t == "probe_answered"
+    )
+
+
+async def test_a_stale_probe_manifest_costs_a_second_sweep_never_an_unlogged_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flows import probe_manifest
+
+    real = probe_manifest.probes_for
+    dropped: list[str] = []
+
+    def stale(*, traffic: bool) -> list[Any]:
+        probes = real(traffic=traffic)
+        dropped.append(probes[-1].name)
+        return probes[:-1]
+
+    monkeypatch.setattr(probe_manifest, "probes_for", stale)
+    sent = _count_batches(monkeypatch)
+    async with Lab("healthy-2node-direct", time_scale=100.0) as lab:
+        nodes = sorted(lab.world.nodes)
+        factory = WizardFactory(inventory=lab.inventory_path, session_dir=tmp_path / "s")
+        factory.connect_now()
+        app = FabwizApp(factory)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _until(pilot, lambda: _preflight_asks(app))
+            # the engine swept again, with its probes
+            assert sorted(sent) == sorted([*nodes, nodes[0]] * 2)
+            assert app.view.steps["preflight"].verdicts
+            app.exit_session()
+            await pilot.pause(0.2)
+
+    events = _events(tmp_path / "s")
+    sent_cmds = [(e["target"], e["command"]) for e in events if e["type"] == "probe_sent"]
+    answered = [
+        (e["result"]["target"], e["result"]["command"])
+        for e in events
+        if e["type"] == "probe_answered"
+    ]
+    assert sorted(sent_cmds) == sorted(answered)
+    assert len(sent_cmds) == len(set(sent_cmds)) * 2 - _only_in_second(events, dropped[0])
+
+
+def _only_in_second(events: list[dict[str, Any]], probe: str) -> int:
+    """How many probes only the engine's own sweep sent (the one the manifest left out)."""
+    return sum(
+        1 for e in events if e["type"] == "probe_answered" and e["probe"].split(":")[0] == probe
+    )
+
+
+async def test_an_app_closed_before_its_engine_cancels_the_begun_sweep(tmp_path: Path) -> None:
+    async with Lab("healthy-2node-direct", time_scale=100.0) as lab:
+        factory = WizardFactory(inventory=lab.inventory_path, session_dir=tmp_path / "s")
+        factory.connect_now()
+        early = factory.early
+        assert early is not None and early.sweeper is not None
+        task = early.sweeper._early[1]  # type: ignore[index]
+        built: list[int] = []
+
+        async def call(ports: Any, stack: Any) -> Any:
+            built.append(1)
+            raise AssertionError("never built: the app closes first")
+
+        app = FabwizApp(factory)
+        app._first_paint = lambda: app.exit(0)  # type: ignore[method-assign]
+        factory.__class__ = type("Unbuilt", (WizardFactory,), {"__call__": call})
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause(0.2)
+        assert built == [] and not early.adopted and early.released
+        assert task.done() and early.sweeper._early is None
+        assert early.ssh._starting == {} and early.ssh._conns == {}
+        assert not (tmp_path / "s").exists()  # no session was started
+
+
+# `fabwiz run -i INVENTORY` as a process: the command's own start (the loop the sweep begins on,
+# Textual loaded in a thread, the app on that loop), headless, leaving through the app once the
+# preflight's verdicts are on screen.
+RUN = """
+import importlib.machinery, sys
+
+def patch(module):
+    app = module.FabwizApp
+    offer, run = app.offer_choice, app.run
+    def offer_choice(self, choice):
+        offer(self, choice)
+        if choice is not None and choice.step == "preflight":
+            print("verdicts", len(self.view.steps["preflight"].verdicts), flush=True)
+            self.call_after_refresh(self.exit_session)
+    app.offer_choice = offer_choice
+    app.run = lambda self, **kw: run(self, **{**kw, "headless": True, "size": (120, 40)})
+
+class Hook:
+    def find_spec(self, name, path, target=None):
+        if name != "screens.app":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        real = spec.loader.exec_module
+        def exec_module(module):
+            real(module)
+            patch(module)
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, Hook())
+sys.argv = ["fabwiz", "run", "-i", sys.argv[1], "--session-dir", sys.argv[2]]
+import screens.cli
+screens.cli.main()
+"""
+
+
+async def test_the_run_command_sweeps_once_and_leaves_cleanly(tmp_path: Path) -> None:
+    async with Lab("healthy-2node-direct", time_scale=100.0) as lab:
+        env = {**os.environ, "FABWIZ_CODE_CACHE": "off", "PYTHONWARNINGS": "error::RuntimeWarning"}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            RUN,
+            str(lab.inventory_path),
+            str(tmp_path / "s"),
+            cwd=ROOT,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), 120)
+        nodes = sorted(lab.world.nodes)
+    # left at the preflight's question: not proven healthy (1), the session resumable
+    assert proc.returncode == 1, err.decode()[-2000:]
+    assert b"fabwiz resume" in err
+    assert b"was destroyed but it is pending" not in err and b"Traceback" not in err
+    shown = int(out.split()[-1])
+    events = _events(tmp_path / "s")
+    judged = {e["verdict"]["fault"] for e in events if e["type"] == "verdict_reached"}
+    assert shown == len(judged) > 0  # on screen: every verdict the log has
+    carrier = [
+        e["target"]
+        for e in events
+        if e["type"] == "probe_sent" and e["command"] == CARRIER_PROBE.command
+    ]
+    assert sorted(carrier) == nodes  # the carrier probe went once to each node: swept once
