@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import selectors
 import sys
+import threading
+import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -114,11 +117,54 @@ class WizardFactory:
         return wiring.engine
 
 
-async def _before_the_app(factory: WizardFactory) -> None:
+async def _before_the_app(factory: WizardFactory, selector: _LoopSelector) -> None:
     """`fabwiz run` before its app: the connections and the preflight's sweep begin, then
-    Textual and the screens load in a thread while their round trips go on."""
+    Textual and the screens load in a thread while their round trips go on. The loop's work
+    goes first: the thread loads its next module only when the loop waits (`_Yielding`)."""
     factory.connect_now()
-    await asyncio.to_thread(importlib.import_module, "screens.app")
+
+    def load() -> None:
+        hook = _Yielding(selector)
+        sys.meta_path.insert(0, hook)
+        try:
+            importlib.import_module("screens.app")
+        finally:
+            sys.meta_path.remove(hook)
+
+    await asyncio.to_thread(load)
+
+
+class _LoopSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+    """The session loop's selector: knows when the loop is waiting in it (has nothing to run)."""
+
+    waiting = False
+
+    def select(self, timeout: float | None = None) -> Any:
+        self.waiting = True
+        try:
+            return super().select(timeout)
+        finally:
+            self.waiting = False
+
+
+class _Yielding:
+    """A meta path finder that finds nothing: before each module the importing thread loads, it
+    lets the loop finish what it is running (at most `MAX_WAIT_S`), so that the handshakes' and
+    the sweep's turns come first and the imports fill the loop's waits. Only that thread waits."""
+
+    MAX_WAIT_S = 0.002
+
+    def __init__(self, selector: _LoopSelector) -> None:
+        self.selector = selector
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if threading.get_ident() != self.thread or self.selector.waiting:
+            return None
+        end = time.monotonic() + self.MAX_WAIT_S
+        while not self.selector.waiting and time.monotonic() < end:
+            time.sleep(0.0001)
+        return None
 
 
 # What `begin` needs loaded to start the connections without importing anything.
@@ -201,8 +247,9 @@ def run(inventory: Path, accept_new_host_keys: bool, session_dir: Path | None) -
     # read-only sweep begin on it before Textual loads (in a thread, so that their round trips
     # go on meanwhile), and the app runs on it and takes them over. Closing it cancels and
     # closes whatever the app did not take over.
-    with asyncio.Runner() as runner:
-        runner.run(_before_the_app(factory))
+    selector = _LoopSelector()
+    with asyncio.Runner(loop_factory=lambda: asyncio.SelectorEventLoop(selector)) as runner:
+        runner.run(_before_the_app(factory, selector))
         from screens.app import FabwizApp
 
         app = FabwizApp(factory, sub_title=str(inventory))

@@ -248,3 +248,64 @@ async def test_the_run_command_sweeps_once_and_leaves_cleanly(tmp_path: Path) ->
         if e["type"] == "probe_sent" and e["command"] == CARRIER_PROBE.command
     ]
     assert sorted(carrier) == nodes  # the carrier probe went once to each node: swept once
+
+
+def test_the_import_thread_waits_for_a_busy_loop_and_only_it_waits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    from screens.commands.run import _LoopSelector, _Yielding
+
+    monkeypatch.setattr(_Yielding, "MAX_WAIT_S", 30.0)  # only the loop going idle lets it on
+    selector = _LoopSelector()
+    try:
+        assert not selector.waiting  # not in select: the loop is running something
+        order: list[str] = []
+        hooks: list[_Yielding] = []
+
+        def importing() -> None:
+            hooks.append(_Yielding(selector))  # made in the thread that imports
+            hooks[0].find_spec("some.module")
+            order.append("imported")
+
+        t = threading.Thread(target=importing)
+        t.start()
+        while not hooks:
+            threading.Event().wait(0.001)
+        # another thread's imports (the loop's own) never wait
+        assert hooks[0].find_spec("other.module") is None
+        order.append("loop done")
+        selector.waiting = True  # the loop went back to waiting in its selector
+        t.join(10)
+        assert not t.is_alive() and order == ["loop done", "imported"]
+    finally:
+        selector.close()
+
+
+def test_the_loop_selector_says_when_the_loop_waits_in_it() -> None:
+    import selectors
+
+    from screens.commands.run import _LoopSelector
+
+    inside: list[bool] = []
+
+    class Inner(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+        def select(self, timeout: float | None = None) -> Any:
+            inside.append(self.waiting)  # type: ignore[attr-defined]
+            return super().select(timeout)
+
+    class Spy(_LoopSelector, Inner):  # _LoopSelector.select, then Inner's, then epoll's
+        pass
+
+    selector = Spy()
+    running: list[bool] = []
+    loop = asyncio.SelectorEventLoop(selector)
+    try:
+        loop.call_soon(lambda: running.append(selector.waiting))
+        loop.run_until_complete(asyncio.sleep(0.01))
+    finally:
+        loop.close()
+    assert running == [False]  # running a callback: not waiting
+    assert inside and all(inside)  # in the selector: waiting
+    assert not selector.waiting
