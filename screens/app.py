@@ -511,8 +511,11 @@ class FabwizApp(App[int]):
         self._quit_event.set()
         ended = self.view.ended
         healthy = ended is not None and ended.healthy
-        # 2: could not start, or the engine stopped; 1: not proven healthy
-        code = 2 if self._failed else (0 if healthy else 1)
+        # 2: could not start, or the engine stopped (an error, or the walk given up on: no
+        # target answered, the log could not be written), as `fabwiz fix` says it; 1: not
+        # proven healthy
+        stopped = self._failed or (ended is not None and bool(ended.reason))
+        code = 2 if stopped else (0 if healthy else 1)
         self.call_later(self._exit_after_cleanup, code)
 
     async def _exit_after_cleanup(self, code: int) -> None:

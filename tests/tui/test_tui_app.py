@@ -46,6 +46,7 @@ from wizard.events import (
     MeasurementTaken,
     ProbeAnswered,
     RailSampled,
+    SessionEnded,
     StepChanged,
     VerdictReached,
 )
@@ -678,3 +679,16 @@ async def test_a_question_arriving_while_the_detail_is_torn_down_is_not_shown() 
         assert app.session.prompt is not None and app.session.prompt.question == "Preflight: done."
         # nothing was shown: the question is not on the detail (it would have raised NoMatches)
         assert "Preflight: done." not in str(detail.query_one("#prompt").render())
+
+
+async def test_a_walk_the_engine_gave_up_on_exits_2_as_fix_does() -> None:
+    app = FabwizApp(None)
+    async with app.run_test(size=SIZE) as pilot:
+        app.ports.emit(StepChanged(step="preflight", phase="probing", at=T0))
+        app.ports.emit(
+            SessionEnded(healthy=False, reason="no node and no switch answered", at=T0 + 1)
+        )
+        await pilot.pause()
+        app.exit_session()
+        await pilot.pause(0.2)
+    assert app.return_value == 2
