@@ -149,21 +149,27 @@ class _LoopSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
 
 class _Yielding:
     """A meta path finder that finds nothing: before each module the importing thread loads, it
-    lets the loop finish what it is running (at most `MAX_WAIT_S`), so that the handshakes' and
-    the sweep's turns come first and the imports fill the loop's waits. Only that thread waits."""
+    lets the loop finish what it is running (at most `MAX_WAIT_S` a module, `BUDGET_S` in all:
+    a big cluster's handshakes delay the first screen by that much at most), so that the
+    handshakes' and the sweep's turns come first and the imports fill the loop's waits. Only
+    that thread waits."""
 
     MAX_WAIT_S = 0.002
+    BUDGET_S = 0.15
 
     def __init__(self, selector: _LoopSelector) -> None:
         self.selector = selector
         self.thread = threading.get_ident()
+        self.left = self.BUDGET_S
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if threading.get_ident() != self.thread or self.selector.waiting:
+        if threading.get_ident() != self.thread or self.selector.waiting or self.left <= 0:
             return None
-        end = time.monotonic() + self.MAX_WAIT_S
+        start = time.monotonic()
+        end = start + min(self.MAX_WAIT_S, self.left)
         while not self.selector.waiting and time.monotonic() < end:
             time.sleep(0.0001)
+        self.left -= time.monotonic() - start
         return None
 
 

@@ -258,6 +258,7 @@ def test_the_import_thread_waits_for_a_busy_loop_and_only_it_waits(
     from screens.commands.run import _LoopSelector, _Yielding
 
     monkeypatch.setattr(_Yielding, "MAX_WAIT_S", 30.0)  # only the loop going idle lets it on
+    monkeypatch.setattr(_Yielding, "BUDGET_S", 60.0)
     selector = _LoopSelector()
     try:
         assert not selector.waiting  # not in select: the loop is running something
@@ -309,3 +310,20 @@ def test_the_loop_selector_says_when_the_loop_waits_in_it() -> None:
     assert running == [False]  # running a callback: not waiting
     assert inside and all(inside)  # in the selector: waiting
     assert not selector.waiting
+
+
+def test_the_import_thread_waits_no_longer_than_its_budget_in_all() -> None:
+    from screens.commands.run import _LoopSelector, _Yielding
+
+    selector = _LoopSelector()  # never waiting: a loop that is always busy
+    try:
+        hook = _Yielding(selector)
+        hook.left = 0.01
+        for i in range(100):
+            hook.find_spec(f"m{i}")
+        assert hook.left <= 0  # spent: every later module loads at once
+        spent_at = hook.left
+        hook.find_spec("late.module")
+        assert hook.left == spent_at
+    finally:
+        selector.close()
