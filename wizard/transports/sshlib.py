@@ -121,24 +121,4 @@ def load_asyncssh() -> Any:
         return loaded
     with _quick_library_lookup(), _without(SKIPPED_MODULES):
         import asyncssh
-    _quiet_packet_log()
     return asyncssh
-
-
-def _quiet_packet_log() -> None:
-    """asyncssh describes every SSH packet it sends or receives (its type's name, its size in
-    words) before its logger decides, at debug level 3 only, to write it down: ~50 packets a
-    node for nothing. The description is now made only when that level is on; with it on,
-    asyncssh logs exactly as before."""
-    from asyncssh.packet import SSHPacketLogger
-
-    real = SSHPacketLogger.__dict__.get("_log_packet")
-    if real is None or getattr(real, "_fabwiz_quiet", False):
-        return  # another asyncssh: left as it is
-
-    def _log_packet(self: Any, msg: str, pkttype: int, pktid: Any, packet: Any, note: str) -> None:
-        if self.logger._debug_level >= 3:  # asyncssh's own gate, read first
-            real(self, msg, pkttype, pktid, packet, note)
-
-    _log_packet._fabwiz_quiet = True  # type: ignore[attr-defined]
-    SSHPacketLogger._log_packet = _log_packet  # type: ignore[method-assign]
