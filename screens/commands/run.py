@@ -65,9 +65,15 @@ class WizardFactory:
             self._connect(stack)
 
     def connect_now(self) -> None:
-        """Before the app: load the transports and begin the cluster's connections on the
-        running loop (`fabwiz run`: their round trips go on while Textual loads). The app's
-        `begin` takes charge of closing them."""
+        """Before the app: load the transports and begin the cluster's connections and the
+        preflight's sweep on the running loop (`fabwiz run`: their round trips go on while
+        Textual loads). The app's `begin` takes charge of closing them. Nothing begins when the
+        session log could not be created: no probe runs that the log would not record (the app
+        says why once it is up)."""
+        from wizard.session.files import cannot_create_session
+
+        if cannot_create_session(self.session_dir) is not None:
+            return
         _load_transports()
         self._connect(None, prefetch=True)
 

@@ -327,3 +327,34 @@ def test_the_import_thread_waits_no_longer_than_its_budget_in_all() -> None:
         assert hook.left == spent_at
     finally:
         selector.close()
+
+
+async def test_nothing_begins_when_the_session_log_could_not_be_created(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    async with Lab("healthy-2node-direct", time_scale=100.0) as lab:
+        factory = WizardFactory(inventory=lab.inventory_path, session_dir=blocker / "s")
+        factory.connect_now()
+        # no probe runs that no log would record: the app says why once it is up
+        assert factory.early is None
+
+
+def test_a_session_folder_that_cannot_be_made_is_known_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    from wizard.session.files import LOG_NAME, cannot_create_session
+
+    assert cannot_create_session(tmp_path / "new" / "deeper") is None
+    assert cannot_create_session(root=tmp_path / "sessions") is None
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x\n")
+    err = cannot_create_session(blocker / "s")
+    assert err is not None and "a-file is not a folder" in err.message
+    assert err.hint == "pass a writable folder with --session-dir"
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / LOG_NAME).write_text("{}\n")
+    err = cannot_create_session(used)
+    assert err is not None and "already holds a session log" in err.message
+    assert err.hint is not None and "fabwiz resume" in err.hint
+    assert not (tmp_path / "new").exists()  # nothing was created

@@ -28,6 +28,34 @@ def default_sessions_root() -> Path:
     return platformdirs.user_state_path("fabwiz") / "sessions"
 
 
+def cannot_create_session(
+    session_dir: Path | str | None = None, *, root: Path | str | None = None
+) -> SessionLogError | None:
+    """What `SessionLog.create` would refuse for this `--session-dir` (or sessions root), found
+    without creating anything: a folder that already holds a session log, or no writable folder
+    to create it in. None when `create` should succeed (a disk may still fill up)."""
+    if session_dir is not None:
+        folder = Path(session_dir).expanduser()
+    else:
+        base = Path(root).expanduser() if root is not None else default_sessions_root()
+        folder = base / "new-session"
+    if (folder / LOG_NAME).exists():
+        return SessionLogError(
+            f"{folder} already holds a session log",
+            hint=f"continue it with `fabwiz resume {folder}`, or pick another --session-dir",
+        )
+    where = folder
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    if where.is_dir() and os.access(where, os.W_OK | os.X_OK):
+        return None
+    why = "not a folder" if not where.is_dir() else "not writable"
+    return SessionLogError(
+        f"cannot create the session folder {folder}: {where} is {why}",
+        hint="pass a writable folder with --session-dir",
+    )
+
+
 def new_session_id(now: float | None = None) -> str:
     """`<UTC timestamp>-<short id>`, e.g. `20261130T001500Z-3f9a1c2e`: sorts by time."""
     import secrets
