@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_tui_early_connect import _until
 
 from screens.app import FabwizApp
 from screens.commands.run import WizardFactory
@@ -25,14 +26,6 @@ from wizard.transports.ssh import SshTransport
 pytestmark = pytest.mark.lab
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-async def _until(pilot: Any, predicate: Any, timeout: float = 60.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < end, "timed out"
-        await pilot.pause(0.02)
 
 
 def _count_batches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
