@@ -156,9 +156,9 @@ class _LoopSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
 class _Yielding:
     """A meta path finder that finds nothing: before each module the importing thread loads, it
     lets the loop finish what it is running (at most `MAX_WAIT_S` a module, `BUDGET_S` in all:
-    a big cluster's handshakes delay the first screen by that much at most), so that the
-    handshakes' and the sweep's turns come first and the imports fill the loop's waits. Only
-    that thread waits."""
+    these waits delay the first screen by that much at most, however big the cluster; the
+    loop's work itself still shares the one interpreter), so that the handshakes' and the
+    sweep's turns come first and the imports fill the loop's waits. Only that thread waits."""
 
     MAX_WAIT_S = 0.002
     BUDGET_S = 0.15
