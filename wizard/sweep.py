@@ -74,6 +74,11 @@ EventSink = Callable[[Event], None]
 # --- the sweep -------------------------------------------------------------------------------
 
 
+def _outcome_taken(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()
+
+
 class _Batch(NamedTuple):
     """What one script on a node gave: its declared sections' results (or the transport's
     error), the sections it framed itself (`rail_loop`), and when it ran."""
@@ -235,6 +240,9 @@ class Sweeper:
             )
         except BaseException:
             switch_tasks.cancel()
+            # its outcome is this cancellation: taken, so that asyncio does not report it as an
+            # exception nobody retrieved (a ctrl-c while a sweep runs)
+            switch_tasks.add_done_callback(_outcome_taken)
             raise
         launch = self.nodes[0] if peer_ssh and self.nodes and self.nodes[0] in nodes else None
         peers = asyncio.ensure_future(self._peer_ssh(launch)) if launch else None

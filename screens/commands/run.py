@@ -261,15 +261,17 @@ def run(inventory: Path, accept_new_host_keys: bool, session_dir: Path | None) -
     # closes whatever the app did not take over.
     selector = _LoopSelector()
     with asyncio.Runner(loop_factory=lambda: asyncio.SelectorEventLoop(selector)) as runner:
-        runner.run(_before_the_app(factory, selector))
-        from screens.app import FabwizApp
-
-        app = FabwizApp(factory, sub_title=str(inventory))
         try:
+            runner.run(_before_the_app(factory, selector))
+            from screens.app import FabwizApp
+
+            app = FabwizApp(factory, sub_title=str(inventory))
             code = app.run(loop=runner.get_loop())
         finally:
+            # closed in order (a no-op once the wizard took them over), also after a ctrl-c
+            # while Textual was loading
             if factory.early is not None:
-                runner.run(factory.early.release())  # a no-op once the wizard took them over
+                runner.run(factory.early.release())
     from screens import codecache
 
     codecache.save()  # what the session parsed or compiled after start-up (its dialogs' CSS)

@@ -351,3 +351,31 @@ def test_a_session_folder_that_cannot_be_made_is_known_before_anything_runs(
     assert err is not None and "already holds a session log" in err.message
     assert err.hint is not None and "fabwiz resume" in err.hint
     assert not (tmp_path / "new").exists()  # nothing was created
+
+
+async def test_a_sweep_cut_short_leaves_nothing_for_asyncio_to_report(tmp_path: Path) -> None:
+    import gc
+
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    try:
+        async with Lab("crs804-three-bugs", time_scale=100.0) as lab:
+            factory = WizardFactory(inventory=lab.inventory_path, session_dir=tmp_path / "s")
+            factory.connect_now()  # nodes and switches
+            early = factory.early
+            assert early is not None and early.sweeper is not None and early.switches
+            task = early.sweeper._early[1]  # type: ignore[index]
+            for _ in range(3):  # under way: the nodes' handshakes, the switches' logins
+                await asyncio.sleep(0)
+            assert not task.done()
+            await early.release()  # as ctrl-c or an early quit does
+            await asyncio.sleep(0.05)
+            assert task.cancelled()
+            del task  # its frames hold the sweep's futures: let them go
+        gc.collect()
+        await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(previous)
+    assert [c.get("message") for c in reported] == []
