@@ -1,9 +1,12 @@
 """`fabwiz run -i INVENTORY`: the wizard (TUI) on a real cluster.
 
 The inventory is validated and typed passwords (`password: {prompt: true}`) are asked on the
-terminal before the TUI takes the screen; the transports and the engine start in the app's one
-async worker after the first paint (`screens.compose.open_wizard`, the same wiring as `fabwiz
-fix`). Exit 0 when the session ends healthy, 1 otherwise, 2 when it could not start.
+terminal before the TUI takes the screen. The nodes' handshakes, the switches' logins and the
+preflight's read-only sweep then begin on the session's event loop while Textual loads
+(`_before_the_app`); the engine starts in the app's one async worker after the first paint
+(`screens.compose.open_wizard`, the same wiring as `fabwiz fix`) and its preflight takes that
+sweep over. Exit 0 when the session ends healthy, 1 otherwise, 2 when it could not start or
+the wizard gave up.
 """
 
 from __future__ import annotations
