@@ -155,7 +155,9 @@ class Sweeper:
     def cancel_prefetch(self) -> None:
         """Drop a prefetched sweep nobody took over (closing before the engine ran)."""
         if self._early is not None:
-            self._early[1].cancel()
+            task = self._early[1]
+            task.cancel()
+            task.add_done_callback(_outcome_taken)  # nobody awaits it: its outcome is dropped
             self._early, self._held = None, None
 
     def open(self) -> None:
