@@ -59,3 +59,17 @@ async def test_gauges_stream_through_one_channel_per_node_during_a_rail_test() -
     assert tested & busy, (tested, sorted(busy)[:8])
     top = max(e.gbps for e in samples)
     assert 50 < top < 125  # a single-QP 200G rail through a CRS804, in Gb/s
+
+
+def test_a_sample_is_timed_between_its_two_clock_readings() -> None:
+    from wizard.fabric import _parse_counters
+
+    counters = "/sys/class/infiniband/rocep1s0f0/ports/1/counters/port_xmit_data:4000\n"
+    # the shell was held up between the clock and the counters: the midpoint, not the first
+    assert _parse_counters(f"100.00 90.00\n{counters}100.20 90.10\n") == (
+        pytest.approx(100.10),
+        {"rocep1s0f0": 4000},
+    )
+    assert _parse_counters(f"100.00 90.00\n{counters}") == (100.0, {"rocep1s0f0": 4000})
+    assert _parse_counters(counters) is None  # no clock: no sample
+    assert _parse_counters(f"100.00 90.00\n{counters}99.00 90.00\n") is None  # went back
