@@ -379,3 +379,30 @@ async def test_a_sweep_cut_short_leaves_nothing_for_asyncio_to_report(tmp_path: 
     finally:
         loop.set_exception_handler(previous)
     assert [c.get("message") for c in reported] == []
+
+
+async def test_a_prefetched_preflight_judges_as_one_swept_by_the_engine(tmp_path: Path) -> None:
+    """The same faulty lab, preflighted both ways: the same verdict for every fault."""
+    judged: list[dict[str, tuple[str, tuple[str, ...]]]] = []
+    for prefetch in (True, False):
+        async with Lab("crs804-three-bugs", time_scale=100.0) as lab:
+            factory = WizardFactory(
+                inventory=lab.inventory_path, session_dir=tmp_path / f"s{int(prefetch)}"
+            )
+            if prefetch:
+                factory.connect_now()
+                assert factory.early is not None and factory.early.sweeper is not None
+            app = FabwizApp(factory)
+            async with app.run_test(size=(120, 40)) as pilot:
+                await _until(pilot, lambda app=app: _preflight_asks(app))
+                verdicts = app.view.steps["preflight"].verdicts
+                judged.append(
+                    {f: (v.status.value, tuple(sorted(v.targets))) for f, v in verdicts.items()}
+                )
+                app.exit_session()
+                await pilot.pause(0.2)
+    with_prefetch, without = judged
+    assert with_prefetch == without
+    failing = {f for f, (status, _t) in with_prefetch.items() if status == "fail"}
+    # the scenario's three bugs, found either way
+    assert {"switch.offload-split-cage", "switch.qos-pfc-stall", "host.duplicate-ip"} <= failing
