@@ -29,6 +29,23 @@ async def _until(pilot: Any, predicate: Any, timeout: float = 60.0) -> None:
         await pilot.pause(0.02)
 
 
+async def closed_at_first_paint(factory: WizardFactory) -> list[int]:
+    """Run an app on `factory` that closes at its first paint, before its engine is built
+    (a call of the factory fails the test). Returns the factory's calls: none."""
+    built: list[int] = []
+
+    async def call(ports: Any, stack: Any) -> Any:
+        built.append(1)
+        raise AssertionError("never built: the app closes first")
+
+    app = FabwizApp(factory)
+    app._first_paint = lambda: app.exit(0)  # type: ignore[method-assign]
+    factory.__class__ = type("Unbuilt", (WizardFactory,), {"__call__": call})
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.2)
+    return built
+
+
 def _count_handshakes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     opened: list[str] = []
     real = SshTransport._connect
@@ -124,17 +141,7 @@ async def test_connections_begun_for_an_engine_never_built_are_closed(
 
     async with Lab("healthy-2node-direct", time_scale=100.0) as lab:
         factory = WizardFactory(inventory=lab.inventory_path, session_dir=tmp_path / "s")
-        built: list[int] = []
-
-        async def call(ports: Any, stack: Any) -> Any:
-            built.append(1)
-            raise AssertionError("never built: the app closes first")
-
-        app = FabwizApp(factory)
-        app._first_paint = lambda: app.exit(0)  # type: ignore[method-assign]
-        factory.__class__ = type("Unbuilt", (WizardFactory,), {"__call__": call})
-        async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.pause(0.2)
+        built = await closed_at_first_paint(factory)
         early = factory.early
         assert early is not None and not early.adopted and built == []
         assert early.ssh._starting == {} and early.ssh._conns == {}  # cancelled and closed

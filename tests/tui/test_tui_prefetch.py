@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_tui_early_connect import _until
+from test_tui_early_connect import _until, closed_at_first_paint
 
 from screens.app import FabwizApp
 from screens.commands.run import WizardFactory
@@ -156,17 +156,7 @@ async def test_an_app_closed_before_its_engine_cancels_the_begun_sweep(tmp_path:
         early = factory.early
         assert early is not None and early.sweeper is not None
         task = early.sweeper._early[1]  # type: ignore[index]
-        built: list[int] = []
-
-        async def call(ports: Any, stack: Any) -> Any:
-            built.append(1)
-            raise AssertionError("never built: the app closes first")
-
-        app = FabwizApp(factory)
-        app._first_paint = lambda: app.exit(0)  # type: ignore[method-assign]
-        factory.__class__ = type("Unbuilt", (WizardFactory,), {"__call__": call})
-        async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.pause(0.2)
+        built = await closed_at_first_paint(factory)
         assert built == [] and not early.adopted and early.released
         assert task.done() and early.sweeper._early is None
         assert early.ssh._starting == {} and early.ssh._conns == {}
