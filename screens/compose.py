@@ -46,6 +46,7 @@ from wizard.fabric import InventoryFabric
 from wizard.inventory import Inventory, load_inventory
 from wizard.probes import Observations
 from wizard.session import LoadedSession, SessionLog, load_session
+from wizard.sweep import Sweeper
 from wizard.transports.routeros import RouterOsTransport
 from wizard.transports.ssh import SshTransport
 
@@ -252,7 +253,7 @@ async def open_wizard(*, operator: Operator, **options: Unpack[WizardOptions]) -
     return Wiring(engine, fabric, log, inv, the_lab, owns_lab, sinks)
 
 
-def _early_sweeper(the_lab: Any, options: WizardOptions) -> Any:
+def _early_sweeper(the_lab: Any, options: WizardOptions) -> Sweeper | None:
     """The sweeper the early connections began the preflight with, if any."""
     early = options.get("connections")
     return early.sweeper if early is not None and the_lab is None else None

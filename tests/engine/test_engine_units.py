@@ -298,7 +298,7 @@ def test_a_fix_record_ends_in_one_fix_state() -> None:
 
 
 def test_nothing_to_drain_passes_only_the_nodes_whose_link_counters_were_read() -> None:
-    from wizard.engine.ports import CARRIER_PROBE
+    from wizard.drain import CARRIER_PROBE
     from wizard.engine.steps import _nothing_to_drain
     from wizard.model import ProbeResult, Status
     from wizard.probes import Observations

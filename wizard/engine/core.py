@@ -14,13 +14,10 @@ from dataclasses import replace
 from typing import Any, TypedDict, Unpack
 
 from wizard import recable
+from wizard.drain import CARRIER_PROBE, ENGINE_PROBES, PHY_PROBE, DrainGuard, link_downs
 from wizard.drain import FAULT_ID as UNDRAINED
-from wizard.drain import DrainGuard, link_downs
 from wizard.engine.machine import Phase, StepLifecycle
 from wizard.engine.ports import (
-    CARRIER_PROBE,
-    ENGINE_PROBES,
-    PHY_PROBE,
     CheckLike,
     Fabric,
     MeasureKind,

@@ -9,7 +9,8 @@ countdown the operator sees (wizard/settle.py holds the pure rules).
 from __future__ import annotations
 
 from wizard import settle as rules
-from wizard.engine.ports import CARRIER_PROBE, Fabric
+from wizard.drain import CARRIER_PROBE
+from wizard.engine.ports import Fabric
 from wizard.engine.session import TxnSession
 from wizard.model import FixPlan
 

@@ -11,8 +11,8 @@ import asyncio
 from collections.abc import Sequence
 
 from wizard import boots, recable
+from wizard.drain import CARRIER_PROBE
 from wizard.engine.core import EngineCore
-from wizard.engine.ports import CARRIER_PROBE
 from wizard.events import (
     LinkTransitionSeen,
     NodeDrained,

@@ -11,13 +11,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol
 
 from wizard import fixes
-from wizard.drain import CARRIER_PROBE, ENGINE_PROBES, PHY_PROBE
 from wizard.fixes import ExportStatus
 from wizard.model import FixPlan, Measurement, PhysicalAction, ProbeResult, Verdict
 from wizard.probes import Observations, Probe
-
-# what every engine sweep reads besides its checks' probes (wizard.drain: the drain guard's)
-__all__ = ["CARRIER_PROBE", "ENGINE_PROBES", "PHY_PROBE"]
 
 
 class StepLike(Protocol):

@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from wizard import bisect, fixes, golden, undoes
+from wizard.drain import CARRIER_PROBE
 from wizard.drain import FAULT_ID as UNDRAINED
 from wizard.engine.bisection import BisectionMixin
-from wizard.engine.ports import CARRIER_PROBE, CheckLike, Fabric, StepLike
+from wizard.engine.ports import CheckLike, Fabric, StepLike
 from wizard.engine.txn import export_taken
 from wizard.errors import FabwizError
 from wizard.events import OperatorAnswered
