@@ -46,9 +46,7 @@ async def proof(inventory: Path, duration_s: int, time_scale: float) -> dict[str
     try:
         await sweeper.sweep([])
         t0 = time.perf_counter()
-        rails = await sweeper.rail_tests(
-            duration_s=duration_s, bidirectional=False, server_start_delay_s=0.3
-        )
+        rails = await sweeper.rail_tests(duration_s=duration_s, bidirectional=False)
         t1 = time.perf_counter()
         pings = await sweeper.ping_matrix()
         t2 = time.perf_counter()

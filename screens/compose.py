@@ -213,7 +213,6 @@ async def open_wizard(*, operator: Operator, **options: Unpack[WizardOptions]) -
         switches,
         hands=_hands_for(the_lab, inv),
         sink=emit,
-        server_start_delay_s=0.3 if the_lab is None else 0.05,
         sweeper=_early_sweeper(the_lab, options),
     )
     exp = _expectations(inv)

@@ -25,6 +25,7 @@ from wizard.model import Measurement, PhysicalAction, ProbeResult, Rail
 from wizard.probes import Observations, Probe
 from wizard.schedule import rail_pairs
 from wizard.sweep import Sweeper
+from wizard.sweep_traffic import LISTEN_WAIT_S
 from wizard.transports.routeros import RouterOsTransport
 from wizard.transports.ssh import SshTransport, StreamFailed
 
@@ -80,7 +81,7 @@ class InventoryFabric:
         hands: LabHands | None = None,
         sink: Callable[[Event], None] | None = None,
         perf_duration_s: int = 5,
-        server_start_delay_s: float = 0.3,
+        server_start_delay_s: float = LISTEN_WAIT_S,
         sweeper: Sweeper | None = None,
     ) -> None:
         self.inventory = inventory

@@ -51,7 +51,7 @@ from wizard.sweep_batch import (
     split_script_output,
     switch_probes,
 )
-from wizard.sweep_traffic import peer_rail, rail_at
+from wizard.sweep_traffic import LISTEN_WAIT_S, peer_rail, rail_at
 from wizard.turns import Turns
 from wizard.versions import Versions
 
@@ -396,7 +396,7 @@ class Sweeper:
         self,
         *,
         duration_s: int = 5,
-        server_start_delay_s: float = 0.3,
+        server_start_delay_s: float = LISTEN_WAIT_S,
         base_port: int = 18515,
         timeout_s: float = 60.0,
         bidirectional: bool = True,
@@ -412,16 +412,17 @@ class Sweeper:
         if any(n not in self.tools for n in self.nodes if self.rails.get(n)):
             await self.sweep([readiness.TOOLS_PROBE])  # a resumed session has not looked yet
         test = _RailTest(base_port, duration_s, server_start_delay_s, timeout_s)
-        out = await self._rail_rounds(
-            duration_s=duration_s,
-            delay=server_start_delay_s,
-            base_port=base_port,
-            timeout_s=timeout_s,
-            quick=quick,
-        )
-        await self._rerun_low_rails(out, test)
-        if bidirectional:
-            out.extend(await self._bidirectional(out, test))
+        with traffic.shared_readings():  # one test after the other, nothing else on the rails
+            out = await self._rail_rounds(
+                duration_s=duration_s,
+                delay=server_start_delay_s,
+                base_port=base_port,
+                timeout_s=timeout_s,
+                quick=quick,
+            )
+            await self._rerun_low_rails(out, test)
+            if bidirectional:
+                out.extend(await self._bidirectional(out, test))
         return out
 
     def _limit(self, name: str) -> float:
@@ -487,7 +488,11 @@ class Sweeper:
         return extra
 
     async def fabric_tests(
-        self, *, duration_s: int = 5, server_start_delay_s: float = 0.3, timeout_s: float = 60.0
+        self,
+        *,
+        duration_s: int = 5,
+        server_start_delay_s: float = LISTEN_WAIT_S,
+        timeout_s: float = 60.0,
     ) -> list[Measurement]:
         """The jumbo ping matrix (kept in `self.pings`) and, with several switches, the
         two-flows-one-ISL-direction test (seed 003: ~81.9 + 81.9 Gb/s)."""

@@ -16,6 +16,7 @@ from wizard.events import Event, ProbeAnswered, ProbeSent
 from wizard.model import ProbeResult, Rail
 from wizard.parsers.ibdev2netdev import Ibdev2NetdevResult
 from wizard.probes import HostProbe, SwitchProbe
+from wizard.transports.capped import OutputWatch
 from wizard.transports.ssh import sudo_error
 
 __all__ = [
@@ -37,7 +38,13 @@ class HostRunner(Protocol):
     """What the sweep needs from SSH (wizard.transports.ssh.SshTransport provides it)."""
 
     async def run(
-        self, name: str, command: str, *, timeout: float | None = None, stdin: str | None = None
+        self,
+        name: str,
+        command: str,
+        *,
+        timeout: float | None = None,
+        stdin: str | None = None,
+        watch: OutputWatch | None = None,
     ) -> ProbeResult: ...
 
     async def connect(self, name: str) -> str | None: ...

@@ -10,23 +10,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import ipaddress
 import shlex
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wizard.counters import deltas, parse_rail, rail_command, switch_deltas, switch_ports
 from wizard.errors import ParseError
 from wizard.events import MeasurementTaken, ProbeAnswered, ProbeSent
 from wizard.model import Measurement, ProbeResult, Rail
+from wizard.transports.capped import OutputWatch
 
 if TYPE_CHECKING:
     from wizard.sweep import Sweeper
 
 __all__ = [
     "CPU_SAMPLE_S",
+    "LISTEN_WAIT_S",
     "MIN_WALL_SAMPLE_S",
     "RailRun",
     "gid_index",
@@ -36,12 +39,40 @@ __all__ = [
     "ping_matrix",
     "rail_at",
     "rail_counters",
+    "shared_readings",
     "switch_port_counters",
     "with_switch_cpu",
 ]
 
 CPU_SAMPLE_S = 0.25  # the switch CPU is sampled this often during a transfer (targets' time)
 MIN_WALL_SAMPLE_S = 0.002  # and never more often than this (wall time: one API round trip)
+
+# the matrix's echo requests go this far apart (s): 3 in 0.4 s, not 2 s (iputils lets a user go
+# down to 2 ms)
+PING_INTERVAL_S = 0.2
+# perftest prints this line just before it listens (on stdout, so its server runs under
+# `stdbuf -oL`: on a pipe the C library would keep the line until the run ends)
+LISTENING = "Waiting for client to connect"
+SERVER_PREFIX = "stdbuf -oL "
+# how long a client waits for its server to say it listens, by default; then it goes anyway
+LISTEN_WAIT_S = 10.0
+# a client refused ("Couldn't connect to", its server not listening yet) tries again after
+# these pauses, while its server runs
+CONNECT_RETRY_S = (0.25, 0.5, 1.0, 2.0)
+# the GID tables read in a `shared_readings` span, by (node, command)
+_GID_READS: contextvars.ContextVar[dict[tuple[str, str], asyncio.Future[ProbeResult]] | None] = (
+    contextvars.ContextVar("fabwiz_gid_reads", default=None)
+)
+# in that span, the counters read when each rail's last test ended (by rail key; the
+# switches' ports under SWITCHES), good as the next test's "before" until a test uses them
+_READINGS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "fabwiz_readings", default=None
+)
+SWITCHES = "\0switches"
+# when each client of the tests `with_switch_cpu` runs started (its transfer's start)
+_CLIENT_STARTS: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar(
+    "fabwiz_client_starts", default=None
+)
 
 
 async def ping_matrix(sw: Sweeper, *, payload: int = 8972) -> list[dict[str, object]]:
@@ -55,7 +86,10 @@ async def ping_matrix(sw: Sweeper, *, payload: int = 8972) -> list[dict[str, obj
 
     async def one(a: Rail, b: Rail) -> dict[str, object]:
         ip = b.addresses[0].split("/")[0]
-        cmd = f"ping -M do -s {payload} -c 3 -W 1 -I {shlex.quote(a.netdev)} {shlex.quote(ip)}"
+        cmd = (
+            f"ping -M do -s {payload} -c 3 -i {PING_INTERVAL_S} -W 1 "
+            f"-I {shlex.quote(a.netdev)} {shlex.quote(ip)}"
+        )
         sw._emit(ProbeSent(step=sw.step, target=a.node, command=cmd))
         res = await sw.ssh.run(a.node, cmd, timeout=15.0)
         sw._emit(ProbeAnswered(step=sw.step, probe=f"ping:{a.netdev}", result=res))
@@ -67,7 +101,9 @@ async def ping_matrix(sw: Sweeper, *, payload: int = 8972) -> list[dict[str, obj
         small_ok: bool | None = None
         if not (ok and res.error is None) and res.error is None:
             # a lost jumbo frame is MTU evidence only if a small one gets through
-            small = f"ping -c 3 -W 1 -I {shlex.quote(a.netdev)} {shlex.quote(ip)}"
+            small = (
+                f"ping -c 3 -i {PING_INTERVAL_S} -W 1 -I {shlex.quote(a.netdev)} {shlex.quote(ip)}"
+            )
             sw._emit(ProbeSent(step=sw.step, target=a.node, command=small))
             sres = await sw.ssh.run(a.node, small, timeout=15.0)
             sw._emit(ProbeAnswered(step=sw.step, probe=f"ping:{a.netdev}", result=sres))
@@ -131,6 +167,49 @@ async def isl_shared_test(
     return out
 
 
+@contextlib.contextmanager
+def shared_readings() -> Iterator[None]:
+    """The tests of one proof run, one after the other with nothing else on the rails and
+    nothing changing the addresses between them: each node's GID table is read once, by the
+    first test that needs it (a read that failed is not kept), and a rail's counters read as
+    its test ended (the switches' ports read as a round ended) are the next test's "before":
+    no fabwiz traffic moved them since. A test's deltas then run from the end of that rail's
+    previous test to the end of its own."""
+    gids, readings = _GID_READS.set({}), _READINGS.set({})
+    try:
+        yield
+    finally:
+        _GID_READS.reset(gids)
+        _READINGS.reset(readings)
+
+
+async def _counters_before(sw: Sweeper, rail: Rail) -> dict[str, int] | None:
+    """A rail's counters before its test: those read as its last test in the span ended, or
+    read now."""
+    readings = _READINGS.get()
+    kept = readings.pop(rail.key, None) if readings is not None else None
+    return kept if kept is not None else await rail_counters(sw, rail)
+
+
+async def _counters_after(sw: Sweeper, rail: Rail) -> dict[str, int] | None:
+    got = await rail_counters(sw, rail)
+    readings = _READINGS.get()
+    if readings is not None and got is not None:
+        readings[rail.key] = got
+    return got
+
+
+async def _gid_read(sw: Sweeper, node: str, command: str) -> ProbeResult:
+    reads = _GID_READS.get()
+    if reads is None:
+        return await sw.ssh.run(node, command, timeout=10.0)
+    key = (node, command)
+    read = reads.get(key)
+    if read is None or (read.done() and (read.cancelled() or not read.result().ok)):
+        read = reads[key] = asyncio.ensure_future(sw.ssh.run(node, command, timeout=10.0))
+    return await asyncio.shield(read)
+
+
 async def gid_index(sw: Sweeper, rail: Rail) -> tuple[int | None, str]:
     """The RoCE v2 GID index of the rail's IPv4 address on its RDMA device, read now (an
     address change shifts it): `show_gids`, else sysfs `gids`/`gid_attrs/types`."""
@@ -150,7 +229,7 @@ async def gid_index(sw: Sweeper, rail: Rail) -> tuple[int | None, str]:
         (SHOW_GIDS, gids_from_show_gids),
         (sysfs_command(rail.rdma), parse_sysfs_gids),
     ):
-        res = await sw.ssh.run(rail.node, command, timeout=10.0)
+        res = await _gid_read(sw, rail.node, command)
         if not res.ok:
             why = f"`{command.split()[0]}` on {rail.node}: {res.error or res.stderr.strip()[:120]}"
             continue
@@ -186,7 +265,7 @@ async def with_switch_cpu(
     samples: list[tuple[float, float, str, float]] = []  # sent, answered, switch, load
 
     async def sample() -> None:
-        await asyncio.sleep(delay + interval_s)  # the clients start after the servers
+        await asyncio.sleep(interval_s)  # what comes before the clients start is not counted
         while not done.is_set():
             for name, api in sw.switches.items():
                 sent = time.monotonic()
@@ -198,18 +277,31 @@ async def with_switch_cpu(
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), interval_s)
 
-    started = time.monotonic() + delay
-    ports_before = await switch_port_counters(sw)
+    readings = _READINGS.get()
+    kept = readings.pop(SWITCHES, None) if readings is not None else None
+    ports_before = kept if kept is not None else await switch_port_counters(sw)
     sampler = asyncio.ensure_future(sample()) if sw.switches else None
+    starts: list[float] = []  # each client's start, as it goes (`_client_and_server`)
+    launched = time.monotonic()
+    token = _CLIENT_STARTS.set(starts)
     try:
-        results = await asyncio.gather(*jobs)
+        running = asyncio.gather(*jobs)  # each job's task holds `starts` in its context
+    finally:
+        _CLIENT_STARTS.reset(token)
+    try:
+        results = await running
     finally:
         ended = time.monotonic()
         done.set()
         if sampler is not None:
             with contextlib.suppress(Exception):
                 await sampler
+    # the transfers were all under way once the last client started (a job that says
+    # nothing, as NCCL's launch, is taken to start `delay` after the jobs)
+    started = max(starts) if starts else launched + delay
     ports_after = await switch_port_counters(sw)
+    if readings is not None:
+        readings[SWITCHES] = ports_after
     peaks: dict[str, float] = {}
     for sent, answered, name, load in samples:
         if sent >= started + interval_s and answered <= ended - interval_s:
@@ -253,7 +345,9 @@ class RailRun:
 
     port: int
     duration_s: int
-    delay: float  # the server starts this long before the client
+    # the client starts when its server says it listens, or after this long if it has not
+    # (LISTEN_WAIT_S by default); a refused client tries again (CONNECT_RETRY_S)
+    delay: float
     timeout: float
     qps: int = 1
     bidir: bool = False
@@ -354,21 +448,24 @@ def _tool_missing(
 async def _client_and_server(
     sw: Sweeper, client: tuple[Rail, str], server: tuple[Rail, str], run: RailRun
 ) -> tuple[ProbeResult, ProbeResult, dict[str, dict[str, int]]]:
-    """The server started, then the client after `run.delay`; both answers, and each end's
-    counter deltas around the test."""
+    """The server started, then the client once the server says it listens (after
+    `run.delay` if it says nothing; a refused client tries again while the server runs); both
+    answers, and each end's counter deltas around the test."""
     (crail, client_cmd), (srail, server_cmd) = client, server
-    c0, s0 = await asyncio.gather(rail_counters(sw, crail), rail_counters(sw, srail))
-    sw._emit(ProbeSent(step=sw.step, target=srail.node, command=server_cmd))
-    srv = asyncio.ensure_future(sw.ssh.run(srail.node, server_cmd, timeout=run.timeout))
-    await asyncio.sleep(run.delay)
-    sw._emit(ProbeSent(step=sw.step, target=crail.node, command=client_cmd))
-    cli = await sw.ssh.run(crail.node, client_cmd, timeout=run.timeout)
+    launch = SERVER_PREFIX + server_cmd
+    c0, s0 = await asyncio.gather(_counters_before(sw, crail), _counters_before(sw, srail))
+    sw._emit(ProbeSent(step=sw.step, target=srail.node, command=launch))
+    watch = OutputWatch(LISTENING)
+    srv = asyncio.ensure_future(sw.ssh.run(srail.node, launch, timeout=run.timeout, watch=watch))
+    cli = await _when_listening(sw, srv, watch, run, srail.node, client_cmd)
+    if cli is None:
+        cli = await _client(sw, crail, client_cmd, srv, run)
     try:
         srv_res = await asyncio.wait_for(srv, run.timeout)
     except TimeoutError:
         srv.cancel()
-        srv_res = ProbeResult(target=srail.node, kind="ssh", command=server_cmd, error="timeout")
-    c1, s1 = await asyncio.gather(rail_counters(sw, crail), rail_counters(sw, srail))
+        srv_res = ProbeResult(target=srail.node, kind="ssh", command=launch, error="timeout")
+    c1, s1 = await asyncio.gather(_counters_after(sw, crail), _counters_after(sw, srail))
     counters = {
         side: deltas(a, b)
         for side, a, b in (("client", c0, c1), ("server", s0, s1))
@@ -377,6 +474,55 @@ async def _client_and_server(
     sw._emit(ProbeAnswered(step=sw.step, probe=f"ib_write_bw:{crail.netdev}", result=cli))
     sw._emit(ProbeAnswered(step=sw.step, probe=f"ib_write_bw:{srail.netdev}", result=srv_res))
     return cli, srv_res, counters
+
+
+async def _when_listening(
+    sw: Sweeper,
+    srv: asyncio.Future[ProbeResult],
+    watch: OutputWatch,
+    run: RailRun,
+    node: str,
+    client_cmd: str,
+) -> ProbeResult | None:
+    """Wait for the server to say it listens, at most `run.delay` (None: the client may go).
+    A server that ended first failed to start (a device, a port in use): the client is not
+    run, and its result says why (no number)."""
+    heard: asyncio.Future[Any] = asyncio.ensure_future(watch.seen.wait())
+    either: set[asyncio.Future[Any]] = {srv, heard}
+    try:
+        await asyncio.wait(either, timeout=run.delay, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        heard.cancel()
+    if watch.seen.is_set() or not srv.done():
+        return None
+    res = srv.result()
+    said = (res.error or res.stderr.strip() or res.stdout.strip()).splitlines()
+    return ProbeResult(
+        target=node,
+        kind="ssh",
+        command=client_cmd,
+        error=f"not run: the ib_write_bw server on {res.target} ended before it listened"
+        + (f" ({said[-1].strip()})" if said else ""),
+    )
+
+
+async def _client(
+    sw: Sweeper, rail: Rail, client_cmd: str, srv: asyncio.Future[ProbeResult], run: RailRun
+) -> ProbeResult:
+    """The client, run again while it is refused and its server still runs (perftest's client
+    does not retry: a connect before the server listens is "Couldn't connect to")."""
+    starts = _CLIENT_STARTS.get()
+    for pause in (*CONNECT_RETRY_S, None):
+        sw._emit(ProbeSent(step=sw.step, target=rail.node, command=client_cmd))
+        if starts is not None:
+            starts.append(time.monotonic())
+        cli = await sw.ssh.run(rail.node, client_cmd, timeout=run.timeout)
+        refused = cli.exit_status not in (0, None) and "Couldn't connect to" in cli.stderr
+        if pause is None or not refused or srv.done():
+            return cli
+        sw._emit(ProbeAnswered(step=sw.step, probe=f"ib_write_bw:{rail.netdev}", result=cli))
+        await asyncio.sleep(pause)
+    raise AssertionError("unreachable")  # the last pass returns
 
 
 def _bandwidth(cli: ProbeResult, srv_res: ProbeResult) -> tuple[float, str, str | None]:

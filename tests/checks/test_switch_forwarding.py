@@ -134,7 +134,7 @@ async def _sweep(lab: Lab, *, perf: bool, duration_s: int = 5) -> tuple[Observat
     if perf:
         from dataclasses import replace
 
-        ms = await sweeper.rail_tests(duration_s=duration_s, server_start_delay_s=0.3)
+        ms = await sweeper.rail_tests(duration_s=duration_s)
         obs = replace(obs, measurements=tuple(ms))
     await ssh.close()
     for t in sws.values():

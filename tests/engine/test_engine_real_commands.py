@@ -105,7 +105,8 @@ async def test_every_command_of_a_walk_parses_with_the_real_tools(tmp_path: Path
     mpiruns = [c for c in sent if "/mpirun " in c]
     # every line that runs ib_write_bw (the tool lookup of preflight only names it)
     perftests = [c for c in sent if "ib_write_bw" in c and not c.startswith("command -v ")]
-    assert all(c.startswith("ib_write_bw ") for c in perftests)  # no shell around it
+    # no shell around it; a server runs under `stdbuf -oL` (it says when it listens)
+    assert all(c.startswith(("ib_write_bw ", "stdbuf -oL ib_write_bw ")) for c in perftests)
     sudos = [c for c in sent if c.startswith("sudo -n ") and not c.startswith("sudo -n -l ")]
     assert mpiruns and perftests and sudos
     for c in sudos:
@@ -158,6 +159,8 @@ def _perftest_lines_pass_the_lab_and_the_real_parser(lines: list[str]) -> None:
     qps: set[int] = set()
     for c in lines:
         argv = shlex.split(c)
+        if argv[:2] == ["stdbuf", "-oL"]:
+            argv = argv[2:]
         got = perftest_args.parse(argv[1:])
         assert got.ok, f"{c}: {got.stderr}"
         o = got.options
@@ -168,8 +171,10 @@ def _perftest_lines_pass_the_lab_and_the_real_parser(lines: list[str]) -> None:
         assert o.device == argv[argv.index("-d") + 1] and o.device.startswith("roce"), c
         if o.server_ip is None:
             servers += 1
+            assert c.startswith("stdbuf -oL "), c  # its "listening" line comes as printed
         else:
             clients += 1
+            assert c.startswith("ib_write_bw "), c
             assert o.server_ip.startswith("10.9."), c  # a fabric address, never management
     assert servers == clients > 0  # each test is one server and its client
     assert 1 in qps  # the per-rail tests are single-QP (both halves at once may use more)

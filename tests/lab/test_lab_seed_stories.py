@@ -73,8 +73,9 @@ async def rail_test(
 
 
 async def listening(conn: asyncssh.SSHClientConnection, cmd: str) -> asyncssh.SSHClientProcess[str]:
-    """An ib_write_bw server started over SSH, once it says it waits for its client."""
-    server = await conn.create_process(cmd)
+    """An ib_write_bw server started over SSH, once it says it waits for its client (under
+    `stdbuf -oL`: on a pipe its C library keeps the line until the run ends)."""
+    server = await conn.create_process(f"stdbuf -oL {cmd}")
     while "Waiting for client to connect" not in await asyncio.wait_for(
         server.stdout.readline(), 10
     ):

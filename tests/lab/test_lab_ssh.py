@@ -84,8 +84,17 @@ async def test_perftest_pair_over_ssh_and_counters_move() -> None:
         ):
             cnt = "cat /sys/class/infiniband/roceP2p1s0f0/ports/1/counters/port_xmit_data"
             before = int((await c1.run(cnt)).stdout)
+            # on a pipe perftest's C library keeps its stdout until the run ends: nothing comes
+            # while it waits for its client...
+            quiet = await c2.create_process(
+                "ib_write_bw -d roceP2p1s0f0 -x 3 -q 1 -D 5 -F --report_gbits -p 18600"
+            )
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(quiet.stdout.readline(), 0.3)
+            quiet.close()
+            # ...`stdbuf -oL` has it say it listens as it prints the line
             server = await c2.create_process(
-                "ib_write_bw -d roceP2p1s0f0 -x 3 -q 1 -D 5 -F --report_gbits"
+                "stdbuf -oL ib_write_bw -d roceP2p1s0f0 -x 3 -q 1 -D 5 -F --report_gbits"
             )
             banner = ""
             while "Waiting for client to connect" not in banner:  # it listens: start the client
@@ -202,7 +211,9 @@ async def test_interactive_shell_and_dead_session_kills_its_server() -> None:
             out = await asyncio.wait_for(proc.stdout.read(), 10)
             assert "spark1\n" in out and "fabwiz@spark1:~$ " in out
             # a perftest server whose session goes away stops listening (SIGHUP)
-            server = await conn.create_process("ib_write_bw -d rocep1s0f0 -x 3 -D 5 --report_gbits")
+            server = await conn.create_process(
+                "stdbuf -oL ib_write_bw -d rocep1s0f0 -x 3 -D 5 --report_gbits"
+            )
             await asyncio.wait_for(server.stdout.readline(), 10)
             assert ("spark1", 18515) in lab.perf.servers
             server.close()

@@ -4,6 +4,11 @@ for `-D` simulated seconds, both printing the real perftest text (layout of
 
 The rate comes from the physics through the traffic engine (so concurrent runs share the
 halves and the switch CPU); a stalled path prints the real retry-exceeded completion error.
+
+Its stdout is a C program's (`StdioOut`): written to a pipe (an SSH exec), the server's
+"Waiting for client to connect" line stays in the C library's buffer until the run ends, as
+on a real node; `stdbuf -oL` makes it come as it is printed. perftest prints that line just
+before it listens, and a client that connects before it does gets "Couldn't connect to".
 """
 
 from __future__ import annotations
@@ -105,6 +110,39 @@ def size_gbps(link_gbps: float, size: int, qps: int) -> float:
 
 def sizes(o: Options) -> list[int]:
     return [2**k for k in range(1, 24)] if o.all_sizes else [o.size]
+
+
+PIPE_BUFFER = 4096  # glibc's stdout buffer on a pipe (its st_blksize)
+
+
+class StdioOut:
+    """A C program's stdout as the C library buffers it (`Ctx.stdout_mode`, from `stdbuf
+    -o`): on a pipe, blocks of PIPE_BUFFER bytes written when full and at exit (`flush`);
+    "L" each line as it ends; "0" every write; a number, blocks of that size. What is still
+    buffered when the program is killed is lost (`flush` is not called)."""
+
+    def __init__(self, write: Write, mode: str) -> None:
+        self._write = write
+        self._line = mode == "L"
+        self._size = 0 if self._line else (int(mode) if mode.isdigit() else PIPE_BUFFER)
+        self._held = ""
+
+    def __call__(self, text: str) -> None:
+        held = self._held + text
+        if self._line:
+            cut = held.rfind("\n") + 1
+        elif len(held) >= self._size:
+            cut = len(held) - len(held) % self._size if self._size else len(held)
+        else:
+            cut = 0
+        if cut:
+            self._write(held[:cut])
+        self._held = held[cut:]
+
+    def flush(self) -> None:
+        if self._held:
+            self._write(self._held)
+            self._held = ""
 
 
 BANNER = (

@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_CAP",
     "DEFAULT_ROWS",
     "Capped",
+    "OutputWatch",
     "api_mark",
     "cap_from_env",
     "mark",
@@ -95,14 +96,37 @@ class _Stream:
         return _decode(bytes(self.kept), self.total, self.cap)
 
 
+class OutputWatch:
+    """Waits for a text on a running command's stdout (a server saying it listens): `seen` is
+    set when it has come, across the chunks it arrived in."""
+
+    __slots__ = ("_needle", "_tail", "seen")
+
+    def __init__(self, text: str) -> None:
+        self._needle = text.encode("utf-8")
+        self._tail = b""
+        self.seen = asyncio.Event()
+
+    def feed(self, data: bytes) -> None:
+        if self.seen.is_set():
+            return
+        window = self._tail + data
+        if self._needle in window:
+            self.seen.set()
+            self._tail = b""
+            return
+        self._tail = window[len(window) - len(self._needle) + 1 :] if self._needle else b""
+
+
 class _Collector:
     """The session side of one remote command: its output goes straight into two capped
     buffers as the channel delivers it (no stream readers, no task per stream), and the
-    command's end (the channel closing) resolves `done`."""
+    command's end (the channel closing) resolves `done`. A `watch` sees stdout as it comes."""
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, watch: OutputWatch | None = None) -> None:
         self.stdout = _Stream(cap)
         self.stderr = _Stream(cap)
+        self.watch = watch
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def connection_made(self, chan: Any) -> None:
@@ -112,7 +136,12 @@ class _Collector:
         pass
 
     def data_received(self, data: bytes, datatype: int | None) -> None:
-        (self.stdout if datatype is None else self.stderr).feed(data)
+        if datatype is None:
+            self.stdout.feed(data)
+            if self.watch is not None:
+                self.watch.feed(data)
+        else:
+            self.stderr.feed(data)
 
     def eof_received(self) -> bool:
         return True  # stay half open: the exit status and the close follow
@@ -143,10 +172,13 @@ def _decode(kept: bytes, total: int, cap: int) -> str:
     return text + mark(cap, total) if total > len(kept) else text
 
 
-async def run_capped(conn: Any, command: str, stdin: str | None, cap: int) -> Capped:
+async def run_capped(
+    conn: Any, command: str, stdin: str | None, cap: int, watch: OutputWatch | None = None
+) -> Capped:
     """Run `command` on an asyncssh connection, keeping at most `cap` bytes of each stream;
-    its stdin is `stdin`, then closed. A channel that breaks raises asyncssh's error."""
-    collector = _Collector(cap)
+    its stdin is `stdin`, then closed; `watch` sees its stdout as it comes. A channel that
+    breaks raises asyncssh's error."""
+    collector = _Collector(cap, watch)
     chan, _session = await conn.create_session(lambda: collector, command, encoding=None)
     try:
         if stdin:

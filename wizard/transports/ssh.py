@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wizard.model import ProbeResult
-from wizard.transports.capped import cap_from_env, run_capped
+from wizard.transports.capped import OutputWatch, cap_from_env, run_capped
 from wizard.transports.sshlib import load_asyncssh
 
 if TYPE_CHECKING:
@@ -236,8 +236,10 @@ class SshTransport:
         *,
         timeout: float | None = None,
         stdin: str | None = None,
+        watch: OutputWatch | None = None,
     ) -> ProbeResult:
-        """Run one command on node `name`; never raises for transport trouble."""
+        """Run one command on node `name`; never raises for transport trouble. `watch` sees
+        its stdout as it comes (a server that says when it listens)."""
         started = time.time()
         t0 = time.monotonic()
 
@@ -258,7 +260,9 @@ class SshTransport:
         limit = self.command_timeout if timeout is None else timeout
         try:
             # stdin is written, then closed at once (like `ssh -n` when there is none)
-            proc = await asyncio.wait_for(run_capped(conn, command, stdin, self.output_cap), limit)
+            proc = await asyncio.wait_for(
+                run_capped(conn, command, stdin, self.output_cap, watch), limit
+            )
         except TimeoutError:
             return result(
                 error=f"{name}: `{_short(command)}` gave no answer within {limit:g} s; "

@@ -278,9 +278,11 @@ class Host:
         login: bool = False,
         root: bool = False,
         shell: Shell | None = None,
+        stdout_mode: str = "",
     ) -> int:
         """Run one command. `shell`: the shell running it itself (its builtins need it); a
-        command another tool starts (`sudo`, `timeout`) runs without one."""
+        command another tool starts (`sudo`, `timeout`) runs without one. `stdout_mode`: how
+        the C library buffers its stdout (`Ctx.stdout_mode`, set by `stdbuf -o`)."""
         name = argv[0]
         stream = stdin if isinstance(stdin, Input) else Input(stdin)
         builtin = BUILTINS.get(name) if shell is not None else None
@@ -296,7 +298,9 @@ class Host:
             err(f"bash: {name}: command not found\n")
             self.refuse(argv)
             return 127
-        ctx = Ctx(self, out, err, stream, root=root, login=login, shell=shell)
+        ctx = Ctx(
+            self, out, err, stream, root=root, login=login, shell=shell, stdout_mode=stdout_mode
+        )
         try:
             return await handler(ctx, argv[1:])
         except (ValueError, IndexError) as exc:

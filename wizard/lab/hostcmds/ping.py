@@ -1,5 +1,7 @@
-"""`ping [-c N] [-s SIZE] [-I IFACE] [-M do] TARGET` over the lab's fabric: a reply needs a path
-and, with `-M do`, a frame that fits every MTU on it.
+"""`ping [-c N] [-i INTERVAL] [-s SIZE] [-I IFACE] [-M do] TARGET` over the lab's fabric: a
+reply needs a path and, with `-M do`, a frame that fits every MTU on it. The echo requests go
+INTERVAL apart (1 s by default; iputils 20240117 refuses less than 2 ms to a user, and keeps
+whole milliseconds).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ class _PingArgs:
     size: int = 56
     iface: str | None = None
     pmtu_do: bool = False  # -M do: never fragment
+    interval: float = 1.0  # -i, seconds between echo requests
 
 
 def _ping_args(args: list[str]) -> _PingArgs:
@@ -31,7 +34,9 @@ def _ping_args(args: list[str]) -> _PingArgs:
             o.iface = next(it, None)
         elif a == "-M":
             o.pmtu_do = next(it, "") == "do"
-        elif a in ("-W", "-w", "-i", "-t"):
+        elif a == "-i":
+            o.interval = int(float(next(it, "1")) * 1000) / 1000  # whole milliseconds
+        elif a in ("-W", "-w", "-t"):
             next(it, None)
         elif not a.startswith("-"):
             o.target = a
@@ -80,6 +85,13 @@ async def _ping(ctx: Ctx, args: list[str]) -> int:
     if target is None:
         ctx.err("ping: usage error: Destination address required\n")
         return 2
+    if o.interval < 0.002 and not ctx.root:
+        ctx.err(
+            "ping: cannot flood, minimal interval for user must be >= 2 ms, "
+            "use -i 0.002 (or higher)\n"
+        )
+        ctx.host.refuse(["ping", *args])
+        return 2
     node, world = ctx.node, ctx.world
     src = _source(node, o.iface, target)
     if o.iface and src is None and o.iface != MGMT_IF:
@@ -100,8 +112,8 @@ async def _ping(ctx: Ctx, args: list[str]) -> int:
             rtt = 0.05 + world.rng.uniform(0, 0.03)
             ctx.out(f"{size + 8} bytes from {target}: icmp_seq={seq} ttl=64 time={rtt:.3f} ms\n")
             received += 1
-    await world.sleep(max(0, count - 1) * 1.0)
-    ms = int((count - 1) * 1000 + world.rng.uniform(20, 60))
+    await world.sleep(max(0, count - 1) * o.interval)
+    ms = int((count - 1) * o.interval * 1000 + world.rng.uniform(20, 60))
     loss = 100 - received * 100 // count
     err_part = f", +{errors} errors" if errors else ""
     ctx.out(

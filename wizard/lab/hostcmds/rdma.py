@@ -20,13 +20,11 @@ async def _ib_write_bw(ctx: Ctx, args: list[str]) -> int:
     o = parsed.options
     if not o.device:
         o.device = ctx.node.rails[0].rdma
-    if o.server_ip is None:
-        return await perftest.run_server(
-            ctx.world, ctx.host.perf, ctx.node, o, out=ctx.out, err=ctx.err
-        )
-    return await perftest.run_client(
-        ctx.world, ctx.host.perf, ctx.node, o, out=ctx.out, err=ctx.err
-    )
+    out = perftest.StdioOut(ctx.out, ctx.stdout_mode)  # stderr is unbuffered
+    run = perftest.run_server if o.server_ip is None else perftest.run_client
+    status = await run(ctx.world, ctx.host.perf, ctx.node, o, out=out, err=ctx.err)
+    out.flush()  # at exit (a run killed before it is cut short of what it buffered)
+    return status
 
 
 @command("ibv_devinfo")

@@ -123,6 +123,10 @@ class Ctx:
     root: bool = False
     login: bool = False
     shell: Shell | None = None  # the shell running the command (None: started by another tool)
+    # how the C library buffers the command's stdout (`stdbuf -o`'s `_STDBUF_O`): "" is its
+    # default for a pipe (an SSH exec's stdout), blocks of 4096 bytes; "L" by line, "0" none,
+    # or a block size in bytes
+    stdout_mode: str = ""
     _stdin: str | None = field(default=None, repr=False)
 
     @property

@@ -1,7 +1,7 @@
 """Shell builtins and the small coreutils about the session: `true`, `false`, `exit`, `read`,
 `break`, `continue`, `test`/`[`, `sleep` and `timeout` (on the lab clock), `hostname`,
-`whoami`, `uname`, `date`, `env`, `sudo`, `bash -c`, `xargs`, and the no-ops (`chmod`,
-`chown`, `sync`, `modprobe`).
+`whoami`, `uname`, `date`, `env`, `sudo`, `bash -c`, `xargs`, `stdbuf`, and the no-ops
+(`chmod`, `chown`, `sync`, `modprobe`).
 """
 
 from __future__ import annotations
@@ -195,11 +195,101 @@ async def _timeout(ctx: Ctx, args: list[str]) -> int:
         ctx.err("timeout: missing operand\n")
         return 125
     seconds = float(args[0].rstrip("s"))
-    run = ctx.host.exec(args[1:], ctx.out, ctx.err, ctx.stream, login=ctx.login, root=ctx.root)
+    run = ctx.host.exec(
+        args[1:],
+        ctx.out,
+        ctx.err,
+        ctx.stream,
+        login=ctx.login,
+        root=ctx.root,
+        stdout_mode=ctx.stdout_mode,  # its environment (`_STDBUF_O`) is the command's
+    )
     try:
         return await ctx.world.clock.wait_for(run, seconds)
     except TimeoutError:
         return 124
+
+
+_STDBUF_TRY = "Try 'stdbuf --help' for more information.\n"
+_STDBUF_SIZE = re.compile(r"([0-9]+)(|[kKMGTPEZY]|[KMGTPEZY]B|[KMGTPEZY]iB)")
+_STDBUF_UNITS = "KMGTPEZY"
+
+
+def _stdbuf_mode(text: str) -> str | None:
+    """A MODE of `stdbuf -i/-o/-e` as coreutils 9 reads it: L, or a size in bytes with an
+    optional unit (K = KiB = 1024, KB = 1000; 0 means unbuffered); None when it is neither."""
+    if text == "L":
+        return text
+    m = _STDBUF_SIZE.fullmatch(text)
+    if m is None:
+        return None
+    unit = m.group(2)[:1].upper()
+    base = 1000 if m.group(2).endswith("B") and not m.group(2).endswith("iB") else 1024
+    power = _STDBUF_UNITS.index(unit) + 1 if unit else 0
+    return str(int(m.group(1)) * base**power)
+
+
+@command("stdbuf")
+async def _stdbuf(ctx: Ctx, args: list[str]) -> int:
+    """coreutils' `stdbuf OPTION... COMMAND`: runs COMMAND with its C library's stdio
+    buffering set (`_STDBUF_O` and libstdbuf preloaded); only stdout's mode changes what the
+    lab's commands do (`Ctx.stdout_mode`). Its refusals and exit statuses are coreutils' own
+    (125 for its own errors, 127 for a command it cannot find)."""
+    modes: dict[str, str] = {}
+    longs = {"--input": "i", "--output": "o", "--error": "e"}
+    rest = list(args)
+    while rest and rest[0].startswith("-") and rest[0] != "-":
+        opt = rest.pop(0)
+        if opt == "--":
+            break
+        if opt.startswith("--"):
+            name, eq, value = opt.partition("=")
+            if name not in longs:
+                ctx.err(f"stdbuf: unrecognized option '{opt}'\n{_STDBUF_TRY}")
+                return 125
+            if not eq:
+                if not rest:
+                    ctx.err(f"stdbuf: option '{name}' requires an argument\n{_STDBUF_TRY}")
+                    return 125
+                value = rest.pop(0)
+            letter = longs[name]
+        else:
+            letter, value = opt[1], opt[2:]
+            if letter not in "ioe":
+                ctx.err(f"stdbuf: invalid option -- '{letter}'\n{_STDBUF_TRY}")
+                return 125
+            if not value:
+                if not rest:
+                    ctx.err(f"stdbuf: option requires an argument -- '{letter}'\n{_STDBUF_TRY}")
+                    return 125
+                value = rest.pop(0)
+        if letter == "i" and value.startswith("L"):
+            ctx.err(f"stdbuf: line buffering stdin is meaningless\n{_STDBUF_TRY}")
+            return 125
+        mode = _stdbuf_mode(value)
+        if mode is None:
+            ctx.err(f"stdbuf: invalid mode \u2018{value}\u2019\n")
+            return 125
+        modes[letter] = mode
+    if not rest:
+        ctx.err(f"stdbuf: missing operand\n{_STDBUF_TRY}")
+        return 125
+    if not modes:
+        ctx.err(f"stdbuf: you must specify a buffering mode option\n{_STDBUF_TRY}")
+        return 125
+    name = rest[0]
+    if COMMANDS.get(name.rsplit("/", 1)[-1]) is None or nodetools.resolve(ctx.host, name):
+        ctx.err(f"stdbuf: failed to run command \u2018{name}\u2019: No such file or directory\n")
+        return 127
+    return await ctx.host.exec(
+        rest,
+        ctx.out,
+        ctx.err,
+        ctx.stream,
+        login=ctx.login,
+        root=ctx.root,
+        stdout_mode=modes.get("o", ctx.stdout_mode),
+    )
 
 
 @command("hostname")
