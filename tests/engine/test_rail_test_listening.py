@@ -16,7 +16,7 @@ from wizard import sweep_traffic
 from wizard.events import Event, ProbeSent
 from wizard.inventory import load_inventory
 from wizard.lab.lab import Lab
-from wizard.model import ProbeResult, Rail
+from wizard.model import Measurement, ProbeResult, Rail
 from wizard.readiness import NodeTools
 from wizard.sweep import Sweeper
 from wizard.sweep_traffic import RailRun, one_rail_test
@@ -88,11 +88,15 @@ def _rail(node: str, ip: str) -> Rail:
     return Rail(node, "enp1s0f0np0", "rocep1s0f0", 0, "A", addresses=(f"{ip}/24",), up=True)
 
 
-def _sweeper(node: Node, events: list[Event]) -> Sweeper:
+async def _test(node: Node, wait: float) -> tuple[Measurement, list[Event]]:
+    """One rail test from spark1 to spark2 on `node`'s perftest; the client waits at most
+    `wait` for its server to say it listens."""
+    events: list[Event] = []
     sw = Sweeper(ssh=node, nodes=["spark1", "spark2"], switches={}, sink=events.append)
     for n in ("spark1", "spark2"):
         sw.tools[n] = NodeTools(paths={"ib_write_bw": "/usr/bin/ib_write_bw"})
-    return sw
+    client, server = _rail("spark1", "10.9.1.1"), _rail("spark2", "10.9.1.2")
+    return await one_rail_test(sw, client, server, RailRun(18515, 5, wait, 30.0)), events
 
 
 @pytest.fixture
@@ -107,11 +111,8 @@ def _gid(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("_gid")
 async def test_the_client_starts_when_the_server_says_it_listens() -> None:
-    node, events = Node(banner_after=0.4), []
-    sw = _sweeper(node, events)
-    m = await one_rail_test(
-        sw, _rail("spark1", "10.9.1.1"), _rail("spark2", "10.9.1.2"), RailRun(18515, 5, 10.0, 30.0)
-    )
+    node = Node(banner_after=0.4)
+    m, events = await _test(node, 10.0)
     assert m.valid and m.value == pytest.approx(111.86)
     [(t_server, server)] = [x for x in node.log if x[1].startswith("stdbuf")]
     [(t_client, client)] = [x for x in node.log if x[1].startswith("ib_write_bw")]
@@ -126,11 +127,8 @@ async def test_the_client_starts_when_the_server_says_it_listens() -> None:
 async def test_a_refused_client_tries_again_while_its_server_runs() -> None:
     # the server says nothing within the client's wait (0.05 s): the client goes, is refused,
     # and tries again until the server listens
-    node, events = Node(banner_after=0.6), []
-    sw = _sweeper(node, events)
-    m = await one_rail_test(
-        sw, _rail("spark1", "10.9.1.1"), _rail("spark2", "10.9.1.2"), RailRun(18515, 5, 0.05, 30.0)
-    )
+    node = Node(banner_after=0.6)
+    m, events = await _test(node, 0.05)
     assert m.valid and m.value == pytest.approx(111.86)
     clients = [c for _t, c in node.log if c.startswith("ib_write_bw")]
     assert len(clients) == 3  # at 0.05 s, 0.3 s (refused), 0.8 s (listening)
@@ -140,11 +138,8 @@ async def test_a_refused_client_tries_again_while_its_server_runs() -> None:
 
 @pytest.mark.usefixtures("_gid")
 async def test_a_server_that_ends_before_it_listens_gives_no_number() -> None:
-    node, events = Node(banner_after=0.01, fail=" Couldn't listen to port\n"), []
-    sw = _sweeper(node, events)
-    m = await one_rail_test(
-        sw, _rail("spark1", "10.9.1.1"), _rail("spark2", "10.9.1.2"), RailRun(18515, 5, 10.0, 30.0)
-    )
+    node = Node(banner_after=0.01, fail=" Couldn't listen to port\n")
+    m, _events = await _test(node, 10.0)
     assert not m.valid and m.value == 0.0
     assert m.reason == (
         "no result: not run: the ib_write_bw server on spark2 ended before it listened "

@@ -129,8 +129,7 @@ async def test_ping_interval_as_iputils() -> None:
     refused = await _run(host, clock, base.replace("-c 3", "-c 3 -i 0.001"))
     assert refused == (
         "",
-        "ping: cannot flood, minimal interval for user must be >= 2 ms, "
-        "use -i 0.002 (or higher)\n",
+        "ping: cannot flood, minimal interval for user must be >= 2 ms, use -i 0.002 (or higher)\n",
         2,
     )
     assert w.refused[-1] == ("spark1", base.replace("-c 3", "-c 3 -i 0.001"))

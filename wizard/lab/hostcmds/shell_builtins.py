@@ -244,25 +244,19 @@ async def _stdbuf(ctx: Ctx, args: list[str]) -> int:
             break
         if opt.startswith("--"):
             name, eq, value = opt.partition("=")
-            if name not in longs:
-                ctx.err(f"stdbuf: unrecognized option '{opt}'\n{_STDBUF_TRY}")
-                return 125
-            if not eq:
-                if not rest:
-                    ctx.err(f"stdbuf: option '{name}' requires an argument\n{_STDBUF_TRY}")
-                    return 125
-                value = rest.pop(0)
-            letter = longs[name]
+            letter, given = longs.get(name, ""), bool(eq)
+            unknown = f"unrecognized option '{opt}'"
+            missing = f"option '{name}' requires an argument"
         else:
             letter, value = opt[1], opt[2:]
-            if letter not in "ioe":
-                ctx.err(f"stdbuf: invalid option -- '{letter}'\n{_STDBUF_TRY}")
-                return 125
-            if not value:
-                if not rest:
-                    ctx.err(f"stdbuf: option requires an argument -- '{letter}'\n{_STDBUF_TRY}")
-                    return 125
-                value = rest.pop(0)
+            letter, given = (letter if letter in "ioe" else ""), bool(value)
+            unknown = f"invalid option -- '{opt[1]}'"
+            missing = f"option requires an argument -- '{letter}'"
+        if not letter or not (given or rest):
+            ctx.err(f"stdbuf: {missing if letter else unknown}\n{_STDBUF_TRY}")
+            return 125
+        if not given:
+            value = rest.pop(0)
         if letter == "i" and value.startswith("L"):
             ctx.err(f"stdbuf: line buffering stdin is meaningless\n{_STDBUF_TRY}")
             return 125
