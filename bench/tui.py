@@ -37,13 +37,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _apphook import PATCH_APP  # noqa: E402  # beside this file (bench/ is on sys.path as run)
+
 # `fabwiz demo` as a user starts it (the console script's `screens.cli.main`: the start-up cache,
 # the collector's start-up pause, click, the demo command), with Textual's headless driver; the
 # process leaves at the first painted frame, before the engine and the lab start.
-FIRST_SCREEN = """
+FIRST_SCREEN = (
+    """
 import time
 t0 = time.perf_counter()
-import importlib.machinery, os, sys
+import os, sys
 
 def painted():
     print(time.perf_counter() - t0, flush=True)
@@ -59,35 +62,22 @@ def patch(module):
         mount(self)
     app.on_mount = on_mount
     app.run = lambda self, **kw: run(self, **{**kw, "headless": True, "size": (120, 40)})
-
-class Hook:  # a meta path finder (importlib.abc would import importlib.resources, ~10 ms)
-    # patches screens.app as the demo command imports it (not before: the command's start-up,
-    # the code cache and the collector's pause, come first, as for a user)
-    def find_spec(self, name, path, target=None):
-        if name != "screens.app":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        loader = spec.loader
-        real = loader.exec_module
-        def exec_module(module):
-            real(module)
-            patch(module)
-        loader.exec_module = exec_module
-        return spec
-
-sys.meta_path.insert(0, Hook())
+"""
+    + PATCH_APP
+    + """
 sys.argv = ["fabwiz", "demo"]
 import screens.cli
 screens.cli.main()
 """
+)
 
 # `fabwiz run -i INVENTORY` as a user starts it, headless, to the preflight's verdicts on screen
 # with the engine asking what to do about them (the session folder is a fresh one under argv[2]).
-PREFLIGHT_RUN = """
+PREFLIGHT_RUN = (
+    """
 import time
 t0 = time.perf_counter()
-import importlib.machinery, os, sys
+import os, sys
 
 first = []
 
@@ -108,26 +98,15 @@ def patch(module):
 def done():
     print(first[0], time.perf_counter() - t0, flush=True)  # the first paint, the verdicts
     os._exit(0)
-
-class Hook:
-    def find_spec(self, name, path, target=None):
-        if name != "screens.app":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        real = spec.loader.exec_module
-        def exec_module(module):
-            real(module)
-            patch(module)
-        spec.loader.exec_module = exec_module
-        return spec
-
-sys.meta_path.insert(0, Hook())
+"""
+    + PATCH_APP
+    + """
 inventory, sessions = sys.argv[1], sys.argv[2]
 sys.argv = ["fabwiz", "run", "-i", inventory, "--session-dir", sessions]
 import screens.cli
 screens.cli.main()
 """
+)
 
 # The app alone (no command, no engine factory): what the figure was before it took the demo's path.
 FIRST_SCREEN_APP = """

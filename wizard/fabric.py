@@ -94,7 +94,7 @@ class InventoryFabric:
         self._samples_seen: dict[str, int] = {}  # node -> samples emitted (streams alive)
         self._sampled = asyncio.Event()
         self._baselines: set[str] = set()  # nodes whose current stream sent its first sample
-        # ib_write_bw's server must listen before its client connects: 0.3 s on real nodes.
+        # the longest a rail test's client waits for its server to say it listens
         self.server_start_delay_s = server_start_delay_s
         self._direct_pair: tuple[str, str, int] | None = None  # set by direct_connect_action
         # The engine emits MeasurementTaken itself (after the drain guard): the sweeper's

@@ -56,6 +56,10 @@ LISTENING = "Waiting for client to connect"
 SERVER_PREFIX = "stdbuf -oL "
 # how long a client waits for its server to say it listens, by default; then it goes anyway
 LISTEN_WAIT_S = 10.0
+# perftest's client and server sleep this long (targets' time) once connected, before the test
+# moves data (write_bw.c: `sleep(1)` after establish_connection): no switch CPU sample taken
+# before it is evidence of the transfer
+PERFTEST_SETUP_S = 1.0
 # a client refused ("Couldn't connect to", its server not listening yet) tries again after
 # these pauses, while its server runs
 CONNECT_RETRY_S = (0.25, 0.5, 1.0, 2.0)
@@ -254,9 +258,9 @@ async def with_switch_cpu(
 ) -> list[Measurement]:
     """Run bandwidth jobs while sampling every switch's `/system/resource` cpu-load; each
     measurement carries the highest load seen during it (`extra["switch_cpu"]`). Only
-    samples sent at least `interval_s` after the clients started and answered at least
-    `interval_s` before the last one ended count: a sample that may have missed the
-    transfer is no evidence of an idle CPU."""
+    samples sent at least `interval_s` after the data began to move (the last client's start
+    and perftest's second) and answered at least `interval_s` before the last job ended
+    count: a sample that may have missed the transfer is no evidence of an idle CPU."""
     if not jobs:
         return []
     if interval_s is None:
@@ -277,17 +281,10 @@ async def with_switch_cpu(
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), interval_s)
 
-    readings = _READINGS.get()
-    kept = readings.pop(SWITCHES, None) if readings is not None else None
-    ports_before = kept if kept is not None else await switch_port_counters(sw)
+    ports_before = await _ports_before(sw)
     sampler = asyncio.ensure_future(sample()) if sw.switches else None
-    starts: list[float] = []  # each client's start, as it goes (`_client_and_server`)
     launched = time.monotonic()
-    token = _CLIENT_STARTS.set(starts)
-    try:
-        running = asyncio.gather(*jobs)  # each job's task holds `starts` in its context
-    finally:
-        _CLIENT_STARTS.reset(token)
+    running, starts = _launch(jobs)
     try:
         results = await running
     finally:
@@ -296,12 +293,12 @@ async def with_switch_cpu(
         if sampler is not None:
             with contextlib.suppress(Exception):
                 await sampler
-    # the transfers were all under way once the last client started (a job that says
-    # nothing, as NCCL's launch, is taken to start `delay` after the jobs)
-    started = max(starts) if starts else launched + delay
-    ports_after = await switch_port_counters(sw)
-    if readings is not None:
-        readings[SWITCHES] = ports_after
+    # the transfers were all under way once the last client had started and got through
+    # perftest's setup (it sleeps a second once connected, before it moves data); a job that
+    # says nothing, as NCCL's launch, is taken to start `delay` after the jobs
+    setup = PERFTEST_SETUP_S / (sw.clock_rate or 1.0)
+    started = max(starts) + setup if starts else launched + delay
+    ports_after = await _ports_after(sw)
     peaks: dict[str, float] = {}
     for sent, answered, name, load in samples:
         if sent >= started + interval_s and answered <= ended - interval_s:
@@ -317,6 +314,35 @@ async def with_switch_cpu(
     if moved:
         extra["switch_ports"] = moved  # per switch, the ports whose counters moved
     return [replace(m, extra={**m.extra, **extra}) if extra else m for m in results]
+
+
+def _launch(
+    jobs: Sequence[Awaitable[Measurement]],
+) -> tuple[asyncio.Future[list[Measurement]], list[float]]:
+    """The jobs running, and the list each client's start goes to as it goes
+    (`_client_and_server`: each job's task holds the list in its context)."""
+    starts: list[float] = []
+    token = _CLIENT_STARTS.set(starts)
+    try:
+        return asyncio.gather(*jobs), starts
+    finally:
+        _CLIENT_STARTS.reset(token)
+
+
+async def _ports_before(sw: Sweeper) -> dict[str, dict[str, dict[str, int]]]:
+    """The switches' port counters before a round: those read as the last round of a
+    `shared_readings` span ended, or read now."""
+    readings = _READINGS.get()
+    kept = readings.pop(SWITCHES, None) if readings is not None else None
+    return kept if kept is not None else await switch_port_counters(sw)
+
+
+async def _ports_after(sw: Sweeper) -> dict[str, dict[str, dict[str, int]]]:
+    got = await switch_port_counters(sw)
+    readings = _READINGS.get()
+    if readings is not None:
+        readings[SWITCHES] = got
+    return got
 
 
 async def switch_port_counters(sw: Sweeper) -> dict[str, dict[str, dict[str, int]]]:
@@ -496,7 +522,7 @@ async def _when_listening(
     if watch.seen.is_set() or not srv.done():
         return None
     res = srv.result()
-    said = (res.error or res.stderr.strip() or res.stdout.strip()).splitlines()
+    said = [line[:200] for line in (res.error or res.stderr or res.stdout).strip().splitlines()]
     return ProbeResult(
         target=node,
         kind="ssh",

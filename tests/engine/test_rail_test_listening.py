@@ -178,3 +178,44 @@ async def test_a_proof_run_reads_counters_once_between_tests_and_gids_once() -> 
     assert len(gids) == len(inv.nodes)
     for m in ms:  # each end's deltas are there, and moved with the test
         assert set(m.extra["counters"]) == {"client", "server"}
+
+
+class Switch:
+    """A switch whose CPU is idle until `busy_at` (the transfer's start), then at 80 %."""
+
+    def __init__(self, busy_at: float) -> None:
+        self.busy_at = busy_at
+
+    async def call(self, path: str, verb: str, **kw: Any) -> ProbeResult:
+        load = "80" if time.monotonic() >= self.busy_at else "1"
+        rows = [{"cpu-load": load}] if path == "/system/resource" else []
+        return ProbeResult("sw", "api", f"{path} {verb}", rows=tuple(rows))
+
+
+async def _sampled(transfer_s: float) -> dict[str, Any]:
+    """The switch CPU `with_switch_cpu` puts on a rail test whose client starts at once and whose
+    ends then sleep perftest's second (0.1 s at a 10x clock) before `transfer_s` of data."""
+    sw = Sweeper(ssh=Node(0.0), nodes=["spark1", "spark2"], switches={}, sink=lambda _e: None)
+    sw.clock_rate = 10.0
+    setup = sweep_traffic.PERFTEST_SETUP_S / sw.clock_rate
+    switch = Switch(busy_at=0.0)
+    sw.switches = {"sw": switch}  # type: ignore[dict-item]
+
+    async def job() -> Measurement:
+        starts = sweep_traffic._CLIENT_STARTS.get()
+        assert starts is not None
+        starts.append(time.monotonic())
+        switch.busy_at = time.monotonic() + setup
+        await asyncio.sleep(setup + transfer_s)
+        return Measurement("rail", "spark1/p0->spark2/p0", 9.4, "Gb/s")
+
+    [m] = await sweep_traffic.with_switch_cpu(sw, [job()], delay=10.0)
+    return dict(m.extra)
+
+
+async def test_no_switch_cpu_sample_before_the_data_moves_is_evidence() -> None:
+    # a test whose data moved for less than two sampling intervals: the idle samples taken
+    # while perftest slept are not "the CPU during the transfer"
+    assert "switch_cpu" not in await _sampled(0.03)
+    # a long enough transfer: only samples of the busy CPU count
+    assert (await _sampled(0.3))["switch_cpu"] == {"sw": 80.0}

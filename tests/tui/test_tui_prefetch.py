@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import runpy
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ from wizard.transports.ssh import SshTransport
 pytestmark = pytest.mark.lab
 
 ROOT = Path(__file__).resolve().parents[2]
+# the finder that patches the app as the command imports it, shared with bench/tui.py
+PATCH_APP: str = runpy.run_path(str(ROOT / "bench" / "_apphook.py"))["PATCH_APP"]
 
 
 def _count_batches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -166,8 +169,9 @@ async def test_an_app_closed_before_its_engine_cancels_the_begun_sweep(tmp_path:
 # `fabwiz run -i INVENTORY` as a process: the command's own start (the loop the sweep begins on,
 # Textual loaded in a thread, the app on that loop), headless, leaving through the app once the
 # preflight's verdicts are on screen.
-RUN = """
-import importlib.machinery, sys
+RUN = (
+    """
+import sys
 
 def patch(module):
     app = module.FabwizApp
@@ -179,25 +183,14 @@ def patch(module):
             self.call_after_refresh(self.exit_session)
     app.offer_choice = offer_choice
     app.run = lambda self, **kw: run(self, **{**kw, "headless": True, "size": (120, 40)})
-
-class Hook:
-    def find_spec(self, name, path, target=None):
-        if name != "screens.app":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        real = spec.loader.exec_module
-        def exec_module(module):
-            real(module)
-            patch(module)
-        spec.loader.exec_module = exec_module
-        return spec
-
-sys.meta_path.insert(0, Hook())
+"""
+    + PATCH_APP
+    + """
 sys.argv = ["fabwiz", "run", "-i", sys.argv[1], "--session-dir", sys.argv[2]]
 import screens.cli
 screens.cli.main()
 """
+)
 
 
 async def test_the_run_command_sweeps_once_and_leaves_cleanly(tmp_path: Path) -> None:

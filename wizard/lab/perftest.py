@@ -24,6 +24,9 @@ from wizard.lab.world import NodeState, RailState, World
 
 RULE = "-" * 87
 DEFAULT_PORT = 18515
+# perftest sleeps a second once its client and server are connected, before they exchange
+# versions and run the test (write_bw.c: `sleep(1)` after establish_connection)
+CONNECTED_SLEEP_S = 1.0
 STALL_SECONDS = 3.0  # simulated time a stalled QP retries before the retry counter runs out
 QP_MSG_RATE = 9.0e6  # RDMA writes per second one CX7 QP posts and completes (small messages)
 CPU_PER_GBPS = 0.05  # % of the node's cores a busy-polling perftest burns per Gb/s
@@ -266,6 +269,7 @@ async def run_client(
     sess = _connect(world, reg, ip, o.port, err)
     if sess is None:
         return 1
+    await world.sleep(CONNECTED_SLEEP_S)  # both ends, before they exchange anything
     server = world.nodes[sess.node]
     srail = sess.rail
     bidir = o.bidir or sess.opts.bidir
