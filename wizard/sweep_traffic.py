@@ -483,9 +483,8 @@ async def _client_and_server(
     sw._emit(ProbeSent(step=sw.step, target=srail.node, command=launch))
     watch = OutputWatch(LISTENING)
     srv = asyncio.ensure_future(sw.ssh.run(srail.node, launch, timeout=run.timeout, watch=watch))
-    cli = await _when_listening(sw, srv, watch, run, srail.node, client_cmd)
-    if cli is None:
-        cli = await _client(sw, crail, client_cmd, srv, run)
+    not_run = await _when_listening(srv, watch, run, crail.node, client_cmd)
+    cli = not_run or await _client(sw, crail, client_cmd, srv, run)
     try:
         srv_res = await asyncio.wait_for(srv, run.timeout)
     except TimeoutError:
@@ -497,13 +496,13 @@ async def _client_and_server(
         for side, a, b in (("client", c0, c1), ("server", s0, s1))
         if a is not None and b is not None
     }
-    sw._emit(ProbeAnswered(step=sw.step, probe=f"ib_write_bw:{crail.netdev}", result=cli))
+    if not_run is None:  # a client that never ran was never sent: nothing to log of it
+        sw._emit(ProbeAnswered(step=sw.step, probe=f"ib_write_bw:{crail.netdev}", result=cli))
     sw._emit(ProbeAnswered(step=sw.step, probe=f"ib_write_bw:{srail.netdev}", result=srv_res))
     return cli, srv_res, counters
 
 
 async def _when_listening(
-    sw: Sweeper,
     srv: asyncio.Future[ProbeResult],
     watch: OutputWatch,
     run: RailRun,
@@ -538,17 +537,21 @@ async def _client(
     """The client, run again while it is refused and its server still runs (perftest's client
     does not retry: a connect before the server listens is "Couldn't connect to")."""
     starts = _CLIENT_STARTS.get()
-    for pause in (*CONNECT_RETRY_S, None):
+
+    async def attempt() -> ProbeResult:
         sw._emit(ProbeSent(step=sw.step, target=rail.node, command=client_cmd))
         if starts is not None:
             starts.append(time.monotonic())
-        cli = await sw.ssh.run(rail.node, client_cmd, timeout=run.timeout)
+        return await sw.ssh.run(rail.node, client_cmd, timeout=run.timeout)
+
+    for pause in CONNECT_RETRY_S:
+        cli = await attempt()
         refused = cli.exit_status not in (0, None) and "Couldn't connect to" in cli.stderr
-        if pause is None or not refused or srv.done():
+        if not refused or srv.done():
             return cli
         sw._emit(ProbeAnswered(step=sw.step, probe=f"ib_write_bw:{rail.netdev}", result=cli))
         await asyncio.sleep(pause)
-    raise AssertionError("unreachable")  # the last pass returns
+    return await attempt()
 
 
 def _bandwidth(cli: ProbeResult, srv_res: ProbeResult) -> tuple[float, str, str | None]:

@@ -139,13 +139,17 @@ async def test_a_refused_client_tries_again_while_its_server_runs() -> None:
 @pytest.mark.usefixtures("_gid")
 async def test_a_server_that_ends_before_it_listens_gives_no_number() -> None:
     node = Node(banner_after=0.01, fail=" Couldn't listen to port\n")
-    m, _events = await _test(node, 10.0)
+    m, events = await _test(node, 10.0)
     assert not m.valid and m.value == 0.0
     assert m.reason == (
         "no result: not run: the ib_write_bw server on spark2 ended before it listened "
         "(Couldn't listen to port)"
     )
     assert not [c for _t, c in node.log if c.startswith("ib_write_bw")]  # no client ran
+    # and the log holds only what was sent: the server, and its answer
+    logged = [(type(e).__name__, getattr(e, "command", "") or e.result.command) for e in events]  # type: ignore[attr-defined]
+    assert [kind for kind, _c in logged] == ["ProbeSent", "ProbeAnswered"]
+    assert all(c.startswith("stdbuf -oL ib_write_bw ") for _k, c in logged)
 
 
 async def test_a_proof_run_reads_counters_once_between_tests_and_gids_once() -> None:
