@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import TypeVar
 
 from wizard.errors import ParseError
-from wizard.model import Half, ProbeResult, Rail
+from wizard.model import Half, Hop, ProbeResult, Rail, SwitchMap
 from wizard.parsers.ethtool import parse_ethtool, parse_ethtool_driver
 from wizard.parsers.ibdev2netdev import Ibdev2NetdevResult, IbdevMapping, parse_ibdev2netdev
 from wizard.parsers.iproute2 import IpInterface, IpResult, parse_ip_json
@@ -42,6 +42,8 @@ __all__ = [
     "pci_half_port",
     "rails_from_observations",
     "read_ibdev2netdev",
+    "switch_map",
+    "switch_map_from_observations",
 ]
 
 # The probes discovery reads (the sweep always runs them; the checks share these objects).
@@ -192,23 +194,85 @@ def _ip(text: str | None) -> Mapping[str, IpInterface] | None:
     return {i.name: i for i in res.interfaces}
 
 
-def cabling_from_host_tables(
+def _learned(
     rails: Iterable[Rail], host_tables: Mapping[str, Iterable[Mapping[str, str]]]
-) -> dict[str, tuple[str, str]]:
-    """rail key -> (switch, sub-port), from the MACs each switch learned on its ports."""
-    by_mac: dict[str, tuple[str, str]] = {}
+) -> tuple[dict[str, Rail], dict[str, dict[str, str]]]:
+    """The rails by MAC, and for each rail MAC the port every switch learned it on."""
+    by_mac = {r.mac.lower(): r for r in rails if r.mac}
+    seen: dict[str, dict[str, str]] = {}
     for switch, table in host_tables.items():
         for row in table:
             mac = row.get("mac-address", "").lower()
             port = row.get("on-interface") or row.get("interface") or ""
             if not mac or row.get("local") == "true" or port.startswith("bridge"):
                 continue
-            by_mac.setdefault(mac, (switch, port))
-    out: dict[str, tuple[str, str]] = {}
-    for r in rails:
-        if r.mac and r.mac in by_mac:
-            out[r.key] = by_mac[r.mac]
-    return out
+            if mac in by_mac:
+                seen.setdefault(mac, {}).setdefault(switch, port)
+    return by_mac, seen
+
+
+def cabling_from_host_tables(
+    rails: Iterable[Rail], host_tables: Mapping[str, Iterable[Mapping[str, str]]]
+) -> dict[str, tuple[str, str]]:
+    """rail key -> (switch, sub-port) its cable lands on, from the MACs each switch learned.
+
+    In a bridged fabric every switch learns every node's MAC (its broadcasts flood): on the
+    leg the cable lands on at the node's own switch, and at every other switch on the port
+    toward that one (an ISL, a campus uplink). A leg carries one node port (the two halves'
+    MACs); a port toward other switches carries every node port beyond it. Where a single
+    node port lies beyond such a port too, the place that disagrees with where the other
+    switches learned that switch's own nodes is not the leg. A MAC still placed on two legs
+    (two switches of one node port each) is left out: no table says which is its cable."""
+    by_mac, seen = _learned(rails, host_tables)
+    carries: dict[tuple[str, str], set[tuple[str, int]]] = {}
+    for mac, where in seen.items():
+        r = by_mac[mac]
+        for switch, port in where.items():
+            carries.setdefault((switch, port), set()).add((r.node, r.port))
+    home: dict[str, str] = {}  # mac -> its switch
+    unsure: dict[str, list[str]] = {}
+    for mac, where in seen.items():
+        legs = [sw for sw, port in where.items() if len(carries[(sw, port)]) == 1]
+        if len(where) == 1:
+            home[mac] = next(iter(where))
+        elif len(legs) == 1:
+            home[mac] = legs[0]
+        elif legs:
+            unsure[mac] = legs
+    toward = _toward(seen, home)
+    for mac, legs in unsure.items():
+        where = seen[mac]
+        fits = [
+            t
+            for t in legs
+            if all(toward.get((s, t), port) == port for s, port in where.items() if s != t)
+        ]
+        if len(fits) == 1:
+            home[mac] = fits[0]
+    return {by_mac[mac].key: (sw, seen[mac][sw]) for mac, sw in home.items()}
+
+
+def _toward(seen: Mapping[str, Mapping[str, str]], home: Mapping[str, str]) -> dict[Hop, str]:
+    """(switch, other switch) -> the port of the first where it learned most of the MACs
+    whose cable lands on the second."""
+    votes: dict[Hop, dict[str, int]] = {}
+    for mac, t in home.items():
+        for s, port in seen.get(mac, {}).items():
+            if s != t:
+                v = votes.setdefault((s, t), {})
+                v[port] = v.get(port, 0) + 1
+    return {k: max(sorted(v), key=lambda p: v[p]) for k, v in votes.items()}
+
+
+def switch_map(
+    rails: Iterable[Rail], host_tables: Mapping[str, Iterable[Mapping[str, str]]]
+) -> SwitchMap:
+    """The port of each switch toward each other switch, from where it learned the MACs of
+    the rails cabled to that one (`rails` with their switch filled, by `apply_cabling`)."""
+    rails = [r for r in rails if r.switch]
+    _by_mac, seen = _learned(rails, host_tables)
+    home = {r.mac.lower(): r.switch for r in rails if r.mac and r.switch}
+    return SwitchMap(_toward(seen, {m: t for m, t in home.items() if t is not None}))
 
 
 def apply_cabling(
@@ -281,11 +345,21 @@ def rails_from_observations(
         if found is not None:
             rails[node] = found
     every = [r for rs in rails.values() for r in rs]
-    tables = {
+    mapping = dict(cabling_from_host_tables(every, _host_tables(obs)))
+    mapping.update(cabling or {})
+    return {node: apply_cabling(rs, mapping) for node, rs in rails.items()}
+
+
+def _host_tables(obs: Observations) -> dict[str, tuple[dict[str, str], ...]]:
+    return {
         sw: res[SW_BRIDGE_HOST.name].rows
         for sw, res in obs.switches.items()
         if SW_BRIDGE_HOST.name in res and res[SW_BRIDGE_HOST.name].error is None
     }
-    mapping = dict(cabling_from_host_tables(every, tables))
-    mapping.update(cabling or {})
-    return {node: apply_cabling(rs, mapping) for node, rs in rails.items()}
+
+
+def switch_map_from_observations(
+    obs: Observations, rails: Mapping[str, Iterable[Rail]]
+) -> SwitchMap:
+    """The switch map of a sweep's host tables, for `rails` (their cabling worked out)."""
+    return switch_map([r for rs in rails.values() for r in rs], _host_tables(obs))

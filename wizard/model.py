@@ -8,6 +8,7 @@ as two netdevs and two RDMA devices. A *rail* is one netdev/RDMA-device pair.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
@@ -106,6 +107,33 @@ class Rail:
     @property
     def key(self) -> str:
         return f"{self.node}/{self.netdev}"
+
+
+Hop = tuple[str, str]  # (switch, the other switch) or (switch, one of its ports)
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchMap:
+    """Which port of each switch leads toward each other switch (`toward[(s, t)]`), as the
+    switches' MAC tables show it. Empty: one switch, or tables not read."""
+
+    toward: Mapping[Hop, str] = field(default_factory=dict)
+
+    def egress(self, a: str, b: str) -> tuple[Hop, ...]:
+        """(switch, port) of every switch a frame from a leg of switch `a` to one of `b` leaves
+        by: `a`'s port toward `b`, and each switch between them (its ports toward `a` and
+        toward `b` differ). Empty when `a`'s way to `b` is not known."""
+        first = self.toward.get((a, b))
+        if first is None or a == b:
+            return ()
+        hops = [(a, first)]
+        for s in sorted({s for s, _ in self.toward}):
+            if s in (a, b):
+                continue
+            pa, pb = self.toward.get((s, a)), self.toward.get((s, b))
+            if pa is not None and pb is not None and pa != pb:
+                hops.append((s, pb))
+        return tuple(hops)
 
 
 @dataclass(frozen=True, slots=True)

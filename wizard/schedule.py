@@ -1,48 +1,26 @@
 """Which rail tests run at once: every node pair over round-robin rounds of disjoint pairs, rail
 tests packed into rounds that share no bottleneck (a NIC's direction, a PCIe half, an ISL
-direction), and rounds split so that at most one flow crosses an ISL in one direction. Pure
+direction: at most one flow leaves a switch's port toward another switch at once). Pure
 functions over names and rails; the sweep (`wizard.sweep`) runs the rounds."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from wizard.model import Rail
-from wizard.sweep_traffic import rail_at
+from wizard.model import Rail, SwitchMap
 
-__all__ = ["flow_uses", "isl_safe", "pack_rounds", "rail_pairs", "round_robin"]
-
-
-def isl_safe(
-    schedule: list[list[tuple[str, str]]], by_node: Mapping[str, Sequence[Rail]], idx: int
-) -> list[list[tuple[str, str]]]:
-    """Split rounds so that at most one flow crosses an ISL in one direction at once: a single
-    flow measures the rail (~109 Gb/s, seed 003); two sharing one direction (~81.9 each) is
-    its own test (`isl_shared_test`)."""
-    out: list[list[tuple[str, str]]] = []
-    for pairs in schedule:
-        subs: list[tuple[list[tuple[str, str]], dict[tuple[str, str], int]]] = []
-        for a, b in pairs:
-            ra, rb = rail_at(by_node.get(a, ()), idx), rail_at(by_node.get(b, ()), idx)
-            way = (ra.switch or "", rb.switch or "") if ra and rb else ("", "")
-            crossing = bool(way[0] and way[1] and way[0] != way[1])
-            for sub, used in subs:
-                if not crossing or used.get(way, 0) < 1:
-                    sub.append((a, b))
-                    if crossing:
-                        used[way] = used.get(way, 0) + 1
-                    break
-            else:
-                subs.append(([(a, b)], {way: 1} if crossing else {}))
-        out.extend(sub for sub, _ in subs)
-    return out
+__all__ = ["flow_uses", "pack_rounds", "rail_pairs", "round_robin", "rounds_bound"]
 
 
-def flow_uses(client: Rail, server: Rail) -> frozenset[tuple[str, ...]]:
+def flow_uses(
+    client: Rail, server: Rail, switches: SwitchMap | None = None
+) -> frozenset[tuple[str, ...]]:
     """What one single-QP rail test needs to itself to measure the rail: its client's send
     side and its server's receive side (the NIC's ~196 Gb/s a direction is less than two rails),
-    both nodes' PCIe halves (both directions on one half cost each ~8%), and the ISL direction
-    it crosses (two flows on one direction is `isl_shared_test`)."""
+    both nodes' PCIe halves (both directions on one half cost each ~8%), and every ISL
+    direction it crosses (two flows on one direction is `isl_shared_test`): the port each
+    switch on its way sends it out of (`switches`), else, where that way is not known, the
+    pair of switches."""
     uses = {
         ("tx", client.node),
         ("rx", server.node),
@@ -50,26 +28,62 @@ def flow_uses(client: Rail, server: Rail) -> frozenset[tuple[str, ...]]:
         ("half", server.node, server.half),
     }
     if client.switch and server.switch and client.switch != server.switch:
-        uses.add(("isl", client.switch, server.switch))
+        hops = switches.egress(client.switch, server.switch) if switches is not None else ()
+        if hops:
+            uses.update(("isl", sw, port) for sw, port in hops)
+        else:
+            uses.add(("isl", client.switch, server.switch))
     return frozenset(uses)
 
 
-def pack_rounds(flows: Sequence[tuple[Rail, Rail]]) -> list[list[tuple[Rail, Rail]]]:
+def pack_rounds(
+    flows: Sequence[tuple[Rail, Rail]], switches: SwitchMap | None = None
+) -> list[list[tuple[Rail, Rail]]]:
     """(client, server) rail tests packed into as few rounds as run without sharing a
-    bottleneck (`flow_uses`): each goes into the first round it fits, in order. A node may
-    send on one PCIe half while it receives on the other, so a plane's test joins another
-    plane's round where its nodes play the other parts on the other half."""
-    rounds: list[tuple[list[tuple[Rail, Rail]], set[tuple[str, ...]]]] = []
-    for client, server in flows:
-        need = flow_uses(client, server)
+    bottleneck (`flow_uses`). A node may send on one PCIe half while it receives on the
+    other, so a plane's test joins another plane's round where its nodes play the other parts
+    on the other half. First fit, twice: in the order given, and the tests on the busiest
+    bottleneck first (an ISL direction many tests cross needs as many rounds); the fewer
+    rounds win."""
+    needs = [flow_uses(c, s, switches) for c, s in flows]
+    load: dict[tuple[str, ...], int] = {}
+    for need in needs:
+        for u in need:
+            load[u] = load.get(u, 0) + 1
+    given = list(range(len(flows)))
+    busiest = sorted(given, key=lambda i: -max((load[u] for u in needs[i]), default=0))
+    best: list[list[int]] | None = None
+    for order in (given, busiest):
+        packed = _first_fit(order, needs)
+        if best is None or len(packed) < len(best):
+            best = packed
+    return [[flows[i] for i in sorted(r)] for r in best or []]
+
+
+def _first_fit(
+    order: Sequence[int], needs: Sequence[frozenset[tuple[str, ...]]]
+) -> list[list[int]]:
+    rounds: list[tuple[list[int], set[tuple[str, ...]]]] = []
+    for i in order:
+        need = needs[i]
         for planned, used in rounds:
-            if not need & used:
-                planned.append((client, server))
+            if used.isdisjoint(need):
+                planned.append(i)
                 used.update(need)
                 break
         else:
-            rounds.append(([(client, server)], set(need)))
+            rounds.append(([i], set(need)))
     return [planned for planned, _ in rounds]
+
+
+def rounds_bound(flows: Sequence[tuple[Rail, Rail]], switches: SwitchMap | None = None) -> int:
+    """The fewest rounds any schedule of `flows` can take: the tests that need one bottleneck
+    (`flow_uses`) each need a round of their own."""
+    load: dict[tuple[str, ...], int] = {}
+    for c, s in flows:
+        for u in flow_uses(c, s, switches):
+            load[u] = load.get(u, 0) + 1
+    return max(load.values(), default=0)
 
 
 def round_robin(nodes: list[str]) -> list[list[tuple[str, str]]]:

@@ -31,13 +31,14 @@ from wizard.discovery import (
     node_rails,
     rails_from_observations,
     read_ibdev2netdev,
+    switch_map_from_observations,
 )
 from wizard.errors import FabwizError
 from wizard.events import Event, MeasurementTaken, ProbeAnswered, ProbeSent, TrafficPlanned
-from wizard.model import Measurement, ProbeResult, Rail
+from wizard.model import Measurement, ProbeResult, Rail, SwitchMap
 from wizard.probes import HostProbe, Observations, Probe, SwitchProbe
 from wizard.readiness import NodeTools
-from wizard.schedule import isl_safe, pack_rounds, rail_pairs, round_robin
+from wizard.schedule import pack_rounds, rail_pairs, round_robin
 from wizard.sweep_batch import (
     HostRunner,
     Section,
@@ -111,6 +112,9 @@ class Sweeper:
     step: str = "preflight"
     batch_timeout_s: float | None = None
     rails: dict[str, tuple[Rail, ...]] = field(default_factory=dict)  # discovered, by node
+    # each switch's port toward each other switch, from the last sweep's host tables: the ISL
+    # directions a rail test crosses (the rail matrix runs no two flows on one)
+    switch_map: SwitchMap = field(default_factory=SwitchMap)
     # readiness, by node: where each tool is, the management (netdev, IPv4)
     tools: dict[str, NodeTools] = field(default_factory=dict)
     mgmt: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -221,6 +225,9 @@ class Sweeper:
             for node, found in rails_from_observations(obs, discovered=self.rails).items():
                 if found and node in self.rails:
                     self.rails[node] = found
+            found_map = switch_map_from_observations(obs, self.rails)
+            if found_map.toward:  # a sweep whose tables could not be read keeps the last
+                self.switch_map = found_map
         # the checks judge from these rails: nothing works them out again from these outputs
         return replace(obs, rails={n: self.rails.get(n, ()) for n in nodes})
 
@@ -518,9 +525,14 @@ class Sweeper:
         count = max((len(r) for r in by_node.values()), default=0)
         schedule = rail_pairs(list(self.nodes)) if quick else round_robin(list(self.nodes))
         flows: list[tuple[Rail, Rail]] = []
-        for idx in range(count):
-            for round_pairs in isl_safe(schedule, by_node, idx):
-                for a, b in round_pairs:
+        for round_pairs in schedule:
+            for idx in range(count):
+                for x, y in round_pairs:
+                    # a pair's test on a half-B plane runs the other way: each node sends on
+                    # one half and receives on the other, and the pair's tests of both halves
+                    # fit one round (as do its two ways across an ISL)
+                    first = rail_at(by_node.get(x, ()), idx)
+                    a, b = (y, x) if first is not None and first.half == "B" else (x, y)
                     ra = rail_at(by_node.get(a, ()), idx)
                     rb = peer_rail(ra, by_node.get(b, ()), idx)
                     if (
@@ -530,7 +542,8 @@ class Sweeper:
                     ):
                         continue
                     flows.append((ra, rb))
-        plan = [[(i, ra, rb) for i, (ra, rb) in enumerate(r)] for r in pack_rounds(flows)]
+        packed = pack_rounds(flows, self.switch_map)
+        plan = [[(i, ra, rb) for i, (ra, rb) in enumerate(r)] for r in packed]
         rounds = tuple(tuple(f"{ra.key}->{rb.key}" for _, ra, rb in r) for r in plan)
         self._emit(TrafficPlanned(step=self.step, rounds=rounds, duration_s=float(duration_s)))
         for planned in plan:

@@ -140,3 +140,45 @@ async def test_taking_the_management_port_out_of_its_bridge_drops_the_session() 
             return "still connected"
 
         assert await asyncio.to_thread(session) != "still connected"
+
+
+def _hosts(w: object, switch: str) -> dict[str, str]:
+    sw = w.switches[switch]  # type: ignore[attr-defined]
+    return {h["mac-address"]: h["on-interface"] for h in sw.tables["bridge-host"]}
+
+
+def _macs(w: object, node: str) -> set[str]:
+    return {r.mac.upper() for r in w.nodes[node].rails if r.port == 0}  # type: ignore[attr-defined]
+
+
+def test_every_switch_learns_every_node_on_the_port_its_frames_arrive_by() -> None:
+    """A node's broadcasts flood the bridged fabric: its own switch learns its MACs on its
+    leg, every other switch on the port toward that one (as a real bridge does), across the
+    ISL, or through the campus LAN when RSTP blocks the ISL."""
+    chain = load_text(
+        "name: chain\ndescription: x\ntopology:\n  nodes: 9\n  switches: ["
+        + ", ".join(["{model: CRS812-8DS-2DQ-2DDQ}"] * 3)
+        + "]\n  cables_per_node: 1\nfaults: []\n",
+        path="chain.yaml",
+    )
+    w = build_world(chain)
+    lone = _macs(w, "spark9")  # the far switch's only node
+    assert {_hosts(w, "crs812-c")[m] for m in lone} == {"qsfp56-dd-1-1"}
+    assert {_hosts(w, "crs812-b")[m] for m in lone} == {"qsfp56-2-1"}  # b's ISL toward c
+    assert {_hosts(w, "crs812-a")[m] for m in lone} == {"qsfp56-1-1"}  # a's only ISL
+    first = _macs(w, "spark1")
+    assert {_hosts(w, "crs812-c")[m] for m in first} == {"qsfp56-1-1"}
+    assert {_hosts(w, "crs812-b")[m] for m in first} == {"qsfp56-1-1"}  # b's ISL toward a
+    # RSTP blocks the ISL: the other switch's nodes arrive through the campus uplink
+    blocked = build_world(load_text(_scenario("fault-switch-rstp-isl-blocked"), path="x.yaml"))
+    assert {_hosts(blocked, "crs812-a")[m] for m in _macs(blocked, "spark5")} == {"ether1"}
+    assert {_hosts(blocked, "crs812-b")[m] for m in _macs(blocked, "spark1")} == {"ether1"}
+    assert {_hosts(blocked, "crs812-b")[m] for m in _macs(blocked, "spark5")} == {"qsfp56-dd-1-1"}
+
+
+def _scenario(name: str) -> str:
+    from pathlib import Path
+
+    import wizard.lab.scenarios as s
+
+    return (Path(s.__file__).parent / "scenarios" / f"{name}.yaml").read_text()

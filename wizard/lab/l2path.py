@@ -151,6 +151,28 @@ def _over_isl(world: World, a: End, b: End, isl: tuple[str, str]) -> L2Path:
     )
 
 
+def arrival_ports(world: World, home: str) -> list[tuple[str, str]]:
+    """(switch, port) where a frame flooded from a leg of switch `home` reaches each other
+    switch: the port of the last forwarding ISL of the way from `home`, else (the ISLs do not
+    join them) the campus uplink when both switches have one; a switch it cannot reach is
+    left out."""
+    out: list[tuple[str, str]] = []
+    up_home = world.uplink(home)
+    for name in sorted(world.switches):
+        if name == home:
+            continue
+        route = _isl_route(world, home, name)
+        if route is not None:
+            ports = world.isl(route[-2], name)
+            if ports is not None and world.switches[name].link(ports[1]).up:
+                out.append((name, ports[1]))
+            continue
+        up = world.uplink(name)
+        if up_home is not None and up is not None and world.switches[name].link(up).up:
+            out.append((name, up))
+    return out
+
+
 def _isl_route(world: World, a: str, b: str) -> list[str] | None:
     """The switches from a to b across forwarding ISLs (a chain of more than two switches),
     shortest first; None when the ISLs do not join them."""

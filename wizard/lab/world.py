@@ -299,6 +299,10 @@ class World:
                     sw = self.switches[other.name]
                     if sw.link(other.port).up:
                         sw.learn(rail.mac, other.port)
+                        # its broadcasts (ARP, neighbour discovery) flood the bridged fabric:
+                        # every other switch learns the MAC on the port they arrive by
+                        for name, port in l2path.arrival_ports(self, other.name):
+                            self.switches[name].learn(rail.mac, port)
 
     # --- RSTP across switches -----------------------------------------------------------------
 

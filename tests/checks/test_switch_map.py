@@ -1,0 +1,150 @@
+"""Several switches: where each rail's cable lands when every switch has learned every node's
+MAC (on a leg at its own switch, on the port toward that switch at the others), which port of
+each switch leads toward each other one, and a rail matrix that crosses no ISL direction twice
+at once on a chain of three switches."""
+
+from __future__ import annotations
+
+import pytest
+
+from wizard.discovery import cabling_from_host_tables, switch_map
+from wizard.events import Event, TrafficPlanned
+from wizard.lab import scenarios
+from wizard.lab.lab import Lab
+from wizard.model import Rail, SwitchMap
+from wizard.schedule import flow_uses, pack_rounds, rounds_bound
+
+
+def _rail(node: str, i: int, half: str = "A", switch: str | None = None) -> Rail:
+    mac = f"aa:00:00:00:{i:02x}:{0 if half == 'A' else 1:02x}"
+    return Rail(node, f"en{half}", f"r{half}", 0, half, mac=mac, switch=switch)  # type: ignore[arg-type]
+
+
+def _row(mac: str, port: str) -> dict[str, str]:
+    return {"mac-address": mac.upper(), "on-interface": port, "local": "false"}
+
+
+def _tables(legs: dict[str, list[tuple[Rail, str]]], toward: dict[tuple[str, str], str]):
+    """Every switch learns its own rails on their legs, the others' on its port toward them."""
+    out: dict[str, list[dict[str, str]]] = {sw: [] for sw in legs}
+    for home, rails in legs.items():
+        for r, leg in rails:
+            out[home].append(_row(r.mac, leg))
+            for sw in legs:
+                if sw != home:
+                    out[sw].append(_row(r.mac, toward[(sw, home)]))
+    return out
+
+
+CHAIN = {  # a - b - c: a's ISL is x1, b's are y1 (toward a) and y2 (toward c), c's is z1
+    ("a", "b"): "x1",
+    ("a", "c"): "x1",
+    ("b", "a"): "y1",
+    ("b", "c"): "y2",
+    ("c", "a"): "z1",
+    ("c", "b"): "z1",
+}
+
+
+def test_a_rail_lands_on_its_leg_not_on_the_ports_toward_its_switch() -> None:
+    rails = {n: [_rail(n, i, h) for h in "AB"] for i, n in enumerate(["n1", "n2", "n3", "n4"])}
+    legs = {
+        "a": [(r, "leg1") for r in rails["n1"]] + [(r, "leg2") for r in rails["n2"]],
+        "b": [(r, "leg1") for r in rails["n3"]],  # one node port: its ISL ports carry one too
+        "c": [(r, "leg7") for r in rails["n4"]],
+    }
+    every = [r for rs in rails.values() for r in rs]
+    tables = _tables(legs, CHAIN)
+    got = cabling_from_host_tables(every, tables)
+    assert got == {
+        "n1/enA": ("a", "leg1"),
+        "n1/enB": ("a", "leg1"),
+        "n2/enA": ("a", "leg2"),
+        "n2/enB": ("a", "leg2"),
+        "n3/enA": ("b", "leg1"),
+        "n3/enB": ("b", "leg1"),
+        "n4/enA": ("c", "leg7"),
+        "n4/enB": ("c", "leg7"),
+    }
+    # the tables in the other order place the same
+    assert cabling_from_host_tables(every, dict(reversed(tables.items()))) == got
+    placed = [Rail(**{**_asdict(r), "switch": got[r.key][0]}) for r in every]
+    assert switch_map(placed, tables).toward == CHAIN
+
+
+def _asdict(r: Rail) -> dict[str, object]:
+    return {f: getattr(r, f) for f in Rail.__slots__}  # type: ignore[attr-defined]
+
+
+def test_two_switches_with_one_node_port_each_are_left_unplaced() -> None:
+    """Each switch's leg and ISL port carry the same single node port: no table tells which
+    of the two is the cable, and neither is guessed."""
+    n1, n2 = _rail("n1", 1), _rail("n2", 2)
+    tables = _tables({"a": [(n1, "leg1")], "b": [(n2, "leg1")]}, {("a", "b"): "x", ("b", "a"): "y"})
+    assert cabling_from_host_tables([n1, n2], tables) == {}
+
+
+def test_a_chain_flow_uses_every_isl_direction_on_its_way() -> None:
+    m = SwitchMap(CHAIN)
+    assert m.egress("a", "c") == (("a", "x1"), ("b", "y2"))
+    assert m.egress("c", "a") == (("c", "z1"), ("b", "y1"))
+    assert m.egress("a", "b") == (("a", "x1"),)
+    assert SwitchMap().egress("a", "c") == ()
+    n1 = _rail("n1", 1, "A", "a")
+    n2 = _rail("n2", 2, "A", "a")
+    n5 = _rail("n5", 5, "A", "b")
+    n6 = _rail("n6", 6, "A", "b")
+    n9 = _rail("n9", 9, "A", "c")
+    # a->c and b->c share b's port toward c; a->c and c->a go opposite ways
+    assert flow_uses(n1, n9, m) & flow_uses(n5, n9, m) >= {("isl", "b", "y2")}
+    assert len(pack_rounds([(n1, n9), (n6, _rail("n8", 8, "A", "c"))], m)) == 2
+    assert len(pack_rounds([(n1, n9), (_rail("n7", 7, "A", "c"), n2)], m)) == 1
+    # without the map only the pair of switches is known: a->c and b->c look apart
+    assert len(pack_rounds([(n1, n9), (n6, _rail("n8", 8, "A", "c"))])) == 1
+    assert rounds_bound([(n1, n9), (n2, n5), (n6, n9)], m) == 2
+
+
+CHAIN9 = """
+name: chain-9
+description: nine nodes on a chain of three CRS812s
+topology:
+  nodes: 9
+  switches: [{model: CRS812-8DS-2DQ-2DDQ}, {model: CRS812-8DS-2DQ-2DDQ}, {model: CRS812-8DS-2DQ-2DDQ}]
+  cables_per_node: 1
+faults: []
+"""
+
+
+@pytest.mark.lab
+async def test_rail_matrix_on_a_chain_of_three_switches_shares_no_isl_direction() -> None:
+    """4 + 4 + 1 nodes: every switch learns every MAC, the lone node on the far switch is
+    placed on its leg, and no test of the matrix shares an ISL direction: each measures its
+    rail (~109 Gb/s), in as few rounds as the busiest ISL direction needs."""
+    from tests.checks.test_traffic_plan import _sweeper
+
+    scen = scenarios.load_text(CHAIN9, path="chain-9.yaml")
+    async with Lab(scen, time_scale=1000.0) as lab:
+        sweeper, ssh, sws = await _sweeper(lab)
+        seen: list[Event] = []
+        sweeper.sink = seen.append
+        try:
+            switches = {r.switch for rs in sweeper.rails.values() for r in rs if r.up}
+            ms = await sweeper.rail_tests(duration_s=1, bidirectional=False)
+        finally:
+            await ssh.close()
+            for t in sws.values():
+                await t.close()
+    homes = {n: {r.switch for r in rs if r.up} for n, rs in sweeper.rails.items()}
+    assert homes["spark9"] == {"crs812-c"} and homes["spark1"] == {"crs812-a"}
+    assert switches == {"crs812-a", "crs812-b", "crs812-c"}
+    toward = sweeper.switch_map.toward
+    assert toward[("crs812-a", "crs812-c")] == toward[("crs812-a", "crs812-b")] == "qsfp56-1-1"
+    assert toward[("crs812-b", "crs812-c")] == "qsfp56-2-1"
+    assert len(ms) == 72  # 36 pairs x 2 planes
+    assert all(m.valid and m.value > 105 for m in ms), sorted(m.value for m in ms)[:4]
+    [plan] = [e for e in seen if isinstance(e, TrafficPlanned)]
+    by_key = {r.key: r for rs in sweeper.rails.values() for r in rs}
+    flows = [(by_key[c], by_key[s]) for r in plan.rounds for c, s in (f.split("->") for f in r)]
+    # a's ISL toward b carries 4 x 5 pairs' tests one way: 20 rounds at the least
+    assert rounds_bound(flows, sweeper.switch_map) == 20
+    assert len(plan.rounds) == 20
