@@ -7,7 +7,8 @@ bench/sweep.py runs it), it runs the proof run of "Evidence, not configuration" 
 `fabwiz check --perf` does: the single-QP rail matrix over every node pair on every plane, the
 jumbo ping matrix, NCCL all-reduce. It prints the rounds the rail matrix was packed into (the
 pairs of a round share no bottleneck: a node sends once and receives once, on different PCIe
-halves, one flow per ISL direction), the floor (rounds x test duration, plus NCCL as measured)
+halves, one flow per ISL direction), the fewest rounds any schedule could take, the slowest rail
+test (a test that shared a bottleneck reads low), the floor (rounds x test duration, plus NCCL)
 and the measured time, in wall seconds of the lab's clock (`--time-scale` node seconds per wall
 second), and their ratio: at most 1.2 is the target. perftest itself sleeps a second once its
 client and server are connected, before it moves data (write_bw.c; the lab does too), so it
@@ -33,6 +34,7 @@ async def proof(inventory: Path, duration_s: int, time_scale: float) -> dict[str
     from wizard.events import Event, TrafficPlanned
     from wizard.inventory import load_inventory, resolve_password
     from wizard.lab.perftest import CONNECTED_SLEEP_S
+    from wizard.schedule import rounds_bound
     from wizard.sweep import Sweeper
     from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
     from wizard.transports.ssh import SshTarget, SshTransport
@@ -63,12 +65,18 @@ async def proof(inventory: Path, duration_s: int, time_scale: float) -> dict[str
     [plan] = [e for e in seen if isinstance(e, TrafficPlanned)]
     assert all(m.valid for m in rails) and nccl.valid and all(p["ok"] for p in pings)
     rounds = len(plan.rounds)
+    by_key = {r.key: r for rs in sweeper.rails.items() for r in rs[1]}
+    flows = [(by_key[c], by_key[s]) for r in plan.rounds for c, s in (f.split("->") for f in r)]
+    # every test measured its rail: none shared a bottleneck with another of its round
+    slowest = min(m.value for m in rails)
     floor = rounds * duration_s / time_scale
     # perftest itself sleeps a second once connected, before it moves data (write_bw.c)
     tool_floor = rounds * (duration_s + CONNECTED_SLEEP_S) / time_scale
     return {
         "tests": len(rails),
         "rounds": rounds,
+        "bound": rounds_bound(flows, sweeper.switch_map),
+        "slowest": slowest,
         "floor": floor,
         "tool_ratio": (t3 - t0) / (tool_floor + (t3 - t2)),
         "rails": t1 - t0,
@@ -94,8 +102,8 @@ def main() -> None:
         f"{args.duration / args.time_scale:.2f} s of wall time each"
     )
     print(
-        f"{'nodes':>5} {'tests':>5} {'rounds':>6} {'floor s':>7} {'rails s':>7} {'pings s':>7} "
-        f"{'nccl s':>6} {'ratio':>5} {'w/ tool':>7}"
+        f"{'nodes':>5} {'tests':>5} {'rounds':>6} {'bound':>5} {'slowest':>7} {'floor s':>7} "
+        f"{'rails s':>7} {'pings s':>7} {'nccl s':>6} {'ratio':>5} {'w/ tool':>7}"
     )
     for n in [int(x) for x in args.sizes.split(",")]:
         child = subprocess.Popen(
@@ -119,10 +127,16 @@ def main() -> None:
             child.stdin.close()
             child.wait()
         print(
-            f"{n:>5} {r['tests']:>5.0f} {r['rounds']:>6.0f} {r['floor']:>7.2f} {r['rails']:>7.2f} "
+            f"{n:>5} {r['tests']:>5.0f} {r['rounds']:>6.0f} {r['bound']:>5.0f} "
+            f"{r['slowest']:>7.1f} {r['floor']:>7.2f} {r['rails']:>7.2f} "
             f"{r['pings']:>7.2f} {r['nccl']:>6.2f} {r['ratio']:>5.2f} {r['tool_ratio']:>7.2f}",
             flush=True,
         )
+    print(
+        "bound: the fewest rounds any schedule takes (the tests needing one bottleneck: a node's"
+        " send or receive side, a PCIe half, an ISL direction); slowest: the lowest rail test,"
+        " Gb/s (~109 when no test shared a bottleneck)"
+    )
     print("ratio: (rails + pings + NCCL) / (rounds x duration + NCCL); the target is <= 1.2")
     print(
         "w/ tool: the same against rounds x (duration + the 1 s perftest sleeps once connected)"

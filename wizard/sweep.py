@@ -527,12 +527,7 @@ class Sweeper:
         flows: list[tuple[Rail, Rail]] = []
         for round_pairs in schedule:
             for idx in range(count):
-                for x, y in round_pairs:
-                    # a pair's test on a half-B plane runs the other way: each node sends on
-                    # one half and receives on the other, and the pair's tests of both halves
-                    # fit one round (as do its two ways across an ISL)
-                    first = rail_at(by_node.get(x, ()), idx)
-                    a, b = (y, x) if first is not None and first.half == "B" else (x, y)
+                for a, b in round_pairs:
                     ra = rail_at(by_node.get(a, ()), idx)
                     rb = peer_rail(ra, by_node.get(b, ()), idx)
                     if (
@@ -541,7 +536,10 @@ class Sweeper:
                         or not (ra.up and rb.up and ra.addresses and rb.addresses)
                     ):
                         continue
-                    flows.append((ra, rb))
+                    # a pair's test on a half-B rail runs the other way: each node sends on one
+                    # half and receives on the other, and the pair's tests of both halves fit
+                    # one round (as do its two ways across an ISL)
+                    flows.append((rb, ra) if ra.half == "B" else (ra, rb))
         packed = pack_rounds(flows, self.switch_map)
         plan = [[(i, ra, rb) for i, (ra, rb) in enumerate(r)] for r in packed]
         rounds = tuple(tuple(f"{ra.key}->{rb.key}" for _, ra, rb in r) for r in plan)
