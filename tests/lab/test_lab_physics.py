@@ -93,6 +93,34 @@ def test_nccl_busbw_two_and_four_nodes() -> None:
     assert len(p4.hcas) == 4
 
 
+def chain(nodes: int, switches: int) -> World:
+    sw = {"model": "CRS804-4DDQ"}
+    s = Scenario.from_data(
+        {
+            "name": "x",
+            "topology": {"nodes": nodes, "switches": [sw] * switches, "cables_per_node": 1},
+        }
+    )
+    return scenarios.build_world(s)
+
+
+def test_nccl_busbw_does_not_fall_with_the_ring_length() -> None:
+    """A ring's busbw is its slowest hop's, whatever its length (the longer ring's 2(n-1)
+    steps of latency are in each collective's time): 8 nodes on one CRS804 read the 4-node
+    23.33; 16 on three in a chain read the ISL's share of it (two channels per ISL direction,
+    ~81.9 Gb/s each of a ~98 Gb/s half), above the cross-switch gate."""
+    from flows.expectations import DEFAULT
+
+    w8 = chain(8, 1)
+    p8 = nccl_plan(w8, list(w8.nodes), {})
+    assert near(p8.busbw, 23.33, 0.01)
+    w16 = chain(16, 3)
+    p16 = nccl_plan(w16, list(w16.nodes), {})
+    share = 163.82 / 196.08
+    assert near(p16.busbw, 23.33 * share, 0.02)
+    assert p16.busbw >= DEFAULT.nccl_gate(16, 3)
+
+
 def test_nccl_ib_hca_prefix_filter_selects_one_half() -> None:
     w = world("healthy-2node-direct")
     full = nccl_plan(w, ["spark1", "spark2"], {}).busbw
