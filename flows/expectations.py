@@ -150,6 +150,16 @@ class Expectations:
             1.0, self.isl_shared_total_gbps / self.node_both_halves_gbps
         )
 
+    def halves_gate(self, across_isl: bool = False) -> float:
+        """The both-halves total a healthy node must reach: `node_both_halves_min_gbps`; where
+        its test had to cross an ISL (a node alone on its switch), the ISL direction carries
+        both flows and caps them at 163.82 / 196.08 of that (003), as `nccl_gate` has it."""
+        if not across_isl:
+            return self.node_both_halves_min_gbps
+        return self.node_both_halves_min_gbps * min(
+            1.0, self.isl_shared_total_gbps / self.node_both_halves_gbps
+        )
+
     def with_overrides(self, overrides: Mapping[str, Any]) -> Expectations:
         """A copy with `overrides` applied, each checked against its field's type. Unknown keys
         raise KeyError; a value of the wrong type or out of range raises ValidationError (a

@@ -447,7 +447,8 @@ def _finish(result: RunResult, console: Console, as_json: bool, session: Path) -
             worst = min(r.rails_gbps.values())
             console.print(f"rails: {len(r.rails_gbps)} measured, lowest {worst:.2f} Gb/s")
         for node, v in sorted(r.halves_gbps.items()):
-            console.print(f"both halves {node}: {v:.2f} Gb/s")
+            isl = " (alone on its switch: across an ISL)" if node in r.halves_across_isl else ""
+            console.print(f"both halves {node}: {v:.2f} Gb/s{isl}")
         if r.nccl_busbw is not None:
             console.print(f"NCCL all_reduce busbw: {r.nccl_busbw:.2f} GB/s")
         for f in r.fixes:

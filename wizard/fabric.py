@@ -23,7 +23,7 @@ from wizard.events import Event, MeasurementTaken, RailSampled
 from wizard.inventory import Inventory
 from wizard.model import Measurement, PhysicalAction, ProbeResult, Rail
 from wizard.probes import Observations, Probe
-from wizard.schedule import rail_pairs
+from wizard.schedule import halves_rounds
 from wizard.sweep import Sweeper
 from wizard.sweep_traffic import LISTEN_WAIT_S
 from wizard.transports.routeros import RouterOsTransport
@@ -343,10 +343,13 @@ class InventoryFabric:
         )
 
     async def _halves(self) -> list[Measurement]:
-        """Both PCIe halves of port 0 at once, per sending node: the node's total."""
+        """Both PCIe halves of port 0 at once, per sending node: the node's total, to a node on
+        the same switch where there is one (an ISL direction carries ~163.8 Gb/s of the two
+        flows, not the node's ~196); a pair that has to cross an ISL says so
+        (`extra["across_isl"]`) and is held to the ISL's share."""
         out: list[Measurement] = []
-        rounds = rail_pairs(list(self.nodes))
-        rounds += [[(b, a) for a, b in r] for r in rounds]
+        switch_of = {n: r.switch if (r := self._rail(n, 0, "A")) else None for n in self.nodes}
+        rounds = halves_rounds(list(self.nodes), switch_of)
         for pairs in rounds:
             jobs = []
             for i, (a, b) in enumerate(pairs):
@@ -366,7 +369,8 @@ class InventoryFabric:
                         )
                     )
                     continue
-                jobs.append(self._both(a, b, legs, 18600 + 2 * i))
+                across = None not in (switch_of[a], switch_of[b]) and switch_of[a] != switch_of[b]
+                jobs.append(self._both(a, b, legs, 18600 + 2 * i, across_isl=across))
             out.extend(await self.sweeper.with_switch_cpu(jobs, delay=self.server_start_delay_s))
         seen: dict[str, Measurement] = {}
         for m in out:
@@ -374,7 +378,13 @@ class InventoryFabric:
         return list(seen.values())
 
     async def _both(
-        self, a: str, b: str, legs: list[tuple[Rail | None, Rail | None]], port: int
+        self,
+        a: str,
+        b: str,
+        legs: list[tuple[Rail | None, Rail | None]],
+        port: int,
+        *,
+        across_isl: bool = False,
     ) -> Measurement:
         ms = await asyncio.gather(
             *(self._pair(x, y, port + k) for k, (x, y) in enumerate(legs) if x and y)
@@ -391,6 +401,7 @@ class InventoryFabric:
                 "nodes": (a, b),
                 "halves": {str(m.extra.get("client_netdev")): m.value for m in ms},
                 "command": "ib_write_bw on both halves of port 0 at once",
+                **({"across_isl": True} if across_isl else {}),
             },
         )
 

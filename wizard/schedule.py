@@ -5,11 +5,18 @@ functions over names and rails; the sweep (`wizard.sweep`) runs the rounds."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from wizard.model import Rail, SwitchMap
 
-__all__ = ["flow_uses", "pack_rounds", "rail_pairs", "round_robin", "rounds_bound"]
+__all__ = [
+    "flow_uses",
+    "halves_rounds",
+    "pack_rounds",
+    "rail_pairs",
+    "round_robin",
+    "rounds_bound",
+]
 
 
 def flow_uses(
@@ -114,3 +121,42 @@ def rail_pairs(nodes: list[str]) -> list[list[tuple[str, str]]]:
     if len(nodes) % 2 == 1 and len(nodes) > 1:
         rounds.append([(nodes[-1], nodes[0])])
     return rounds
+
+
+def halves_rounds(
+    nodes: Sequence[str], switch_of: Mapping[str, str | None]
+) -> list[list[tuple[str, str]]]:
+    """Rounds of disjoint (client, server) pairs in which every node is a client once, for
+    the both-halves test: two flows out of one node port, which one ISL direction cannot carry
+    (~163.8 Gb/s of the node's ~196). A node is paired with a node of its own switch
+    (`switch_of`: the switch its port 0 is cabled to, None where not known): (1,2),(3,4)...
+    within each switch, a switch's odd node out with that switch's first node in a second
+    round. Only a node alone on its switch is paired across an ISL (with the first node of
+    another switch), each such pair in a round of its own."""
+    groups: dict[str | None, list[str]] = {}
+    for n in nodes:
+        groups.setdefault(switch_of.get(n), []).append(n)
+    first: list[tuple[str, str]] = []
+    odd: list[tuple[str, str]] = []
+    alone: list[str] = []
+    for group in groups.values():
+        first += [(group[i], group[i + 1]) for i in range(0, len(group) - 1, 2)]
+        if len(group) % 2 == 1:
+            if len(group) > 1:
+                odd.append((group[-1], group[0]))
+            else:
+                alone.append(group[0])
+    rounds = [r for r in (first, odd) if r]
+    for n in alone:
+        other = next((m for m in nodes if m != n), None)
+        if other is not None:
+            rounds.append([(n, other)])
+    # every node a client once: pairs the other way, for the servers not yet a client
+    sent = {a for r in rounds for a, _ in r}
+    back: list[list[tuple[str, str]]] = []
+    for r in rounds:
+        again = [(b, a) for a, b in r if b not in sent]
+        sent.update(b for b, _ in again)
+        if again:
+            back.append(again)
+    return rounds + back

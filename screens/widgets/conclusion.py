@@ -77,8 +77,19 @@ def _measured(step: StepView, e: Expectations) -> str:
             f"(expected ~{e.rail_switched_gbps:.0f} through the switch)"
         )
     if pairs:
+        across = sum(
+            1
+            for m in step.measurements
+            if m.kind == "pair" and m.valid and m.extra.get("across_isl")
+        )
+        isl = (
+            f"; ≥ {e.halves_gate(True):.0f} for {across} node(s) alone on a switch, across an ISL"
+            if across
+            else ""
+        )
         out.append(
-            f"both halves {_span(pairs)} per node (expected ≥ {e.node_both_halves_min_gbps:.0f})"
+            f"both halves {_span(pairs)} per node "
+            f"(expected ≥ {e.node_both_halves_min_gbps:.0f}{isl})"
         )
     if nccl:
         out.append(f"NCCL busbw {max(nccl):.2f} GB/s (gate {e.nccl_pass_gate:.2f})")

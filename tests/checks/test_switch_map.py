@@ -1,9 +1,12 @@
 """Several switches: where each rail's cable lands when every switch has learned every node's
 MAC (on a leg at its own switch, on the port toward that switch at the others), which port of
 each switch leads toward each other one, and a rail matrix that crosses no ISL direction twice
-at once on a chain of three switches."""
+at once on a chain of three switches; the both-halves test kept on one switch, where the ISL
+would cap it."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +15,7 @@ from wizard.events import Event, TrafficPlanned
 from wizard.lab import scenarios
 from wizard.lab.lab import Lab
 from wizard.model import Rail, SwitchMap
-from wizard.schedule import flow_uses, pack_rounds, rounds_bound
+from wizard.schedule import flow_uses, halves_rounds, pack_rounds, rounds_bound
 
 
 def _rail(node: str, i: int, half: str = "A", switch: str | None = None) -> Rail:
@@ -148,3 +151,45 @@ async def test_rail_matrix_on_a_chain_of_three_switches_shares_no_isl_direction(
     # a's ISL toward b carries 4 x 5 pairs' tests one way: 20 rounds at the least
     assert rounds_bound(flows, sweeper.switch_map) == 20
     assert len(plan.rounds) == 20
+
+
+def test_halves_pairs_stay_on_their_switch() -> None:
+    """7 + 6 + 3 nodes on a chain (the rank order straddles two ISLs: (7,8) and (13,14)): every
+    pair of the both-halves test is on one switch, every node a client once, no node twice in
+    a round; a node alone on its switch is paired across, in a round of its own."""
+    nodes = [f"s{i}" for i in range(1, 17)]
+    home = {n: "a" if i < 7 else "b" if i < 13 else "c" for i, n in enumerate(nodes)}
+    rounds = halves_rounds(nodes, home)
+    pairs = [p for r in rounds for p in r]
+    assert all(home[a] == home[b] for a, b in pairs), pairs
+    assert sorted(a for a, _ in pairs) == sorted(nodes)
+    for r in rounds:
+        ends = [x for p in r for x in p]
+        assert len(ends) == len(set(ends)), r
+    assert ("s7", "s1") in pairs and ("s16", "s14") in pairs  # the odd ones out, at home
+    five = halves_rounds(
+        ["s1", "s2", "s3", "s4", "s5"], {"s5": "b"} | dict.fromkeys(["s1", "s2", "s3", "s4"], "a")
+    )
+    assert five == [[("s1", "s2"), ("s3", "s4")], [("s5", "s1")], [("s2", "s1"), ("s4", "s3")]]
+    # no switch known (a direct cable, an unplaced rail): the node order, as before
+    assert halves_rounds(["x", "y", "z"], {}) == [[("x", "y")], [("z", "x")], [("y", "x")]]
+
+
+@pytest.mark.lab
+async def test_a_healthy_chain_walk_ends_healthy_with_a_node_alone_on_a_switch(
+    tmp_path: Path,
+) -> None:
+    """The whole walk on 4 + 4 + 1 nodes: each node with a partner on its switch reads its
+    ~196 Gb/s; the node alone on the far switch can only be measured across the ISLs, reads
+    their share (~163.8) and is held to it (>= 150), and the walk ends healthy (it ended "not
+    healthy" with no finding named, the node held to 180)."""
+    from tests.engine.test_engine_lab import walk
+
+    scen = scenarios.load_text(CHAIN9, path="chain-9.yaml")
+    async with Lab(scen, time_scale=200.0) as lab:
+        result, _events = await walk("chain-9", tmp_path, lab=lab, time_scale=200.0)
+    assert result.halves_across_isl == {"spark9"}
+    at_home = {n: v for n, v in result.halves_gbps.items() if n != "spark9"}
+    assert len(at_home) == 8 and min(at_home.values()) > 190.0, result.halves_gbps
+    assert 160.0 < result.halves_gbps["spark9"] < 168.0
+    assert result.healthy_after is True

@@ -246,12 +246,17 @@ class EngineCore:
                 self.result.unjudged[m.target] = m.reason
                 self.result.rails_gbps.pop(m.target, None)
                 self.result.halves_gbps.pop(m.target, None)
+                self.result.halves_across_isl.discard(m.target)
             else:
                 self.result.unjudged.pop(m.target, None)
                 if kind in ("rails", "direct", "matrix"):
                     self.result.rails_gbps[m.target] = m.value
                 elif kind == "halves":
                     self.result.halves_gbps[m.target] = m.value
+                    if m.extra.get("across_isl"):
+                        self.result.halves_across_isl.add(m.target)
+                    else:
+                        self.result.halves_across_isl.discard(m.target)
                 elif kind == "nccl" and m.target == "cluster":
                     self.result.nccl_busbw = m.value
         invalid = [m for m in out if not m.valid and m.reason.startswith("not evidence")]

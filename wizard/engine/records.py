@@ -47,6 +47,8 @@ class RunResult:
     fixes: list[FixRecord] = field(default_factory=list)
     rails_gbps: dict[str, float] = field(default_factory=dict)
     halves_gbps: dict[str, float] = field(default_factory=dict)
+    # the nodes whose both-halves test crossed an ISL (alone on their switch): the ISL's share
+    halves_across_isl: set[str] = field(default_factory=set)
     nccl_busbw: float | None = None
     unjudged: dict[str, str] = field(
         default_factory=dict
@@ -75,6 +77,7 @@ class RunResult:
             "measurements": {
                 "rails_gbps": dict(sorted(self.rails_gbps.items())),
                 "halves_gbps": dict(sorted(self.halves_gbps.items())),
+                "halves_across_isl": sorted(self.halves_across_isl),
                 "nccl_busbw": self.nccl_busbw,
             },
             "unjudged": dict(sorted(self.unjudged.items())),

@@ -192,7 +192,8 @@ class StepsMixin(BisectionMixin):
         rails_ok = bool(self.result.rails_gbps) and all(
             v >= t.rail_fix_target_gbps for v in self.result.rails_gbps.values()
         )
-        halves_ok = all(v >= t.node_both_halves_min_gbps for v in self.result.halves_gbps.values())
+        across = self.result.halves_across_isl
+        halves_ok = all(v >= t.halves_gate(n in across) for n, v in self.result.halves_gbps.items())
         gate = t.nccl_gate(len(self.fabric.nodes), len(self.fabric.switches))
         nccl_ok = self.result.nccl_busbw is None or self.result.nccl_busbw >= gate
         findings = [v for v in verdicts if v.is_finding]
