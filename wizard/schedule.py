@@ -14,6 +14,7 @@ __all__ = [
     "halves_rounds",
     "pack_rounds",
     "rail_pairs",
+    "ring_order",
     "round_robin",
     "rounds_bound",
 ]
@@ -160,3 +161,40 @@ def halves_rounds(
         if again:
             back.append(again)
     return rounds + back
+
+
+def ring_order(
+    nodes: Sequence[str], switch_of: Mapping[str, str | None], switches: SwitchMap
+) -> list[str]:
+    """The rank order for NCCL, whose ring joins node k to node k+1 in rank order: the nodes
+    grouped by switch, the switches in the order of a walk along the ISLs (a chain end to end,
+    `switches` telling which are adjacent), so that the ring crosses each ISL direction once.
+    The given order is kept within a switch, the first node stays rank 0 (a ring rotated is the
+    same ring), and nodes on no known switch come last. In the order given, a ring over nodes
+    interleaved across three switches crosses each ISL direction several times: a healthy lab
+    of 16 nodes read 3.3 GB/s instead of 19.5."""
+    order = list(nodes)
+    known = [s for s in dict.fromkeys(switch_of.get(n) for n in order) if s]
+    if len(known) < 2:
+        return order
+    adjacent = {
+        s: [t for t in known if t != s and len(switches.egress(s, t)) == 1] for s in known
+    }
+    walk: list[str] = []
+
+    def visit(s: str) -> None:
+        walk.append(s)
+        for t in adjacent[s]:
+            if t not in walk:
+                visit(t)
+
+    for s in sorted(known, key=lambda s: len(adjacent[s]) > 1):  # a chain's end first
+        if s not in walk:
+            visit(s)
+    rank = {s: i for i, s in enumerate(walk)}
+    grouped = sorted(
+        range(len(order)), key=lambda i: (rank.get(switch_of.get(order[i]) or "", len(rank)), i)
+    )
+    ring = [order[i] for i in grouped]
+    first = ring.index(order[0])
+    return ring[first:] + ring[:first]

@@ -14,6 +14,7 @@ from wizard.counters import deltas
 from wizard.errors import ParseError
 from wizard.events import MeasurementTaken, ProbeAnswered, ProbeSent
 from wizard.model import Measurement, ProbeResult
+from wizard.schedule import ring_order
 from wizard.sweep_traffic import rail_counters, with_switch_cpu
 
 if TYPE_CHECKING:
@@ -31,8 +32,13 @@ async def nccl_test(
     nodes: Sequence[str] | None = None,
 ) -> tuple[Measurement, ProbeResult]:
     """One NCCL test (seed 000's canonical launch, or the job's own environment) across
-    `nodes` (every node), launched from the first one."""
-    nodes = list(nodes or sw.nodes)
+    `nodes` (every node), launched from the first one, the ranks grouped by switch along the
+    ISLs (`ring_order`: NCCL's ring follows the rank order)."""
+    home = {
+        n: next((r.switch for r in sw.rails.get(n, ()) if r.up and r.switch), None)
+        for n in (nodes or sw.nodes)
+    }
+    nodes = ring_order(list(nodes or sw.nodes), home, sw.switch_map)
     if any(n not in sw.tools or n not in sw.mgmt for n in nodes):
         await sw.sweep([readiness.TOOLS_PROBE])  # a resumed session has not looked yet
     target = "cluster" if op == "all_reduce_perf" else f"{'+'.join(nodes)}/{op}"

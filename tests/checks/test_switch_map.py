@@ -15,7 +15,7 @@ from wizard.events import Event, TrafficPlanned
 from wizard.lab import scenarios
 from wizard.lab.lab import Lab
 from wizard.model import Rail, SwitchMap
-from wizard.schedule import flow_uses, halves_rounds, pack_rounds, rounds_bound
+from wizard.schedule import flow_uses, halves_rounds, pack_rounds, ring_order, rounds_bound
 
 
 def _rail(node: str, i: int, half: str = "A", switch: str | None = None) -> Rail:
@@ -193,3 +193,44 @@ async def test_a_healthy_chain_walk_ends_healthy_with_a_node_alone_on_a_switch(
     assert len(at_home) == 8 and min(at_home.values()) > 190.0, result.halves_gbps
     assert 160.0 < result.halves_gbps["spark9"] < 168.0
     assert result.healthy_after is True
+
+
+def test_ring_order_groups_the_ranks_along_the_chain() -> None:
+    """NCCL's ring joins rank k to k+1: nodes interleaved across a - b - c are grouped by
+    switch in chain order (each ISL direction crossed once), the first node kept as rank 0;
+    without a switch map, grouped in the order the switches first appear; one switch or none
+    known: the order given."""
+    nodes = ["n1", "n2", "n3", "n4", "n5", "n6"]
+    home = {"n1": "b", "n2": "a", "n3": "c", "n4": "b", "n5": "a", "n6": "c"}
+    assert ring_order(nodes, home, SwitchMap(CHAIN)) == ["n1", "n4", "n3", "n6", "n2", "n5"]
+    assert ring_order(nodes, home, SwitchMap()) == ["n1", "n4", "n2", "n5", "n3", "n6"]
+    assert ring_order(nodes, {}, SwitchMap(CHAIN)) == nodes
+    assert ring_order(nodes, dict.fromkeys(nodes, "a"), SwitchMap(CHAIN)) == nodes
+
+
+@pytest.mark.lab
+async def test_nccl_ranks_follow_the_switches_whatever_the_inventory_order() -> None:
+    """The inventory lists the 4 + 4 + 1 nodes interleaved across the three switches: in that
+    rank order the ring would cross each ISL direction several times (a healthy fabric read
+    ~3 GB/s, the socket band); fabwiz launches the ranks grouped along the chain, and NCCL
+    reads the ISL's share of the 4-node busbw, above the cross-switch gate (4.9 GB/s in the
+    inventory's order)."""
+    from flows.expectations import DEFAULT
+    from tests.checks.test_traffic_plan import _sweeper
+
+    scen = scenarios.load_text(CHAIN9, path="chain-9.yaml")
+    async with Lab(scen, time_scale=1000.0) as lab:
+        sweeper, ssh, sws = await _sweeper(lab)
+        interleaved = ["spark1", "spark5", "spark9", "spark2", "spark6", "spark3", "spark7"]
+        sweeper.nodes = [*interleaved, "spark4", "spark8"]
+        try:
+            m, _res = await sweeper.nccl_test()
+        finally:
+            await ssh.close()
+            for t in sws.values():
+                await t.close()
+    assert m.valid and m.value >= DEFAULT.nccl_gate(9, 3), m.value
+    hosts = [line.split()[0] for line in str(m.extra["hostfile"]).splitlines() if line.strip()]
+    by_address = {sweeper.mgmt[n][1]: n for n in sweeper.nodes}  # (netdev, address)
+    ranks = [by_address[h] for h in hosts]
+    assert ranks == [f"spark{i}" for i in range(1, 10)], ranks
