@@ -312,7 +312,8 @@ class RailGauges(Vertical):
     def add_measurement(self, measurement: Measurement, *, direct: bool = False) -> None:
         """A rail result colours the rails at both ends of its target against the ceiling of
         its situation (direct cable or through the switch); a both-halves result ("pair",
-        target = the node) colours each half against the concurrent rate."""
+        target = the node) colours each half against the concurrent rate (across an ISL, a
+        node alone on its switch: against the ISL's share of two flows)."""
         m = measurement
         if m.kind == "rail":
             e = self.expectations
@@ -329,7 +330,11 @@ class RailGauges(Vertical):
         elif m.kind == "pair":
             halves = m.extra.get("halves")
             if isinstance(halves, dict):
-                expected = self.expectations.halves_concurrent_gbps
+                e = self.expectations
+                expected = e.halves_concurrent_gbps
+                if m.extra.get("across_isl"):
+                    # a node alone on its switch: its two flows share one ISL direction
+                    expected = e.isl_shared_flow_gbps
                 for netdev, value in halves.items():
                     gauge = self._gauge(m.target, str(netdev))
                     gauge.measure(float(value), expected, valid=m.valid)

@@ -70,3 +70,22 @@ async def test_128_rails_are_one_widget_drawing_each_rails_line_in_its_states_co
         # a change of state repaints the row in its new colour
         failed.measure(109.0, 109.0)
         assert drawn_as(gauges, failed, "pass")
+
+
+async def test_a_both_halves_result_across_an_isl_is_held_to_the_isls_share() -> None:
+    """Each half of a both-halves result is coloured against ~98 Gb/s; a node alone on its
+    switch, measured across an ISL, against the ISL's share of two flows (~81.9)."""
+    app = FabwizApp(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        gauges: RailGauges = app.session.gauges
+        gauges.set_rails(_rails())
+        halves = {RAILS[0]: 81.95, RAILS[1]: 81.9}
+        home = Measurement("pair", "spark1", 163.85, "Gb/s", extra={"halves": halves})
+        away = Measurement(
+            "pair", "spark2", 163.85, "Gb/s", extra={"halves": halves, "across_isl": True}
+        )
+        gauges.add_measurement(home)
+        gauges.add_measurement(away)
+        await pilot.pause()
+        assert gauges.gauges[("spark1", RAILS[0])].measured == (81.95, 98.04, True)
+        assert gauges.gauges[("spark2", RAILS[0])].measured == (81.95, 81.9, True)
