@@ -177,9 +177,7 @@ def ring_order(
     known = [s for s in dict.fromkeys(switch_of.get(n) for n in order) if s]
     if len(known) < 2:
         return order
-    adjacent = {
-        s: [t for t in known if t != s and len(switches.egress(s, t)) == 1] for s in known
-    }
+    adjacent = {s: [t for t in known if t != s and len(switches.egress(s, t)) == 1] for s in known}
     walk: list[str] = []
 
     def visit(s: str) -> None:
