@@ -270,14 +270,17 @@ async def with_switch_cpu(
 
     async def sample() -> None:
         await asyncio.sleep(interval_s)  # what comes before the clients start is not counted
+
+        async def one(name: str) -> None:
+            sent = time.monotonic()
+            res = await sw.switches[name].call("/system/resource", "print", timeout=5.0)
+            for row in res.rows if res.error is None else ():
+                load = row.get("cpu-load", "")
+                if load.strip().isdigit():
+                    samples.append((sent, time.monotonic(), name, float(load)))
+
         while not done.is_set():
-            for name, api in sw.switches.items():
-                sent = time.monotonic()
-                res = await api.call("/system/resource", "print", timeout=5.0)
-                for row in res.rows if res.error is None else ():
-                    load = row.get("cpu-load", "")
-                    if load.strip().isdigit():
-                        samples.append((sent, time.monotonic(), name, float(load)))
+            await asyncio.gather(*(one(name) for name in sw.switches))  # every switch at once
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), interval_s)
 
@@ -346,13 +349,17 @@ async def _ports_after(sw: Sweeper) -> dict[str, dict[str, dict[str, int]]]:
 
 
 async def switch_port_counters(sw: Sweeper) -> dict[str, dict[str, dict[str, int]]]:
-    """Every switch's per-port packet and byte counters (`/interface print`)."""
-    out: dict[str, dict[str, dict[str, int]]] = {}
-    for name, api in sw.switches.items():
-        res = await api.call("/interface", "print", timeout=10.0)
-        if res.error is None:
-            out[name] = switch_ports(res.rows)
-    return out
+    """Every switch's per-port packet and byte counters (`/interface print`), the switches read
+    at once (one connection each)."""
+    names = list(sw.switches)
+    answers = await asyncio.gather(
+        *(sw.switches[n].call("/interface", "print", timeout=10.0) for n in names)
+    )
+    return {
+        n: switch_ports(res.rows)
+        for n, res in zip(names, answers, strict=True)
+        if res.error is None
+    }
 
 
 async def rail_counters(sw: Sweeper, rail: Rail) -> dict[str, int] | None:
