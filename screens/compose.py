@@ -446,7 +446,7 @@ def _finish(result: RunResult, console: Console, as_json: bool, session: Path) -
         if r.rails_gbps:
             worst = min(r.rails_gbps.values())
             console.print(f"rails: {len(r.rails_gbps)} measured, lowest {worst:.2f} Gb/s")
-        for node, v in sorted(r.halves_gbps.items()):
+        for node, v in sorted(r.halves_gbps.items(), key=lambda kv: _natural(kv[0])):
             isl = " (alone on its switch: across an ISL)" if node in r.halves_across_isl else ""
             console.print(f"both halves {node}: {v:.2f} Gb/s{isl}")
         if r.nccl_busbw is not None:
@@ -568,3 +568,10 @@ def _prompt(text: str) -> str:
     import click
 
     return str(click.prompt(text, hide_input=True, err=True))
+
+
+def _natural(name: str) -> tuple[str, int]:
+    """spark2 before spark10."""
+    head = name.rstrip("0123456789")
+    tail = name[len(head) :]
+    return (head, int(tail) if tail else -1)
