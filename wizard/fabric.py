@@ -295,7 +295,10 @@ class InventoryFabric:
             return await self._halves()
         if kind == "nccl":
             m, _res = await self.sweeper.nccl_test()
-            runs = [replace(m, extra={**m.extra, "nodes": self.nodes})]
+            # the switches the ring may cross: the gate it is held to depends on them
+            runs = [
+                replace(m, extra={**m.extra, "nodes": self.nodes, "switches": len(self.transports)})
+            ]
             if len(self.nodes) >= 2:
                 pair = self.nodes[:2]
                 sr, _res = await self.sweeper.nccl_test(op="sendrecv_perf", nodes=pair)

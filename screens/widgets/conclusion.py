@@ -67,7 +67,10 @@ def _measured(step: StepView, e: Expectations) -> str:
     measured = [m for m in step.measurements if m.kind == "rail" and m.valid]
     rails = [m.value for m in measured]
     pairs = [m.value for m in step.measurements if m.kind == "pair" and m.valid]
-    nccl = [m.value for m in step.measurements if m.kind == "nccl" and m.valid]
+    # the cluster's all_reduce (not the 2-node sendrecv or the job's own environment)
+    cluster = [
+        m for m in step.measurements if m.kind == "nccl" and m.valid and m.target == "cluster"
+    ]
     out = []
     if rails:
         # a rail that moved nothing says why, in the tool's words (a stall the next step fixes)
@@ -91,8 +94,13 @@ def _measured(step: StepView, e: Expectations) -> str:
             f"both halves {_span(pairs)} per node "
             f"(expected ≥ {e.node_both_halves_min_gbps:.0f}{isl})"
         )
-    if nccl:
-        out.append(f"NCCL busbw {max(nccl):.2f} GB/s (gate {e.nccl_pass_gate:.2f})")
+    if cluster:
+        m = cluster[-1]
+        nodes = m.extra.get("nodes")
+        n = len(nodes) if isinstance(nodes, (list, tuple)) else 0
+        switches = m.extra.get("switches")
+        gate = e.nccl_gate(n, switches) if n and isinstance(switches, int) else e.nccl_pass_gate
+        out.append(f"NCCL all_reduce busbw {m.value:.2f} GB/s (gate {gate:.2f})")
     return "; ".join(out)
 
 

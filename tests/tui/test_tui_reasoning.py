@@ -76,6 +76,31 @@ def test_the_direct_connect_conclusion_names_both_numbers_and_the_branch() -> No
     )
 
 
+def test_the_halves_conclusion_reads_the_cluster_all_reduce_against_its_gate() -> None:
+    """NCCL in the conclusion is the cluster's all_reduce (not the 2-node sendrecv, 26.4)
+    against the gate of its nodes and switches (across three switches 18.28, not 21.875); a
+    node alone on its switch is held to the ISL's share of both halves."""
+    view = SessionView.new(load_steps())
+    ms = [
+        Measurement("pair", "spark1", 196.1, "Gb/s", extra={"halves": {}}),
+        Measurement("pair", "spark14", 163.7, "Gb/s", extra={"across_isl": True}),
+        Measurement(
+            "nccl",
+            "cluster",
+            19.38,
+            "GB/s",
+            extra={"nodes": [f"s{i}" for i in range(14)], "switches": 3},
+        ),
+        Measurement("nccl", "spark1+spark2/sendrecv_perf", 26.4, "GB/s"),
+        Measurement("nccl", "cluster/job-env", 19.36, "GB/s"),
+    ]
+    for m in ms:
+        view.apply(MeasurementTaken(step="halves", measurement=m))
+    said = conclusion(view.steps["halves"], Expectations())
+    assert "both halves 163.7–196.1 Gb/s per node (expected ≥ 180; ≥ 150 for 1 node(s) " in said
+    assert said.endswith("NCCL all_reduce busbw 19.38 GB/s (gate 18.28)")
+
+
 def test_other_steps_conclude_with_their_findings_and_numbers() -> None:
     view = SessionView.new(load_steps())
     view.apply(
