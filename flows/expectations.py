@@ -146,9 +146,7 @@ class Expectations:
         163.82 / 196.08 of that (003's shared-ISL measurement)."""
         if switches <= 1 or nodes <= 2:
             return self.nccl_pass_gate
-        return self.nccl_pass_gate * min(
-            1.0, self.isl_shared_total_gbps / self.node_both_halves_gbps
-        )
+        return self.nccl_pass_gate * self._isl_share()
 
     def halves_gate(self, across_isl: bool = False) -> float:
         """The both-halves total a healthy node must reach: `node_both_halves_min_gbps`; where
@@ -156,9 +154,12 @@ class Expectations:
         both flows and caps them at 163.82 / 196.08 of that (003), as `nccl_gate` has it."""
         if not across_isl:
             return self.node_both_halves_min_gbps
-        return self.node_both_halves_min_gbps * min(
-            1.0, self.isl_shared_total_gbps / self.node_both_halves_gbps
-        )
+        return self.node_both_halves_min_gbps * self._isl_share()
+
+    def _isl_share(self) -> float:
+        """What one ISL direction carrying a node's two flows leaves of the node's both-halves
+        rate: 163.82 / 196.08 (003)."""
+        return min(1.0, self.isl_shared_total_gbps / self.node_both_halves_gbps)
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> Expectations:
         """A copy with `overrides` applied, each checked against its field's type. Unknown keys

@@ -44,6 +44,7 @@ from wizard.events import (
 )
 from wizard.fabric import InventoryFabric
 from wizard.inventory import Inventory, load_inventory
+from wizard.model import node_order
 from wizard.probes import Observations
 from wizard.session import LoadedSession, SessionLog, load_session
 from wizard.sweep import Sweeper
@@ -446,7 +447,7 @@ def _finish(result: RunResult, console: Console, as_json: bool, session: Path) -
         if r.rails_gbps:
             worst = min(r.rails_gbps.values())
             console.print(f"rails: {len(r.rails_gbps)} measured, lowest {worst:.2f} Gb/s")
-        for node, v in sorted(r.halves_gbps.items(), key=lambda kv: _natural(kv[0])):
+        for node, v in sorted(r.halves_gbps.items(), key=lambda kv: node_order(kv[0])):
             isl = " (alone on its switch: across an ISL)" if node in r.halves_across_isl else ""
             console.print(f"both halves {node}: {v:.2f} Gb/s{isl}")
         if r.nccl_busbw is not None:
@@ -568,10 +569,3 @@ def _prompt(text: str) -> str:
     import click
 
     return str(click.prompt(text, hide_input=True, err=True))
-
-
-def _natural(name: str) -> tuple[str, int]:
-    """spark2 before spark10."""
-    head = name.rstrip("0123456789")
-    tail = name[len(head) :]
-    return (head, int(tail) if tail else -1)

@@ -23,7 +23,7 @@ from wizard.events import Event, MeasurementTaken, RailSampled
 from wizard.inventory import Inventory
 from wizard.model import Measurement, PhysicalAction, ProbeResult, Rail
 from wizard.probes import Observations, Probe
-from wizard.schedule import halves_rounds
+from wizard.schedule import halves_rounds, home_switches
 from wizard.sweep import Sweeper
 from wizard.sweep_traffic import LISTEN_WAIT_S
 from wizard.transports.routeros import RouterOsTransport
@@ -351,7 +351,7 @@ class InventoryFabric:
         flows, not the node's ~196); a pair that has to cross an ISL says so
         (`extra["across_isl"]`) and is held to the ISL's share."""
         out: list[Measurement] = []
-        switch_of = {n: r.switch if (r := self._rail(n, 0, "A")) else None for n in self.nodes}
+        switch_of = home_switches(self.nodes, self.sweeper.rails)
         rounds = halves_rounds(list(self.nodes), switch_of)
         for pairs in rounds:
             jobs = []

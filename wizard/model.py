@@ -8,6 +8,7 @@ as two netdevs and two RDMA devices. A *rail* is one netdev/RDMA-device pair.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -382,3 +383,9 @@ class Measurement:
     valid: bool = True
     reason: str = ""  # why it is not evidence (process.undrained-measurement), or the error
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def node_order(name: str) -> tuple[str, int]:
+    """A sort key for node names: spark2 before spark10."""
+    match = re.match(r"(.*?)(\d+)$", name)
+    return (match.group(1), int(match.group(2))) if match else (name, 0)

@@ -12,6 +12,7 @@ from wizard.model import Rail, SwitchMap
 __all__ = [
     "flow_uses",
     "halves_rounds",
+    "home_switches",
     "pack_rounds",
     "rail_pairs",
     "ring_order",
@@ -122,6 +123,18 @@ def rail_pairs(nodes: list[str]) -> list[list[tuple[str, str]]]:
     if len(nodes) % 2 == 1 and len(nodes) > 1:
         rounds.append([(nodes[-1], nodes[0])])
     return rounds
+
+
+def home_switches(
+    nodes: Sequence[str], rails: Mapping[str, Sequence[Rail]], port: int = 0
+) -> dict[str, str | None]:
+    """The switch each node's `port` is cabled to (its half-A rail's, else half B's), None
+    where no rail of that port is placed on a switch."""
+    out: dict[str, str | None] = {}
+    for n in nodes:
+        on = [r for r in rails.get(n, ()) if r.port == port and r.switch]
+        out[n] = next((r.switch for r in sorted(on, key=lambda r: r.half)), None)
+    return out
 
 
 def halves_rounds(

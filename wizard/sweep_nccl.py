@@ -14,7 +14,7 @@ from wizard.counters import deltas
 from wizard.errors import ParseError
 from wizard.events import MeasurementTaken, ProbeAnswered, ProbeSent
 from wizard.model import Measurement, ProbeResult
-from wizard.schedule import ring_order
+from wizard.schedule import home_switches, ring_order
 from wizard.sweep_traffic import rail_counters, with_switch_cpu
 
 if TYPE_CHECKING:
@@ -34,13 +34,10 @@ async def nccl_test(
     """One NCCL test (seed 000's canonical launch, or the job's own environment) across
     `nodes` (every node), launched from the first one, the ranks grouped by switch along the
     ISLs (`ring_order`: NCCL's ring follows the rank order)."""
-    home = {
-        n: next((r.switch for r in sw.rails.get(n, ()) if r.up and r.switch), None)
-        for n in (nodes or sw.nodes)
-    }
-    nodes = ring_order(list(nodes or sw.nodes), home, sw.switch_map)
+    nodes = list(nodes or sw.nodes)
     if any(n not in sw.tools or n not in sw.mgmt for n in nodes):
         await sw.sweep([readiness.TOOLS_PROBE])  # a resumed session has not looked yet
+    nodes = ring_order(nodes, home_switches(nodes, sw.rails), sw.switch_map)
     target = "cluster" if op == "all_reduce_perf" else f"{'+'.join(nodes)}/{op}"
     if mode == "job":
         target += "/job-env"

@@ -30,7 +30,7 @@ from textual.strip import Strip
 from textual.widgets import Static
 
 from flows.expectations import Expectations
-from wizard.model import Measurement, Rail
+from wizard.model import Measurement, Rail, node_order
 from wizard.safetext import clean
 
 HISTORY = 32
@@ -408,10 +408,4 @@ class RailGauges(Vertical):
 
 
 def _gauge_order(g: RailGauge) -> tuple[tuple[str, int], int, str]:
-    return (_node_order(g.node), g.port, g.half)
-
-
-def _node_order(name: str) -> tuple[str, int]:
-    """spark2 before spark10."""
-    match = re.match(r"(.*?)(\d+)$", name)
-    return (match.group(1), int(match.group(2))) if match else (name, 0)
+    return (node_order(g.node), g.port, g.half)

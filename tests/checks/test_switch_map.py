@@ -15,7 +15,14 @@ from wizard.events import Event, TrafficPlanned
 from wizard.lab import scenarios
 from wizard.lab.lab import Lab
 from wizard.model import Rail, SwitchMap
-from wizard.schedule import flow_uses, halves_rounds, pack_rounds, ring_order, rounds_bound
+from wizard.schedule import (
+    flow_uses,
+    halves_rounds,
+    home_switches,
+    pack_rounds,
+    ring_order,
+    rounds_bound,
+)
 
 
 def _rail(node: str, i: int, half: str = "A", switch: str | None = None) -> Rail:
@@ -234,3 +241,18 @@ async def test_nccl_ranks_follow_the_switches_whatever_the_inventory_order() -> 
     by_address = {sweeper.mgmt[n][1]: n for n in sweeper.nodes}  # (netdev, address)
     ranks = [by_address[h] for h in hosts]
     assert ranks == [f"spark{i}" for i in range(1, 10)], ranks
+
+
+def test_a_nodes_home_switch_is_its_port_0_legs() -> None:
+    """The switch of port 0's half A, else of its half B; None where port 0 is not placed."""
+    rails = {
+        "n1": [_rail("n1", 1, "B", "b"), _rail("n1", 1, "A", "a")],
+        "n2": [_rail("n2", 2, "B", "c")],
+        "n3": [_rail("n3", 3, "A", None)],
+    }
+    assert home_switches(["n1", "n2", "n3", "n4"], rails) == {
+        "n1": "a",
+        "n2": "c",
+        "n3": None,
+        "n4": None,
+    }
