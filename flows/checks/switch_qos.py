@@ -5,6 +5,12 @@ RoCE connect but never move data: the sender's `tx_packets_phy` and `local_ack_t
 climb, the receiver sees nothing, ping still passes (`switch.qos-pfc-stall`). Good: every fabric
 port at `trust-l3=ignore pfc=disabled`. A pasted QoS print or export is judged the same way, its
 ports as those of one switch (a paste names no switch and may not list every port).
+
+The configuration says what should happen; the proof is what the rail tests through those ports
+did (`obs.measurements`, the counters read around each): a test that connected and stalled with
+the sender's ACK timeouts climbing and the receiver flat proves the stall; tests that ran at line
+rate through lossless ports say it is not what slows this fabric (a warning: lossy is still the
+accepted end state); with no test yet the verdict says it is not yet proven by traffic.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from dataclasses import dataclass
 
 from flows import plans
 from flows.base import Check, Context, Observations, PastedRule
+from flows.checks import traffic_counters
 from flows.checks._common import (
     PASTED,
     SW_ETHERNET,
@@ -26,7 +33,7 @@ from flows.checks._common import (
     pasted_routeros,
     rows,
 )
-from wizard.model import Evidence, FixPlan, Verdict
+from wizard.model import Evidence, FixPlan, Measurement, Status, Verdict
 
 CMD = "/interface/ethernet/switch/qos/port print"
 
@@ -43,6 +50,7 @@ class QosPort:
 class SwitchQos:
     ports: tuple[QosPort, ...]
     unreadable: tuple[Unreadable, ...]
+    runs: tuple[Measurement, ...] = ()  # the rail tests of this fabric state (the proof)
 
 
 def parse(obs: Observations, ctx: Context) -> SwitchQos:
@@ -62,13 +70,16 @@ def parse(obs: Observations, ctx: Context) -> SwitchQos:
             if is_cpu_port(dname) or "cpu" in dname or (names and name not in names):
                 continue
             ports.append(QosPort(sw, name, r.get("trust-l3", "ignore"), r.get("pfc", "disabled")))
-    return SwitchQos(tuple(ports), tuple(bad))
+    runs = tuple(m for m in obs.measurements if m.kind == "rail" and m.valid)
+    return SwitchQos(tuple(ports), tuple(bad), runs)
 
 
 def judge(q: SwitchQos, ctx: Context) -> list[Verdict]:
     f = Finding("switch.qos-pfc-stall")
     for w in q.unreadable:
         f.cannot_tell(w, "QoS of the fabric ports")
+    lossless = [p for p in q.ports if p.trust_l3 != "ignore" or p.pfc != "disabled"]
+    stalled, flowed = _through(q.runs, {(p.switch, p.name) for p in lossless}, ctx)
     for p in q.ports:
         ev = Evidence(
             f"{p.switch}/{p.name}",
@@ -76,18 +87,65 @@ def judge(q: SwitchQos, ctx: Context) -> list[Verdict]:
             f"trust-l3={p.trust_l3} pfc={p.pfc}",
             "trust-l3=ignore pfc=disabled",
         )
-        if p.trust_l3 != "ignore" or p.pfc != "disabled":
-            f.fail(ev, target=p.switch)
+        if p in lossless:
+            # tests ran through these ports at line rate, none stalled: configured, not biting
+            f.fail(ev, target=p.switch, warn=bool(flowed) and not stalled)
         else:
             f.ok(ev)
-    lossless = [e.target for e in f.bad]
-    return [
-        f.verdict(
-            ok="the fabric ports are lossy (trust-l3=ignore, pfc=disabled)",
-            bad=f"lossless QoS on fabric ports ({listing(lossless)}): RoCE connects but data "
-            "stalls",
+    ports = listing(f"{p.switch}/{p.name}" for p in lossless)
+    if stalled:
+        f.bad[:0] = stalled[:4]  # what the fabric did first, then what the ports say
+        bad = (
+            f"lossless QoS on fabric ports ({ports}): RoCE connects but data stalls (proven: "
+            f"{len(stalled)} rail test(s) through them connected, then the sender's ACKs timed "
+            "out while the receiver counted nothing)"
         )
-    ]
+    elif flowed:
+        f.bad[:0] = flowed[:4]
+        bad = (
+            f"lossless QoS configured on fabric ports ({ports}), yet {len(flowed)} rail test(s) "
+            "through them ran at line rate: not what slows this fabric (lossy RoCE is still the "
+            "accepted end state)"
+        )
+    else:
+        bad = (
+            f"lossless QoS configured on fabric ports ({ports}): it makes RoCE connect, then "
+            "stall; not yet proven by traffic (no rail test through them yet)"
+        )
+    return [f.verdict(ok="the fabric ports are lossy (trust-l3=ignore, pfc=disabled)", bad=bad)]
+
+
+def _through(
+    runs: tuple[Measurement, ...], lossless: set[tuple[str, str]], ctx: Context
+) -> tuple[list[Evidence], list[Evidence]]:
+    """The rail tests whose legs cross a lossless port (a leg whose port is not known may):
+    (those that stalled with the QoS signature, those that ran at line rate)."""
+    stalled: list[Evidence] = []
+    flowed: list[Evidence] = []
+    if not lossless:
+        return stalled, flowed
+    gate = ctx.expectations.rail_pass_gate_gbps
+    for m in runs:
+        legs = [
+            ctx.cabling.get(f"{m.extra.get(end, '')}/{m.extra.get(end + '_netdev', '')}")
+            for end in ("client", "server")
+        ]
+        if not any(leg is None or leg in lossless for leg in legs):
+            continue
+        sig = traffic_counters.signature(m, ctx)
+        if sig is not None and m.value < 1.0 and sig.stalled_with_timeouts:
+            stalled.append(traffic_counters.evidence(m, sig, ctx, Status.FAIL))
+        elif m.value >= gate and not m.reason:
+            flowed.append(
+                Evidence(
+                    m.target,
+                    str(m.extra.get("command", "ib_write_bw")),
+                    f"{m.value:.2f} Gb/s through a lossless port",
+                    "a stall (connects, then ACK timeouts, receiver flat) where QoS bites",
+                    Status.WARN,
+                )
+            )
+    return stalled, flowed
 
 
 def fix(q: SwitchQos, verdict: Verdict, ctx: Context) -> FixPlan | None:

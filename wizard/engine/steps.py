@@ -4,6 +4,7 @@ both PCIe halves, and persistence (golden exports, the reboot proof)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from wizard import bisect, fixes, golden, undoes
 from wizard.drain import CARRIER_PROBE
@@ -75,6 +76,8 @@ class StepsMixin(BisectionMixin):
         checks = self._checks_for((*spec.faults, *persisted_with), traffic=False)
         obs = await self._sweep(checks)
         verdicts = await self._judge(checks, obs, (*spec.faults, *persisted_with))
+        if spec.traffic:
+            obs, verdicts = await self._proven(spec, checks, obs, verdicts, persisted_with)
         self._record_verdicts(verdicts)
         self._fire("judged")  # the verdicts are in: fixes may be offered
         await self._persistence_first(spec, verdicts, obs, persisted_with)
@@ -89,6 +92,31 @@ class StepsMixin(BisectionMixin):
                 # the jumbo ping matrix and, across switches, the shared-ISL test
                 await self._measure_and_judge("fabric", spec.faults)
         return False
+
+    async def _proven(
+        self,
+        spec: StepLike,
+        checks: Sequence[CheckLike],
+        obs: Observations,
+        verdicts: list[Verdict],
+        persisted_with: Sequence[str],
+    ) -> tuple[Observations, list[Verdict]]:
+        """A finding this step would fix, shown with what the fabric does before anything
+        changes: the rails measured now (the switch CPU during each test, each end's counters
+        around it) and the checks judged again with them, so the verdict a fix rests on carries
+        its runtime evidence (a stall's ACK timeouts, a forwarding switch CPU), not only the
+        configuration. Not measured on nodes awaiting a drain (their numbers are no evidence):
+        the verdict then says it is not yet proven by traffic."""
+        if not any(v.is_finding and v.fault in spec.faults for v in verdicts):
+            return obs, verdicts
+        if self.guard.undrained(self.fabric.nodes):
+            return obs, verdicts
+        valid = tuple(m for m in await self._measure("rails") if m.valid)
+        if not valid:
+            return obs, verdicts
+        obs = replace(obs, measurements=valid)
+        self._last_obs = obs
+        return obs, await self._judge(checks, obs, (*spec.faults, *persisted_with))
 
     async def _persistence_first(
         self,

@@ -1,0 +1,160 @@
+"""The QoS verdict rests on what the fabric did, not only on the QoS table (FAULTS.md, "What
+counts as proof"): lossless ports with a rail test through them that connected and stalled
+(sender ACK timeouts, receiver flat) is proven; tests at line rate through them say the setting
+is not what slows the fabric (a warning); with no test yet it says "not yet proven by traffic".
+On the lab, the QoS step measures before it offers the fix, so its verdict carries the stall."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flows.base import Context
+from flows.checks import switch_qos
+from flows.checks.switch_qos import QosPort, SwitchQos
+from flows.expectations import DEFAULT
+from wizard.model import Measurement, Status
+
+CTX = Context(
+    expectations=DEFAULT,
+    nodes=("a", "b", "c", "d"),
+    switches=("sw",),
+    cabling={
+        "a/p0": ("sw", "qsfp56-dd-1-1"),
+        "b/p0": ("sw", "qsfp56-dd-2-1"),
+        "c/p0": ("sw", "qsfp56-dd-3-1"),
+        "d/p0": ("sw", "qsfp56-dd-4-1"),
+    },
+)
+ROOT = Path(__file__).resolve().parents[2]
+LOSSLESS = QosPort("sw", "qsfp56-dd-1-1", "keep", "pfc-tc3")
+LOSSY = [QosPort("sw", f"qsfp56-dd-{n}-1", "ignore", "disabled") for n in (2, 3, 4)]
+
+
+def _run(client: str, server: str, gbps: float, *, stalled: bool) -> Measurement:
+    cli = {"tx_packets_phy": 6340, "local_ack_timeout_err": 23} if stalled else {}
+    srv = {"rx_packets_phy": 0 if stalled else 25_000_000}
+    if not stalled:
+        cli = {"tx_packets_phy": 25_000_000}
+    return Measurement(
+        "rail",
+        f"{client}/p0->{server}/p0",
+        gbps,
+        "Gb/s",
+        reason="Completion with error at client" if stalled else "",
+        extra={
+            "client": client,
+            "server": server,
+            "client_netdev": "p0",
+            "server_netdev": "p0",
+            "command": "ib_write_bw -d rocep1s0f0 -x 3 -q 1 -D 5 -F --report_gbits -p 18515 ip",
+            "counters": {"client": cli, "server": srv},
+        },
+    )
+
+
+def _verdict(*runs: Measurement, ports: tuple[QosPort, ...] = (LOSSLESS, *LOSSY)):  # type: ignore[no-untyped-def]
+    [v] = switch_qos.judge(SwitchQos(ports, (), runs), CTX)
+    return v
+
+
+def test_a_stall_through_a_lossless_port_proves_it_counters_first() -> None:
+    v = _verdict(_run("a", "b", 0.0, stalled=True), _run("c", "d", 109.2, stalled=False))
+    assert v.status == Status.FAIL
+    assert "proven: 1 rail test(s)" in v.summary
+    # the runtime row comes first: the counters of the stalled test, then the QoS table
+    first = v.evidence[0]
+    assert first.target == "a/p0->b/p0"
+    assert "local_ack_timeout_err +23" in first.observed
+    assert "rx_packets_phy +0" in first.observed
+    assert v.evidence[1].observed == "trust-l3=keep pfc=pfc-tc3"
+    # c->d never crossed the lossless port: it is not counted either way
+    assert all(e.target != "c/p0->d/p0" for e in v.evidence)
+
+
+def test_line_rate_through_a_lossless_port_is_a_warning_not_a_stall() -> None:
+    v = _verdict(_run("a", "b", 109.2, stalled=False))
+    assert v.status == Status.WARN
+    assert "ran at line rate: not what slows this fabric" in v.summary
+    assert v.evidence[0].observed == "109.20 Gb/s through a lossless port"
+    assert v.evidence[0].status == Status.WARN
+
+
+def test_without_traffic_the_setting_is_not_yet_proven() -> None:
+    v = _verdict()
+    assert v.status == Status.FAIL
+    assert "not yet proven by traffic" in v.summary
+    assert [e.observed for e in v.evidence] == ["trust-l3=keep pfc=pfc-tc3"]
+
+
+def test_lossy_ports_pass_whatever_the_tests_did() -> None:
+    v = _verdict(_run("a", "b", 0.0, stalled=True), ports=tuple(LOSSY))
+    assert v.status == Status.PASS
+    assert len(v.evidence) == 3
+
+
+def _walk(scenario: str, tmp_path: Path) -> list[dict[str, Any]]:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "screens.cli",
+            "fix",
+            "--lab",
+            scenario,
+            "--yes",
+            "--json",
+            "--time-scale",
+            "200",
+            "--session-dir",
+            str(tmp_path / "s"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["healthy_after"] is True
+    (log,) = (tmp_path / "s").rglob("events.jsonl")
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def _step_verdicts(events: list[dict[str, Any]], step: str, fault: str) -> list[dict[str, Any]]:
+    return [
+        e["verdict"]
+        for e in events
+        if e["type"] == "verdict_reached" and e["step"] == step and e["verdict"]["fault"] == fault
+    ]
+
+
+@pytest.mark.lab
+def test_the_lab_walk_proves_the_stall_before_the_fix(tmp_path: Path) -> None:
+    events = _walk("fault-switch-qos-pfc-stall", tmp_path)
+    qos = _step_verdicts(events, "qos", "switch.qos-pfc-stall")
+    before, after = qos[0], qos[-1]
+    assert before["status"] == "fail" and "proven: 8 rail test(s)" in before["summary"]
+    stalled = [ev for ev in before["evidence"] if "local_ack_timeout_err +" in ev["observed"]]
+    assert stalled and all("rx_packets_phy +0;" in ev["observed"] for ev in stalled)
+    assert all("local_ack_timeout_err +0;" not in ev["observed"] for ev in stalled)
+    # the preflight, which ran no traffic, said so
+    [pre] = _step_verdicts(events, "preflight", "switch.qos-pfc-stall")
+    assert "not yet proven by traffic" in pre["summary"]
+    assert after["status"] == "pass"
+
+
+@pytest.mark.lab
+def test_the_offload_step_shows_the_switch_cpu_forwarding_before_its_fix(tmp_path: Path) -> None:
+    events = _walk("fault-switch-offload-split-cage", tmp_path)
+    before = _step_verdicts(events, "offload", "switch.offload-split-cage")[0]
+    [cpu] = [ev for ev in before["evidence"] if "cpu-load" in ev["command"]]
+    # measured before the change: the switch CPU forwarded the rail tests
+    assert cpu["status"] == "fail" and cpu["observed"].endswith("% during a transfer")
+    assert float(cpu["observed"].split()[0]) > DEFAULT.switch_cpu_idle_max_pct
