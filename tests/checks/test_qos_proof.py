@@ -6,9 +6,6 @@ On the lab, the QoS step measures before it offers the fix, so its verdict carri
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +15,7 @@ from flows.base import Context
 from flows.checks import switch_qos
 from flows.checks.switch_qos import QosPort, SwitchQos
 from flows.expectations import DEFAULT
+from tests.engine.fix_walk import fix_walk
 from wizard.model import Measurement, Status
 
 CTX = Context(
@@ -31,7 +29,6 @@ CTX = Context(
         "d/p0": ("sw", "qsfp56-dd-4-1"),
     },
 )
-ROOT = Path(__file__).resolve().parents[2]
 LOSSLESS = QosPort("sw", "qsfp56-dd-1-1", "keep", "pfc-tc3")
 LOSSY = [QosPort("sw", f"qsfp56-dd-{n}-1", "ignore", "disabled") for n in (2, 3, 4)]
 
@@ -98,35 +95,6 @@ def test_lossy_ports_pass_whatever_the_tests_did() -> None:
     assert len(v.evidence) == 3
 
 
-def _walk(scenario: str, tmp_path: Path) -> list[dict[str, Any]]:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "screens.cli",
-            "fix",
-            "--lab",
-            scenario,
-            "--yes",
-            "--json",
-            "--time-scale",
-            "200",
-            "--session-dir",
-            str(tmp_path / "s"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert json.loads(proc.stdout)["healthy_after"] is True
-    (log,) = (tmp_path / "s").rglob("events.jsonl")
-    return [json.loads(line) for line in log.read_text().splitlines()]
-
-
 def _step_verdicts(events: list[dict[str, Any]], step: str, fault: str) -> list[dict[str, Any]]:
     return [
         e["verdict"]
@@ -137,7 +105,7 @@ def _step_verdicts(events: list[dict[str, Any]], step: str, fault: str) -> list[
 
 @pytest.mark.lab
 def test_the_lab_walk_proves_the_stall_before_the_fix(tmp_path: Path) -> None:
-    events = _walk("fault-switch-qos-pfc-stall", tmp_path)
+    events = fix_walk("fault-switch-qos-pfc-stall", tmp_path / "s")
     qos = _step_verdicts(events, "qos", "switch.qos-pfc-stall")
     before, after = qos[0], qos[-1]
     assert before["status"] == "fail" and "proven: 8 rail test(s)" in before["summary"]
@@ -152,7 +120,7 @@ def test_the_lab_walk_proves_the_stall_before_the_fix(tmp_path: Path) -> None:
 
 @pytest.mark.lab
 def test_the_offload_step_shows_the_switch_cpu_forwarding_before_its_fix(tmp_path: Path) -> None:
-    events = _walk("fault-switch-offload-split-cage", tmp_path)
+    events = fix_walk("fault-switch-offload-split-cage", tmp_path / "s")
     before = _step_verdicts(events, "offload", "switch.offload-split-cage")[0]
     [cpu] = [ev for ev in before["evidence"] if "cpu-load" in ev["command"]]
     # measured before the change: the switch CPU forwarded the rail tests

@@ -3,45 +3,17 @@ replaces what was judged before the change: no pre-fix verdict stays on the step
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.engine.fix_walk import fix_walk
 
 pytestmark = pytest.mark.lab
 
 
 def test_the_offload_step_is_judged_again_after_its_fix(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "screens.cli",
-            "fix",
-            "--lab",
-            "fault-switch-offload-split-cage",
-            "--yes",
-            "--json",
-            "--time-scale",
-            "200",
-            "--session-dir",
-            str(tmp_path / "s"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert json.loads(proc.stdout)["healthy_after"] is True
-    (log,) = (tmp_path / "s").rglob("events.jsonl")
-    events = [json.loads(line) for line in log.read_text().splitlines()]
+    events = fix_walk("fault-switch-offload-split-cage", tmp_path / "s")
     applied = next(
         e["seq"]
         for e in events
