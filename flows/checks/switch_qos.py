@@ -79,7 +79,7 @@ def judge(q: SwitchQos, ctx: Context) -> list[Verdict]:
     for w in q.unreadable:
         f.cannot_tell(w, "QoS of the fabric ports")
     lossless = [p for p in q.ports if p.trust_l3 != "ignore" or p.pfc != "disabled"]
-    stalled, flowed = _through(q.runs, {(p.switch, p.name) for p in lossless}, ctx)
+    through, stalled, flowed = _through(q.runs, {(p.switch, p.name) for p in lossless}, ctx)
     for p in q.ports:
         ev = Evidence(
             f"{p.switch}/{p.name}",
@@ -108,22 +108,29 @@ def judge(q: SwitchQos, ctx: Context) -> list[Verdict]:
             "accepted end state)"
         )
     else:
+        seen = (
+            f"the {through} rail test(s) through them show neither a stall with its counters "
+            "nor line rate"
+            if through
+            else "no rail test through them yet"
+        )
         bad = (
             f"lossless QoS configured on fabric ports ({ports}): it makes RoCE connect, then "
-            "stall; not yet proven by traffic (no rail test through them yet)"
+            f"stall; not yet proven by traffic ({seen})"
         )
     return [f.verdict(ok="the fabric ports are lossy (trust-l3=ignore, pfc=disabled)", bad=bad)]
 
 
 def _through(
     runs: tuple[Measurement, ...], lossless: set[tuple[str, str]], ctx: Context
-) -> tuple[list[Evidence], list[Evidence]]:
+) -> tuple[int, list[Evidence], list[Evidence]]:
     """The rail tests whose legs cross a lossless port (a leg whose port is not known may):
-    (those that stalled with the QoS signature, those that ran at line rate)."""
+    (how many, those that stalled with the QoS signature, those that ran at line rate)."""
+    through = 0
     stalled: list[Evidence] = []
     flowed: list[Evidence] = []
     if not lossless:
-        return stalled, flowed
+        return through, stalled, flowed
     gate = ctx.expectations.rail_pass_gate_gbps
     for m in runs:
         legs = [
@@ -132,6 +139,7 @@ def _through(
         ]
         if not any(leg is None or leg in lossless for leg in legs):
             continue
+        through += 1
         sig = traffic_counters.signature(m, ctx)
         if sig is not None and m.value < 1.0 and sig.stalled_with_timeouts:
             stalled.append(traffic_counters.evidence(m, sig, ctx, Status.FAIL))
@@ -145,7 +153,7 @@ def _through(
                     Status.WARN,
                 )
             )
-    return stalled, flowed
+    return through, stalled, flowed
 
 
 def fix(q: SwitchQos, verdict: Verdict, ctx: Context) -> FixPlan | None:

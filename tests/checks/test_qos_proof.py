@@ -89,6 +89,24 @@ def test_without_traffic_the_setting_is_not_yet_proven() -> None:
     assert [e.observed for e in v.evidence] == ["trust-l3=keep pfc=pfc-tc3"]
 
 
+def test_a_low_test_without_counters_is_no_proof() -> None:
+    # the counters were not read (a lost SSH session around the test): a low number alone does
+    # not prove the QoS stall, and the verdict says the tests did not show it
+    bare = _run("a", "b", 0.0, stalled=True)
+    bare = Measurement(
+        bare.kind,
+        bare.target,
+        bare.value,
+        bare.unit,
+        reason=bare.reason,
+        extra={k: v for k, v in bare.extra.items() if k != "counters"},
+    )
+    v = _verdict(bare)
+    assert v.status == Status.FAIL
+    assert "not yet proven by traffic (the 1 rail test(s) through them show neither" in v.summary
+    assert [e.observed for e in v.evidence] == ["trust-l3=keep pfc=pfc-tc3"]
+
+
 def test_lossy_ports_pass_whatever_the_tests_did() -> None:
     v = _verdict(_run("a", "b", 0.0, stalled=True), ports=tuple(LOSSY))
     assert v.status == Status.PASS
