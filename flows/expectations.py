@@ -106,6 +106,10 @@ class Expectations:
     # a rail that carried less than this share of the busiest rail's bytes during an NCCL run
     # took no part in it (NCCL spreads a collective over every device it uses)
     nccl_rail_idle_share: _Share = 0.05
+    # during a rail test, a receiver or switch leg that counted under this share of the frames
+    # the sender sent saw none of its data (what it did count is background: LLDP, ARP)
+    counter_flat_share: _Share = 0.01
+    stall_max_gbps: _Positive = 1.0  # a rail test below this moved no data: stalled, not slow
     # Verdict bands, as fraction of expected (warn_ratio may not exceed pass_ratio)
     pass_ratio: _Share = 0.90
     warn_ratio: _Share = 0.75

@@ -14,7 +14,7 @@ switches (`rx-byte`, `tx-byte`, `rx-packet`, `tx-packet` per port).
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from wizard.errors import ParseError
 from wizard.model import Rail
@@ -41,6 +41,7 @@ HOST_COUNTERS = (
 )
 SWITCH_COUNTERS = ("rx-packet", "tx-packet", "rx-byte", "tx-byte", "rx-drop", "tx-drop")
 _SPLIT = "@@FABWIZ-ETHTOOL@@"
+_RAIL = "@@FABWIZ-RAIL@@"
 
 
 def rail_command(rail: Rail) -> str:
@@ -50,6 +51,27 @@ def rail_command(rail: Rail) -> str:
         f"grep -H . {base}/hw_counters/* {base}/counters/* 2>/dev/null; "
         f"echo {_SPLIT}; ethtool -S {shlex.quote(rail.netdev)}"
     )
+
+
+def rails_command(rails: Sequence[Rail]) -> str:
+    """One read-only command for several rails of one node: each rail's `rail_command` in
+    turn, each after a marker line."""
+    return "; ".join(f"echo {_RAIL}; {rail_command(r)}" for r in rails)
+
+
+def parse_rails(text: str, count: int) -> list[dict[str, int] | None]:
+    """`rails_command`'s output for `count` rails: each rail's counters, in order (None: its
+    part had none); all None when the parts do not match the rails."""
+    parts = text.split(_RAIL + "\n")[1:]
+    if len(parts) != count:
+        return [None] * count
+    out: list[dict[str, int] | None] = []
+    for part in parts:
+        try:
+            out.append(parse_rail(part))
+        except ParseError:
+            out.append(None)
+    return out
 
 
 def parse_rail(text: str) -> dict[str, int]:

@@ -341,9 +341,7 @@ class InventoryFabric:
                 )
             ]
         # the switch CPU sampled during the test, like every `check --perf` transfer
-        return await self.sweeper.with_switch_cpu(
-            [self._pair(ra, rb, 18515)], delay=self.server_start_delay_s
-        )
+        return await self.sweeper.rail_round([self._pair(ra, rb, 18515)])
 
     async def _halves(self) -> list[Measurement]:
         """Both PCIe halves of port 0 at once, per sending node: the node's total, to a node on
@@ -374,7 +372,7 @@ class InventoryFabric:
                     continue
                 across = None not in (switch_of[a], switch_of[b]) and switch_of[a] != switch_of[b]
                 jobs.append(self._both(a, b, legs, 18600 + 2 * i, across_isl=across))
-            out.extend(await self.sweeper.with_switch_cpu(jobs, delay=self.server_start_delay_s))
+            out.extend(await self.sweeper.rail_round(jobs))
         seen: dict[str, Measurement] = {}
         for m in out:
             seen.setdefault(m.target, m)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NamedTuple
@@ -52,6 +53,7 @@ from wizard.sweep_batch import (
     split_script_output,
     switch_probes,
 )
+from wizard.sweep_rounds import Round
 from wizard.sweep_traffic import LISTEN_WAIT_S, peer_rail, rail_at
 from wizard.turns import Turns
 from wizard.versions import Versions
@@ -397,6 +399,7 @@ class Sweeper:
     isl_shared_test = traffic.isl_shared_test
     gid_index = traffic.gid_index
     with_switch_cpu = traffic.with_switch_cpu
+    rail_round = traffic.rail_round
     nccl_test = sweep_nccl.nccl_test
 
     async def rail_tests(
@@ -443,7 +446,7 @@ class Sweeper:
 
     async def _alone(self, pair: tuple[Rail, Rail], test: _RailTest, **kw: Any) -> Measurement:
         """One rail test with nothing else on the fabric, the switch CPU sampled during it."""
-        [m] = await self.with_switch_cpu(
+        [m] = await self.rail_round(
             [
                 self._one_rail_test(
                     *pair,
@@ -453,8 +456,7 @@ class Sweeper:
                     timeout=test.timeout_s,
                     **kw,
                 )
-            ],
-            delay=test.delay,
+            ]
         )
         return m
 
@@ -544,22 +546,42 @@ class Sweeper:
         plan = [[(i, ra, rb) for i, (ra, rb) in enumerate(r)] for r in packed]
         rounds = tuple(tuple(f"{ra.key}->{rb.key}" for _, ra, rb in r) for r in plan)
         self._emit(TrafficPlanned(step=self.step, rounds=rounds, duration_s=float(duration_s)))
-        for planned in plan:
-            jobs = [
-                self._one_rail_test(
-                    ra,
-                    rb,
-                    port=base_port + i,
-                    duration_s=duration_s,
-                    delay=server_start_delay_s,
-                    timeout=timeout_s,
-                )
-                for i, ra, rb in planned
-            ]
-            for m in await self.with_switch_cpu(jobs, delay=server_start_delay_s):
-                out.append(m)
-                self._emit(MeasurementTaken(step=self.step, measurement=m))
+        # each round starts its servers once the round before moves data, and its clients
+        # connect as that round's data is about to end (wizard.sweep_rounds); two rounds are
+        # under way at once, on two banks of TCP ports
+        bank = max((len(r) for r in plan), default=0)
+        running: deque[asyncio.Future[list[Measurement]]] = deque()
+        prev: Round | None = None
+        try:
+            for k, planned in enumerate(plan):
+                jobs = [
+                    self._one_rail_test(
+                        ra,
+                        rb,
+                        port=base_port + (k % 2) * bank + i,
+                        duration_s=duration_s,
+                        delay=server_start_delay_s,
+                        timeout=timeout_s,
+                    )
+                    for i, ra, rb in planned
+                ]
+                prev = Round(self, prev=prev)
+                running.append(asyncio.ensure_future(prev.run(jobs)))
+                await prev.opened.wait()
+                while running and running[0].done():
+                    self._taken(out, running.popleft().result())
+            while running:
+                self._taken(out, await running[0])
+                running.popleft()
+        finally:
+            for task in running:
+                task.cancel()
         return out
+
+    def _taken(self, out: list[Measurement], ms: list[Measurement]) -> None:
+        for m in ms:
+            out.append(m)
+            self._emit(MeasurementTaken(step=self.step, measurement=m))
 
     async def _one_rail_test(
         self,

@@ -4,7 +4,6 @@ ports read around it; a run that cannot start or never answers is no busbw."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -15,7 +14,8 @@ from wizard.errors import ParseError
 from wizard.events import MeasurementTaken, ProbeAnswered, ProbeSent
 from wizard.model import Measurement, ProbeResult
 from wizard.schedule import home_switches, ring_order
-from wizard.sweep_traffic import rail_counters, with_switch_cpu
+from wizard.sweep_rounds import counters_of
+from wizard.sweep_traffic import with_switch_cpu
 
 if TYPE_CHECKING:
     from wizard.sweep import Sweeper
@@ -90,7 +90,7 @@ async def _nccl_run(
     """The NCCL command run from the first node, with every rail's counters, the switch CPU
     and the switch ports read around it; its answer and the measurement's `extra`."""
     rails = [r for n in nodes for r in sw.rails.get(n, ()) if r.up and r.addresses]
-    before = await asyncio.gather(*(rail_counters(sw, r) for r in rails))
+    before = await counters_of(sw, rails)
     sw._emit(ProbeSent(step=sw.step, target=nodes[0], command=cmd))
     t0 = time.monotonic()
     got: list[ProbeResult] = []
@@ -102,7 +102,7 @@ async def _nccl_run(
     # the switch CPU sampled and the switch ports read around the run, like ib_write_bw
     [around] = await with_switch_cpu(sw, [launch_run()], delay=0.0)
     res = got[0]
-    after = await asyncio.gather(*(rail_counters(sw, r) for r in rails))
+    after = await counters_of(sw, rails)
     sw._emit(ProbeAnswered(step=sw.step, probe="nccl", result=res))
     extra: dict[str, object] = {
         **info,
@@ -113,7 +113,8 @@ async def _nccl_run(
         # per rail, the RDMA/PHY counter deltas around the run (None: not read)
         "rail_counters": {
             r.key: deltas(b, a) if a is not None and b is not None else None
-            for r, b, a in zip(rails, before, after, strict=True)
+            for r in rails
+            for b, a in [(before.get(r.key), after.get(r.key))]
         },
         **{k: around.extra[k] for k in ("switch_cpu", "switch_ports") if k in around.extra},
     }

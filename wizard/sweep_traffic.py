@@ -18,10 +18,21 @@ from collections.abc import Awaitable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from wizard.counters import deltas, parse_rail, rail_command, switch_deltas, switch_ports
+from wizard.counters import switch_deltas
 from wizard.errors import ParseError
 from wizard.events import MeasurementTaken, ProbeAnswered, ProbeSent
 from wizard.model import Measurement, ProbeResult, Rail
+from wizard.sweep_rounds import (
+    CPU_SAMPLE_S,
+    MIN_WALL_SAMPLE_S,
+    Round,
+    Slot,
+    current_round,
+    rail_counters,
+    rail_round,
+    sample_cpu,
+    switch_port_counters,
+)
 from wizard.transports.capped import OutputWatch
 
 if TYPE_CHECKING:
@@ -39,13 +50,12 @@ __all__ = [
     "ping_matrix",
     "rail_at",
     "rail_counters",
+    "rail_round",
     "shared_readings",
     "switch_port_counters",
     "with_switch_cpu",
 ]
 
-CPU_SAMPLE_S = 0.25  # the switch CPU is sampled this often during a transfer (targets' time)
-MIN_WALL_SAMPLE_S = 0.002  # and never more often than this (wall time: one API round trip)
 
 # the matrix's echo requests go this far apart (s): 3 in 0.4 s, not 2 s (iputils lets a user go
 # down to 2 ms)
@@ -53,7 +63,11 @@ PING_INTERVAL_S = 0.2
 # perftest prints this line just before it listens (on stdout, so its server runs under
 # `stdbuf -oL`: on a pipe the C library would keep the line until the run ends)
 LISTENING = "Waiting for client to connect"
-SERVER_PREFIX = "stdbuf -oL "
+# and its client this one just before its data moves (the results header; under `stdbuf -oL`
+# too, so the round knows when each test's data began)
+DATA_BEGINS = "#bytes"
+LINE_BUFFERED = "stdbuf -oL "
+SERVER_PREFIX = LINE_BUFFERED
 # how long a client waits for its server to say it listens, by default; then it goes anyway
 LISTEN_WAIT_S = 10.0
 # perftest's client and server sleep this long (targets' time) once connected, before the test
@@ -66,16 +80,6 @@ CONNECT_RETRY_S = (0.25, 0.5, 1.0, 2.0)
 # the GID tables read in a `shared_readings` span, by (node, command)
 _GID_READS: contextvars.ContextVar[dict[tuple[str, str], asyncio.Future[ProbeResult]] | None] = (
     contextvars.ContextVar("fabwiz_gid_reads", default=None)
-)
-# in that span, the counters read when each rail's last test ended (by rail key; the
-# switches' ports under SWITCHES), good as the next test's "before" until a test uses them
-_READINGS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
-    "fabwiz_readings", default=None
-)
-SWITCHES = "\0switches"
-# when each client of the tests `with_switch_cpu` runs started (its transfer's start)
-_CLIENT_STARTS: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar(
-    "fabwiz_client_starts", default=None
 )
 
 
@@ -164,7 +168,7 @@ async def isl_shared_test(
         for i, (c, s) in enumerate(((a1, b1), (a2, b2)))
     ]
     out = []
-    for got in await with_switch_cpu(sw, jobs, delay=delay):
+    for got in await rail_round(sw, jobs):
         m = replace(got, extra={**got.extra, "isl_shared": True})
         out.append(m)
         sw._emit(MeasurementTaken(step=sw.step, measurement=m))
@@ -173,34 +177,13 @@ async def isl_shared_test(
 
 @contextlib.contextmanager
 def shared_readings() -> Iterator[None]:
-    """The tests of one proof run, one after the other with nothing else on the rails and
-    nothing changing the addresses between them: each node's GID table is read once, by the
-    first test that needs it (a read that failed is not kept), and a rail's counters read as
-    its test ended (the switches' ports read as a round ended) are the next test's "before":
-    no fabwiz traffic moved them since. A test's deltas then run from the end of that rail's
-    previous test to the end of its own."""
-    gids, readings = _GID_READS.set({}), _READINGS.set({})
+    """The tests of one proof run, nothing changing the addresses between them: each node's GID
+    table is read once, by the first test that needs it (a read that failed is not kept)."""
+    gids = _GID_READS.set({})
     try:
         yield
     finally:
         _GID_READS.reset(gids)
-        _READINGS.reset(readings)
-
-
-async def _counters_before(sw: Sweeper, rail: Rail) -> dict[str, int] | None:
-    """A rail's counters before its test: those read as its last test in the span ended, or
-    read now."""
-    readings = _READINGS.get()
-    kept = readings.pop(rail.key, None) if readings is not None else None
-    return kept if kept is not None else await rail_counters(sw, rail)
-
-
-async def _counters_after(sw: Sweeper, rail: Rail) -> dict[str, int] | None:
-    got = await rail_counters(sw, rail)
-    readings = _READINGS.get()
-    if readings is not None and got is not None:
-        readings[rail.key] = got
-    return got
 
 
 async def _gid_read(sw: Sweeper, node: str, command: str) -> ProbeResult:
@@ -256,60 +239,39 @@ async def with_switch_cpu(
     delay: float,
     interval_s: float | None = None,
 ) -> list[Measurement]:
-    """Run bandwidth jobs while sampling every switch's `/system/resource` cpu-load; each
-    measurement carries the highest load seen during it (`extra["switch_cpu"]`). Only
-    samples sent at least `interval_s` after the data began to move (the last client's start
-    and perftest's second) and answered at least `interval_s` before the last job ended
-    count: a sample that may have missed the transfer is no evidence of an idle CPU."""
+    """Run jobs that say nothing of when their data moves (an NCCL launch) while sampling
+    every switch's `/system/resource` cpu-load; each measurement carries the highest load seen
+    during it (`extra["switch_cpu"]`) and the switch ports that moved around it. Only samples
+    sent at least `interval_s` after `delay` past the launch and answered at least `interval_s`
+    before the last job ended count: a sample that may have missed the transfer is no evidence
+    of an idle CPU. (Rail tests run in a `rail_round`, which knows when their data moves.)"""
     if not jobs:
         return []
     if interval_s is None:
         interval_s = max(MIN_WALL_SAMPLE_S, CPU_SAMPLE_S / (sw.clock_rate or 1.0))
     done = asyncio.Event()
-    samples: list[tuple[float, float, str, float]] = []  # sent, answered, switch, load
-
-    async def sample() -> None:
-        await asyncio.sleep(interval_s)  # what comes before the clients start is not counted
-
-        async def one(name: str) -> None:
-            sent = time.monotonic()
-            res = await sw.switches[name].call("/system/resource", "print", timeout=5.0)
-            for row in res.rows if res.error is None else ():
-                load = row.get("cpu-load", "")
-                if load.strip().isdigit():
-                    samples.append((sent, time.monotonic(), name, float(load)))
-
-        while not done.is_set():
-            await asyncio.gather(*(one(name) for name in sw.switches))  # every switch at once
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(done.wait(), interval_s)
-
-    ports_before = await _ports_before(sw)
-    sampler = asyncio.ensure_future(sample()) if sw.switches else None
+    ports_before = await switch_port_counters(sw)
+    sampler = asyncio.ensure_future(sample_cpu(sw, done, interval_s)) if sw.switches else None
     launched = time.monotonic()
-    running, starts = _launch(jobs)
     try:
-        results = await running
+        results = await asyncio.gather(*jobs)
     finally:
         ended = time.monotonic()
         done.set()
+        samples = []
         if sampler is not None:
             with contextlib.suppress(Exception):
-                await sampler
-    # the transfers were all under way once the last client had started and got through
-    # perftest's setup (it sleeps a second once connected, before it moves data); a job that
-    # says nothing, as NCCL's launch, is taken to start `delay` after the jobs
-    setup = PERFTEST_SETUP_S / (sw.clock_rate or 1.0)
-    started = max(starts) + setup if starts else launched + delay
-    ports_after = await _ports_after(sw)
+                samples = await sampler
+    started = launched + delay
+    ports_after = await switch_port_counters(sw)
     peaks: dict[str, float] = {}
     for sent, answered, name, load in samples:
         if sent >= started + interval_s and answered <= ended - interval_s:
             peaks[name] = max(peaks.get(name, 0.0), load)
     moved = {
-        sw: switch_deltas(ports_before[sw], after)
-        for sw, after in ports_after.items()
-        if sw in ports_before
+        name: switch_deltas(ports_before[name], after)
+        for name, after in ports_after.items()
+        if name in ports_before
     }
     extra: dict[str, object] = {}
     if peaks:
@@ -317,59 +279,6 @@ async def with_switch_cpu(
     if moved:
         extra["switch_ports"] = moved  # per switch, the ports whose counters moved
     return [replace(m, extra={**m.extra, **extra}) if extra else m for m in results]
-
-
-def _launch(
-    jobs: Sequence[Awaitable[Measurement]],
-) -> tuple[asyncio.Future[list[Measurement]], list[float]]:
-    """The jobs running, and the list each client's start goes to as it goes
-    (`_client_and_server`: each job's task holds the list in its context)."""
-    starts: list[float] = []
-    token = _CLIENT_STARTS.set(starts)
-    try:
-        return asyncio.gather(*jobs), starts
-    finally:
-        _CLIENT_STARTS.reset(token)
-
-
-async def _ports_before(sw: Sweeper) -> dict[str, dict[str, dict[str, int]]]:
-    """The switches' port counters before a round: those read as the last round of a
-    `shared_readings` span ended, or read now."""
-    readings = _READINGS.get()
-    kept = readings.pop(SWITCHES, None) if readings is not None else None
-    return kept if kept is not None else await switch_port_counters(sw)
-
-
-async def _ports_after(sw: Sweeper) -> dict[str, dict[str, dict[str, int]]]:
-    got = await switch_port_counters(sw)
-    readings = _READINGS.get()
-    if readings is not None:
-        readings[SWITCHES] = got
-    return got
-
-
-async def switch_port_counters(sw: Sweeper) -> dict[str, dict[str, dict[str, int]]]:
-    """Every switch's per-port packet and byte counters (`/interface print`), the switches read
-    at once (one connection each)."""
-    names = list(sw.switches)
-    answers = await asyncio.gather(
-        *(sw.switches[n].call("/interface", "print", timeout=10.0) for n in names)
-    )
-    return {
-        n: switch_ports(res.rows)
-        for n, res in zip(names, answers, strict=True)
-        if res.error is None
-    }
-
-
-async def rail_counters(sw: Sweeper, rail: Rail) -> dict[str, int] | None:
-    res = await sw.ssh.run(rail.node, rail_command(rail), timeout=10.0)
-    if res.error is not None:
-        return None
-    try:
-        return parse_rail(res.stdout)
-    except ParseError:
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,7 +296,12 @@ class RailRun:
 
 
 async def one_rail_test(sw: Sweeper, client: Rail, server: Rail, run: RailRun) -> Measurement:
-    """ib_write_bw from `client` to `server` with each end's counters read around it."""
+    """ib_write_bw from `client` to `server` with each end's counters read around its data
+    (in the round it belongs to, or in a round of its own)."""
+    rnd = current_round()
+    if rnd is None:
+        [m] = await rail_round(sw, [one_rail_test(sw, client, server, run)])
+        return m
     target = f"{client.key}->{server.key}"
     absent = [
         n
@@ -396,26 +310,51 @@ async def one_rail_test(sw: Sweeper, client: Rail, server: Rail, run: RailRun) -
     ]
     if absent:
         return _tool_missing(sw, client, server, target, absent)
-    (cgid, cwhy), (sgid, swhy) = await asyncio.gather(gid_index(sw, client), gid_index(sw, server))
-    if cgid is None or sgid is None:
-        # no RoCE v2 GID for the rail's address: nothing to measure, and no number
-        return _no_gid(client, server, target, cwhy if cgid is None else swhy)
-    base = (
-        f"ib_write_bw -d {{rdma}} -x {{gid}} -q {run.qps} -D {int(run.duration_s)} "
-        f"-F --report_gbits -p {run.port}"
-    )
-    if run.bidir:
-        base += " -b"
-    server_cmd = base.replace("{rdma}", shlex.quote(server.rdma)).replace("{gid}", str(sgid))
-    client_ip = server.addresses[0].split("/")[0]
-    client_cmd = (
-        base.replace("{rdma}", shlex.quote(client.rdma)).replace("{gid}", str(cgid))
-        + f" {shlex.quote(client_ip)}"
-    )
-    cli, srv_res, counters = await _client_and_server(
-        sw, (client, client_cmd), (server, server_cmd), run
-    )
+    slot = rnd.join(client, server, run.duration_s)  # before any await: the round counts it
+    try:
+        (cgid, cwhy), (sgid, swhy) = await asyncio.gather(
+            gid_index(sw, client), gid_index(sw, server)
+        )
+        if cgid is None or sgid is None:
+            # no RoCE v2 GID for the rail's address: nothing to measure, and no number
+            return _no_gid(client, server, target, cwhy if cgid is None else swhy)
+        base = (
+            f"ib_write_bw -d {{rdma}} -x {{gid}} -q {run.qps} -D {int(run.duration_s)} "
+            f"-F --report_gbits -p {run.port}"
+        )
+        if run.bidir:
+            base += " -b"
+        server_cmd = base.replace("{rdma}", shlex.quote(server.rdma)).replace("{gid}", str(sgid))
+        client_ip = server.addresses[0].split("/")[0]
+        client_cmd = (
+            base.replace("{rdma}", shlex.quote(client.rdma)).replace("{gid}", str(cgid))
+            + f" {shlex.quote(client_ip)}"
+        )
+        cli, srv_res, counters, window_s = await _client_and_server(
+            sw, rnd, slot, (client_cmd, server_cmd), run
+        )
+    finally:
+        rnd.end(slot)
     value, reason, lost = _bandwidth(cli, srv_res)
+    extra: dict[str, object] = {
+        "client": client.node,
+        "server": server.node,
+        "client_netdev": client.netdev,
+        "server_netdev": server.netdev,
+        "half": client.half,
+        "port": client.port,
+        "command": client_cmd,
+        "gid_index": {"client": cgid, "server": sgid},
+        # RDMA/PHY counter deltas per end, read while the test's data moved
+        "counters": counters,
+        "qps": run.qps,
+        "bidir": run.bidir,
+        "raw": cli.stdout,
+        "exit_status": cli.exit_status,
+        "server_raw": srv_res.stdout,
+    }
+    if window_s is not None:
+        extra["counter_window_s"] = round(window_s, 2)  # targets' seconds the deltas span
     return Measurement(
         kind="rail",
         target=target,
@@ -423,22 +362,7 @@ async def one_rail_test(sw: Sweeper, client: Rail, server: Rail, run: RailRun) -
         unit="Gb/s",
         valid=lost is None,
         reason=reason,
-        extra={
-            "client": client.node,
-            "server": server.node,
-            "client_netdev": client.netdev,
-            "server_netdev": server.netdev,
-            "half": client.half,
-            "port": client.port,
-            "command": client_cmd,
-            "gid_index": {"client": cgid, "server": sgid},
-            "counters": counters,  # RDMA/PHY counter deltas around the test, per end
-            "qps": run.qps,
-            "bidir": run.bidir,
-            "raw": cli.stdout,
-            "exit_status": cli.exit_status,
-            "server_raw": srv_res.stdout,
-        },
+        extra=extra,
     )
 
 
@@ -479,34 +403,35 @@ def _tool_missing(
 
 
 async def _client_and_server(
-    sw: Sweeper, client: tuple[Rail, str], server: tuple[Rail, str], run: RailRun
-) -> tuple[ProbeResult, ProbeResult, dict[str, dict[str, int]]]:
+    sw: Sweeper, rnd: Round, slot: Slot, commands: tuple[str, str], run: RailRun
+) -> tuple[ProbeResult, ProbeResult, dict[str, dict[str, int]], float | None]:
     """The server started, then the client once the server says it listens (after
-    `run.delay` if it says nothing; a refused client tries again while the server runs); both
-    answers, and each end's counter deltas around the test."""
-    (crail, client_cmd), (srail, server_cmd) = client, server
+    `run.delay` if it says nothing; a refused client tries again while the server runs) and
+    the round before lets it (`Round.may_launch`); both answers, each end's counter deltas
+    over the round's window, and the window's length (targets' seconds)."""
+    crail, srail = slot.client, slot.server
+    client_cmd, server_cmd = commands
     launch = SERVER_PREFIX + server_cmd
-    c0, s0 = await asyncio.gather(_counters_before(sw, crail), _counters_before(sw, srail))
     sw._emit(ProbeSent(step=sw.step, target=srail.node, command=launch))
     watch = OutputWatch(LISTENING)
     srv = asyncio.ensure_future(sw.ssh.run(srail.node, launch, timeout=run.timeout, watch=watch))
-    not_run = await _when_listening(srv, watch, run, crail.node, client_cmd)
-    cli = not_run or await _client(sw, crail, client_cmd, srv, run)
     try:
-        srv_res = await asyncio.wait_for(srv, run.timeout)
-    except TimeoutError:
+        not_run = await _when_listening(srv, watch, run, crail.node, client_cmd)
+        if not_run is None:
+            await rnd.may_launch()
+        cli = not_run or await _client(sw, rnd, slot, client_cmd, srv, run)
+        rnd.end(slot)  # its data moves no more: no window opens on it now
+        try:
+            srv_res = await asyncio.wait_for(srv, run.timeout)
+        except TimeoutError:
+            srv_res = ProbeResult(target=srail.node, kind="ssh", command=launch, error="timeout")
+    finally:
         srv.cancel()
-        srv_res = ProbeResult(target=srail.node, kind="ssh", command=launch, error="timeout")
-    c1, s1 = await asyncio.gather(_counters_after(sw, crail), _counters_after(sw, srail))
-    counters = {
-        side: deltas(a, b)
-        for side, a, b in (("client", c0, c1), ("server", s0, s1))
-        if a is not None and b is not None
-    }
+    counters, window_s = await rnd.counters(slot)
     if not_run is None:  # a client that never ran was never sent: nothing to log of it
         sw._emit(ProbeAnswered(step=sw.step, probe=f"ib_write_bw:{crail.netdev}", result=cli))
     sw._emit(ProbeAnswered(step=sw.step, probe=f"ib_write_bw:{srail.netdev}", result=srv_res))
-    return cli, srv_res, counters
+    return cli, srv_res, counters, window_s
 
 
 async def _when_listening(
@@ -539,26 +464,41 @@ async def _when_listening(
 
 
 async def _client(
-    sw: Sweeper, rail: Rail, client_cmd: str, srv: asyncio.Future[ProbeResult], run: RailRun
+    sw: Sweeper,
+    rnd: Round,
+    slot: Slot,
+    client_cmd: str,
+    srv: asyncio.Future[ProbeResult],
+    run: RailRun,
 ) -> ProbeResult:
-    """The client, run again while it is refused and its server still runs (perftest's client
-    does not retry: a connect before the server listens is "Couldn't connect to")."""
-    starts = _CLIENT_STARTS.get()
+    """The client (line-buffered: its results header says when its data begins), run again
+    while it is refused and its server still runs (perftest's client does not retry: a
+    connect before the server listens is "Couldn't connect to")."""
+    launch = LINE_BUFFERED + client_cmd
+    watch = OutputWatch(DATA_BEGINS)
+    heard = asyncio.ensure_future(watch.seen.wait())
+    heard.add_done_callback(lambda f: None if f.cancelled() else rnd.data(slot))
 
     async def attempt() -> ProbeResult:
-        sw._emit(ProbeSent(step=sw.step, target=rail.node, command=client_cmd))
-        if starts is not None:
-            starts.append(time.monotonic())
-        return await sw.ssh.run(rail.node, client_cmd, timeout=run.timeout)
+        sw._emit(ProbeSent(step=sw.step, target=slot.client.node, command=launch))
+        rnd.launched(slot)
+        return await sw.ssh.run(slot.client.node, launch, timeout=run.timeout, watch=watch)
 
-    for pause in CONNECT_RETRY_S:
-        cli = await attempt()
-        refused = cli.exit_status not in (0, None) and "Couldn't connect to" in cli.stderr
-        if not refused or srv.done():
-            return cli
-        sw._emit(ProbeAnswered(step=sw.step, probe=f"ib_write_bw:{rail.netdev}", result=cli))
-        await asyncio.sleep(pause)
-    return await attempt()
+    try:
+        for pause in CONNECT_RETRY_S:
+            cli = await attempt()
+            refused = cli.exit_status not in (0, None) and "Couldn't connect to" in cli.stderr
+            if not refused or srv.done():
+                return cli
+            sw._emit(
+                ProbeAnswered(step=sw.step, probe=f"ib_write_bw:{slot.client.netdev}", result=cli)
+            )
+            await asyncio.sleep(pause)
+        return await attempt()
+    finally:
+        if watch.seen.is_set():
+            rnd.data(slot)  # the header came with the end (the callback had not run yet)
+        heard.cancel()
 
 
 def _bandwidth(cli: ProbeResult, srv_res: ProbeResult) -> tuple[float, str, str | None]:

@@ -195,7 +195,7 @@ def _judge_low(
     # below the gate a -b number is judged per direction: both directions of one rail share
     # what caps it (a switch CPU's forwarding, the CX7 state), the bands are one-way rates
     rate = m.value / 2 if m.extra.get("bidir") else m.value
-    if rate < 1.0 and _stall_cause(m, r, ev, sig, f):
+    if rate < e.stall_max_gbps and _stall_cause(m, r, ev, sig, f):
         return True
     if (
         _switched(m, ctx)

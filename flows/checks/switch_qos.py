@@ -141,7 +141,8 @@ def _through(
             continue
         through += 1
         sig = traffic_counters.signature(m, ctx)
-        if sig is not None and m.value < 1.0 and sig.stalled_with_timeouts:
+        stall = m.value < ctx.expectations.stall_max_gbps
+        if sig is not None and stall and sig.stalled_with_timeouts:
             stalled.append(traffic_counters.evidence(m, sig, ctx, Status.FAIL))
         elif m.value >= gate and not m.reason:
             flowed.append(

@@ -1,7 +1,9 @@
 """What the counters around one bandwidth test say (seed 000's bisection, seed 003's rounds).
 
-Deltas read by the sweep before and after each `ib_write_bw` (`extra["counters"]`, per end)
-and the switch ports that moved (`extra["switch_ports"]`). The patterns:
+Deltas read by the sweep while each `ib_write_bw` moved data (`extra["counters"]`, per end,
+over `extra["counter_window_s"]` seconds: no handshake, no other test in them) and the switch
+ports that moved (`extra["switch_ports"]`). A downstream count under `counter_flat_share` of
+what the sender sent is flat: background frames (LLDP, ARP), none of the test's data. The patterns:
 frames vanish (sender `tx_packets_phy` grows, no switch leg and no receiver counts them, no
 ACK timeouts): addressing / ARP flux (`host.duplicate-ip`); the connection forms but data
 stalls with `local_ack_timeout_err` climbing: lossless QoS on the path (`switch.qos-pfc-stall`);
@@ -17,7 +19,10 @@ from dataclasses import dataclass
 from flows.base import Context
 from wizard.model import Evidence, Measurement, Status
 
-COMMAND = "counters around the test (sysfs hw_counters/counters, ethtool -S, switch /interface)"
+COMMAND = (
+    "counters read while the test's data moved (sysfs hw_counters/counters, ethtool -S, "
+    "switch /interface)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,15 +36,22 @@ class Signature:
     pauses: int  # tx/rx_pause_ctrl_phy, both ends
     link_downs: int  # link_down_events_phy, both ends
     switch_rx: int | None  # packets the client's switch leg received (None: leg unknown)
+    window_s: float | None = None  # the targets' seconds of the transfer the deltas span
+    # a count under this share of `sent` is flat: none of the test's data (background frames)
+    flat_share: float = 0.01
+
+    def flat(self, count: int | None) -> bool:
+        """Whether a downstream count is flat against what the sender sent."""
+        return count is None or count <= self.sent * self.flat_share
 
     @property
     def vanished(self) -> bool:
         """Frames left the sender and nobody downstream counted them."""
-        return self.sent > 0 and self.received == 0 and not self.switch_rx
+        return self.sent > 0 and self.flat(self.received) and self.flat(self.switch_rx)
 
     @property
     def stalled_with_timeouts(self) -> bool:
-        return self.sent > 0 and self.received == 0 and self.timeouts > 0
+        return self.sent > 0 and self.flat(self.received) and self.timeouts > 0
 
 
 def _get(side: dict[str, int], *names: str) -> int:
@@ -70,7 +82,13 @@ def signature(m: Measurement, ctx: Context) -> Signature | None:
         pauses=sum(_get(s, "tx_pause_ctrl_phy", "rx_pause_ctrl_phy") for s in both),
         link_downs=sum(_get(s, "link_down_events_phy") for s in both),
         switch_rx=leg,
+        window_s=_seconds(m.extra.get("counter_window_s")),
+        flat_share=ctx.expectations.counter_flat_share,
     )
+
+
+def _seconds(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
 
 
 def reading(sig: Signature, gbps: float, ctx: Context) -> str:
@@ -91,8 +109,9 @@ def reading(sig: Signature, gbps: float, ctx: Context) -> str:
 
 def evidence(m: Measurement, sig: Signature, ctx: Context, status: Status) -> Evidence:
     leg = "unknown" if sig.switch_rx is None else f"+{sig.switch_rx}"
+    span = f"over {sig.window_s:g} s of the transfer: " if sig.window_s is not None else ""
     observed = (
-        f"sender tx_packets_phy +{sig.sent}, local_ack_timeout_err +{sig.timeouts}; receiver "
+        f"{span}sender tx_packets_phy +{sig.sent}, local_ack_timeout_err +{sig.timeouts}; receiver "
         f"rx_packets_phy +{sig.received}; switch leg rx-packet {leg}; packet_seq_err/"
         f"out_of_sequence +{sig.seq_err}, CNP +{sig.cnp}, rx_discards_phy +{sig.discards}, "
         f"pause +{sig.pauses}, link_down_events_phy +{sig.link_downs}: "

@@ -122,8 +122,10 @@ async def run_check(
     prompt: Callable[[str], str] | None = None,
     sink: Callable[[Event], None] | None = None,
     ssh_config: str | Path | None = "~/.ssh/config",
+    clock_rate: float = 1.0,
 ) -> CheckReport:
-    """Sweep the fabric of `inv`, judge every check, return the report (no printing)."""
+    """Sweep the fabric of `inv`, judge every check, return the report (no printing).
+    `clock_rate`: the targets' seconds per wall second (a lab's time scale; 1 on a rack)."""
     import time
 
     from wizard.transports.ssh import SshTarget, SshTransport
@@ -156,6 +158,7 @@ async def run_check(
             tool_paths={n.name: n.tools for n in inv.nodes if n.tools},
             limits=expectations,
         )
+        sweeper.clock_rate = clock_rate  # when a rail test's data ends, and CPU sampling
         sweeper.open()  # takes over the handshakes and logins under way
         listed = probes_for(traffic=perf)
         sweeping = asyncio.ensure_future(sweeper.sweep(listed))
@@ -376,7 +379,7 @@ async def _check_lab(scenario: str, **kw: Any) -> CheckReport:
 
     async with Lab(scenario, time_scale=kw.pop("time_scale")) as lab:
         inv = load_inventory(lab.inventory_path)
-        return await run_check(inv, ssh_config=None, **kw)
+        return await run_check(inv, ssh_config=None, clock_rate=lab.time_scale, **kw)
 
 
 @click.command(name="check")

@@ -105,8 +105,9 @@ async def test_every_command_of_a_walk_parses_with_the_real_tools(tmp_path: Path
     mpiruns = [c for c in sent if "/mpirun " in c]
     # every line that runs ib_write_bw (the tool lookup of preflight only names it)
     perftests = [c for c in sent if "ib_write_bw" in c and not c.startswith("command -v ")]
-    # no shell around it; a server runs under `stdbuf -oL` (it says when it listens)
-    assert all(c.startswith(("ib_write_bw ", "stdbuf -oL ib_write_bw ")) for c in perftests)
+    # no shell around it; both ends run under `stdbuf -oL` (the server says when it listens,
+    # the client when its data begins)
+    assert all(c.startswith("stdbuf -oL ib_write_bw ") for c in perftests)
     sudos = [c for c in sent if c.startswith("sudo -n ") and not c.startswith("sudo -n -l ")]
     assert mpiruns and perftests and sudos
     for c in sudos:
@@ -169,12 +170,11 @@ def _perftest_lines_pass_the_lab_and_the_real_parser(lines: list[str]) -> None:
         qps.add(o.qps)
         assert o.gid is not None and o.gid == int(argv[argv.index("-x") + 1]), c
         assert o.device == argv[argv.index("-d") + 1] and o.device.startswith("roce"), c
+        assert c.startswith("stdbuf -oL "), c  # its header lines come as printed
         if o.server_ip is None:
             servers += 1
-            assert c.startswith("stdbuf -oL "), c  # its "listening" line comes as printed
         else:
             clients += 1
-            assert c.startswith("ib_write_bw "), c
             assert o.server_ip.startswith("10.9."), c  # a fabric address, never management
     assert servers == clients > 0  # each test is one server and its client
     assert 1 in qps  # the per-rail tests are single-QP (both halves at once may use more)

@@ -1,11 +1,14 @@
 """A rail test starts its client once the ib_write_bw server says it listens (perftest's client
 does not retry: one that connects first is refused), tries a refused client again while the
-server runs, reports a server that ended before it listened without a number, and, in a proof
-run, reads each rail's counters once between two tests and each node's GID table once."""
+server runs, reports a server that ended before it listened without a number; a round reads its
+rails' counters and samples the switch CPU while its data moves and nothing else does, the next
+round's clients connecting as its data is about to end; a proof run reads each node's GID table
+once."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from typing import Any
 
@@ -13,7 +16,7 @@ import pytest
 
 from flows.expectations import DEFAULT
 from wizard import sweep_traffic
-from wizard.events import Event, ProbeSent
+from wizard.events import Event, ProbeSent, TrafficPlanned
 from wizard.inventory import load_inventory
 from wizard.lab.lab import Lab
 from wizard.model import Measurement, ProbeResult, Rail
@@ -39,11 +42,13 @@ class Node:
     `stdbuf -oL`) after `banner_after` seconds and listens only from then; a client that
     connects before is refused, as perftest's is."""
 
-    def __init__(self, banner_after: float, *, fail: str = "") -> None:
+    def __init__(self, banner_after: float, *, fail: str = "", transfer_s: float = 0.0) -> None:
         self.banner_after = banner_after
+        self.transfer_s = transfer_s  # how long the client's data moves after its header
         self.fail = fail  # the server's own error: it ends before it listens
         self.listening = asyncio.Event()
         self.client_done = asyncio.Event()
+        self.data_began = False
         self.log: list[tuple[float, str]] = []
 
     async def run(
@@ -56,7 +61,8 @@ class Node:
         watch: OutputWatch | None = None,
     ) -> ProbeResult:
         self.log.append((time.monotonic(), command))
-        if command.startswith("stdbuf -oL ib_write_bw "):
+        client = command.startswith("stdbuf -oL ib_write_bw ") and command.endswith(" 10.9.1.2")
+        if command.startswith("stdbuf -oL ib_write_bw ") and not client:
             await asyncio.sleep(self.banner_after)
             if self.fail:
                 return ProbeResult(name, "ssh", command, stderr=self.fail, exit_status=1)
@@ -66,7 +72,7 @@ class Node:
             watch.feed(BANNER.encode()[20:])
             await self.client_done.wait()
             return ProbeResult(name, "ssh", command, stdout=BANNER + RESULT, exit_status=0)
-        if command.startswith("ib_write_bw "):
+        if client:
             if not self.listening.is_set():
                 return ProbeResult(
                     name,
@@ -76,6 +82,10 @@ class Node:
                     " Unable to init the socket connection\n",
                     exit_status=1,
                 )
+            assert watch is not None  # the round learns from its header when its data began
+            watch.feed(RESULT.encode())
+            self.data_began = True
+            await asyncio.sleep(self.transfer_s)
             self.client_done.set()
             return ProbeResult(name, "ssh", command, stdout=RESULT, exit_status=0)
         return ProbeResult(name, "ssh", command, error="not a counter this test serves")
@@ -114,10 +124,13 @@ async def test_the_client_starts_when_the_server_says_it_listens() -> None:
     node = Node(banner_after=0.4)
     m, events = await _test(node, 10.0)
     assert m.valid and m.value == pytest.approx(111.86)
-    [(t_server, server)] = [x for x in node.log if x[1].startswith("stdbuf")]
-    [(t_client, client)] = [x for x in node.log if x[1].startswith("ib_write_bw")]
+    [(t_server, server)] = [x for x in node.log if x[1].endswith(" -p 18515")]
+    [(t_client, client)] = [x for x in node.log if x[1].endswith(" 10.9.1.2")]
     assert server.startswith("stdbuf -oL ib_write_bw -d rocep1s0f0 -x 3 -q 1 -D 5 ")
+    # the client line-buffered too: its results header says when its data began
+    assert client.startswith("stdbuf -oL ib_write_bw -d rocep1s0f0 -x 3 -q 1 -D 5 ")
     assert client.endswith(" 10.9.1.2") and " -p 18515" in client
+    assert m.extra["command"] == client.removeprefix("stdbuf -oL ")  # the evidence's line
     assert t_client - t_server >= 0.4  # not before it listens: never refused
     sent = [e.command for e in events if isinstance(e, ProbeSent)]
     assert sent == [server, client]  # every command run is in the log, as it ran
@@ -130,7 +143,7 @@ async def test_a_refused_client_tries_again_while_its_server_runs() -> None:
     node = Node(banner_after=0.6)
     m, events = await _test(node, 0.05)
     assert m.valid and m.value == pytest.approx(111.86)
-    clients = [c for _t, c in node.log if c.startswith("ib_write_bw")]
+    clients = [c for _t, c in node.log if c.endswith(" 10.9.1.2")]
     assert len(clients) == 3  # at 0.05 s, 0.3 s (refused), 0.8 s (listening)
     refused = [e for e in events if getattr(e, "result", None) and "Couldn't" in e.result.stderr]
     assert len(refused) == 2  # each refused attempt is logged with its answer
@@ -145,81 +158,116 @@ async def test_a_server_that_ends_before_it_listens_gives_no_number() -> None:
         "no result: not run: the ib_write_bw server on spark2 ended before it listened "
         "(Couldn't listen to port)"
     )
-    assert not [c for _t, c in node.log if c.startswith("ib_write_bw")]  # no client ran
+    assert not [c for _t, c in node.log if c.endswith(" 10.9.1.2")]  # no client ran
     # and the log holds only what was sent: the server, and its answer
     logged = [(type(e).__name__, getattr(e, "command", "") or e.result.command) for e in events]  # type: ignore[attr-defined]
     assert [kind for kind, _c in logged] == ["ProbeSent", "ProbeAnswered"]
-    assert all(c.startswith("stdbuf -oL ib_write_bw ") for _k, c in logged)
+    assert all(c.startswith("stdbuf -oL ib_write_bw -d rocep1s0f0 ") for _k, c in logged)
 
 
-async def test_a_proof_run_reads_counters_once_between_tests_and_gids_once() -> None:
-    async with Lab("healthy-4node-crs804", time_scale=200) as lab:
+async def test_a_proof_run_reads_counters_inside_each_rounds_data_and_gids_once() -> None:
+    # -D 10 at 20x: half a second of data per round, long enough for every round to overlap
+    # the next one's connection with its data
+    async with Lab("healthy-4node-crs804", time_scale=20) as lab:
         inv = load_inventory(lab.write_inventory())
         ssh = SshTransport([SshTarget.from_spec(n) for n in inv.nodes], ssh_config=None)
-        ran: list[str] = []
+        ran: list[tuple[float, str]] = []
+        spans: list[tuple[float, float]] = []  # each client's (launched, ended)
         real = ssh.run
 
         async def run(name: str, command: str, **kw: Any) -> ProbeResult:
-            ran.append(command)
-            return await real(name, command, **kw)
+            t0 = time.monotonic()
+            ran.append((t0, command))
+            res = await real(name, command, **kw)
+            if (
+                command.startswith("stdbuf -oL ib_write_bw ")
+                and "." in command.rsplit(maxsplit=1)[-1]
+            ):
+                spans.append((t0, time.monotonic()))
+            return res
 
         ssh.run = run  # type: ignore[method-assign]
+        events: list[Event] = []
         try:
-            sw = Sweeper(ssh=ssh, nodes=[n.name for n in inv.nodes], switches={}, limits=DEFAULT)
+            sw = Sweeper(
+                ssh=ssh,
+                nodes=[n.name for n in inv.nodes],
+                switches={},
+                sink=events.append,
+                limits=DEFAULT,
+            )
+            sw.clock_rate = 20.0
             await sw.sweep([])
             ran.clear()
-            ms = await sw.rail_tests(duration_s=2, bidirectional=False)
+            ms = await sw.rail_tests(duration_s=10, bidirectional=False)
         finally:
             await ssh.close()
-    assert ms and all(m.valid for m in ms)
-    counters = [c for c in ran if "/hw_counters/" in c]
-    used = {f"{m.extra['client']}/{m.extra['client_netdev']}" for m in ms} | {
-        f"{m.extra['server']}/{m.extra['server_netdev']}" for m in ms
-    }
-    # one read after each end of each test, one before each rail's first test
-    assert len(counters) == 2 * len(ms) + len(used)
-    gids = [c for c in ran if c == "show_gids"]
+    assert len(ms) == 24 and all(m.valid and m.value > 100 for m in ms)
+    [plan] = [e for e in events if isinstance(e, TrafficPlanned)]
+    # the counters: one command per node before and one after each round, all its rails at once
+    reads = [c for _t, c in ran if "/hw_counters/" in c]
+    nodes_per_round = [len({f.split("/")[0] for f in flows}) for flows in plan.rounds]
+    assert len(reads) == 2 * sum(nodes_per_round)
+    for m in ms:
+        c, s = m.extra["counters"]["client"], m.extra["counters"]["server"]
+        window = m.extra["counter_window_s"]
+        assert 0 < window < 10  # inside the test's data phase
+        # what crossed the rails in the window is this test's data and nothing else: the
+        # receiver counted what the sender sent, at the rate perftest reported (plus framing)
+        # (the two nodes are read a few ms apart: a few % of the window)
+        assert s["rx_packets_phy"] == pytest.approx(c["tx_packets_phy"], rel=0.1)
+        wire_gbps = c["tx_bytes_phy"] * 8 / window / 1e9
+        assert m.value * 0.85 < wire_gbps < m.value * 1.15  # a second flow would double it
+    # the rounds follow each other at the test's duration: each round's clients connect while
+    # the round before still moves data (perftest's second of sleep overlaps it), and every
+    # client connects the first time (no server was asked before it listened)
+    assert len(spans) == len(ms)
+    order = sorted(spans)
+    sizes = [len(r) for r in plan.rounds]
+    rounds = [order[sum(sizes[:k]) : sum(sizes[: k + 1])] for k in range(len(sizes))]
+    for before, after in itertools.pairwise(rounds):
+        assert min(t0 for t0, _t1 in after) < max(t1 for _t0, t1 in before)
+    gids = [c for _t, c in ran if c == "show_gids"]
     assert len(gids) == len(inv.nodes)
-    for m in ms:  # each end's deltas are there, and moved with the test
-        assert set(m.extra["counters"]) == {"client", "server"}
 
 
 class Switch:
-    """A switch whose CPU is idle until `busy_at` (the transfer's start), then at 80 %."""
+    """A switch whose CPU is busy (80 %) while `busy()` says so, idle (1 %) otherwise."""
 
-    def __init__(self, busy_at: float) -> None:
-        self.busy_at = busy_at
+    def __init__(self, busy: Any) -> None:
+        self.busy = busy
 
     async def call(self, path: str, verb: str, **kw: Any) -> ProbeResult:
-        load = "80" if time.monotonic() >= self.busy_at else "1"
+        load = "80" if self.busy() else "1"
         rows = [{"cpu-load": load}] if path == "/system/resource" else []
         return ProbeResult("sw", "api", f"{path} {verb}", rows=tuple(rows))
 
 
-async def _sampled(transfer_s: float) -> dict[str, Any]:
-    """The switch CPU `with_switch_cpu` puts on a rail test whose client starts at once and whose
-    ends then sleep perftest's second (0.1 s at a 10x clock) before `transfer_s` of data."""
-    sw = Sweeper(ssh=Node(0.0), nodes=["spark1", "spark2"], switches={}, sink=lambda _e: None)
-    sw.clock_rate = 10.0
-    setup = sweep_traffic.PERFTEST_SETUP_S / sw.clock_rate
-    switch = Switch(busy_at=0.0)
-    sw.switches = {"sw": switch}  # type: ignore[dict-item]
+@pytest.mark.usefixtures("_gid")
+async def test_a_round_samples_the_switch_cpu_while_its_data_moves_only() -> None:
+    # the switch CPU is busy until the client's results header (perftest's second of sleep,
+    # a handshake: not the transfer) and idle while the data moves: the round says idle
+    node = Node(banner_after=0.0, transfer_s=0.3)
+    sw = Sweeper(ssh=node, nodes=["spark1", "spark2"], switches={}, sink=lambda _e: None)
+    for n in ("spark1", "spark2"):
+        sw.tools[n] = NodeTools(paths={"ib_write_bw": "/usr/bin/ib_write_bw"})
+    sw.switches = {"sw": Switch(lambda: not node.data_began)}  # type: ignore[dict-item]
+    client, server = _rail("spark1", "10.9.1.1"), _rail("spark2", "10.9.1.2")
+    [m] = await sweep_traffic.rail_round(
+        sw, [one_rail_test(sw, client, server, RailRun(18515, 5, 10.0, 30.0))]
+    )
+    assert m.valid and m.extra["switch_cpu"] == {"sw": 1.0}
+
+
+async def test_a_launch_that_says_nothing_is_sampled_from_its_delay_on() -> None:
+    # an NCCL launch prints nothing as its data begins: samples count from `delay` after it
+    sw = Sweeper(ssh=Node(0.0), nodes=["spark1"], switches={}, sink=lambda _e: None)
+    began = time.monotonic() + 0.1
+    sw.switches = {"sw": Switch(lambda: time.monotonic() < began)}  # type: ignore[dict-item]
 
     async def job() -> Measurement:
-        starts = sweep_traffic._CLIENT_STARTS.get()
-        assert starts is not None
-        starts.append(time.monotonic())
-        switch.busy_at = time.monotonic() + setup
-        await asyncio.sleep(setup + transfer_s)
-        return Measurement("rail", "spark1/p0->spark2/p0", 9.4, "Gb/s")
+        await asyncio.sleep(0.4)
+        return Measurement("nccl", "cluster", 20.0, "GB/s")
 
-    [m] = await sweep_traffic.with_switch_cpu(sw, [job()], delay=10.0)
-    return dict(m.extra)
-
-
-async def test_no_switch_cpu_sample_before_the_data_moves_is_evidence() -> None:
-    # a test whose data moved for less than two sampling intervals: the idle samples taken
-    # while perftest slept are not "the CPU during the transfer"
-    assert "switch_cpu" not in await _sampled(0.03)
-    # a long enough transfer: only samples of the busy CPU count
-    assert (await _sampled(0.3))["switch_cpu"] == {"sw": 80.0}
+    [m] = await sweep_traffic.with_switch_cpu(sw, [job()], delay=0.1, interval_s=0.01)
+    assert m.extra["switch_cpu"] == {"sw": 1.0}

@@ -30,6 +30,7 @@ CONNECTED_SLEEP_S = 1.0
 STALL_SECONDS = 3.0  # simulated time a stalled QP retries before the retry counter runs out
 QP_MSG_RATE = 9.0e6  # RDMA writes per second one CX7 QP posts and completes (small messages)
 CPU_PER_GBPS = 0.05  # % of the node's cores a busy-polling perftest burns per Gb/s
+SAMPLE_POINTS = 5  # the flows' rate is read this often across a timed run's sampled span
 
 Write = Callable[[str], None]
 
@@ -359,17 +360,36 @@ async def _rows(world: World, ids: list[int], o: Options, out: Write) -> list[st
 
 
 async def _measure(world: World, ids: list[int], o: Options, size: int) -> tuple[float, float]:
-    """Run one size for its duration (or iterations); the rate the flows had half-way."""
+    """Run one size for its duration (or iterations); the rate it reports. A timed run counts
+    only what moved between its margins (perftest's duration/4 in whole seconds at each end:
+    `catch_alarm` samples from the first alarm to the second), so the rate is the flows' mean
+    over that span, read in the middle of each fifth of it; an iterations run (or each report of an endless
+    one), the rate half-way."""
     traffic = world.traffic
     first = traffic.result(ids[0])
     link = first.gbps if first is not None else 0.0
     rate = size_gbps(link, size, o.qps)
-    if o.duration is not None or o.run_infinitely:
-        seconds = o.duration if o.duration is not None else 5.0
-    else:
-        seconds = o.iters * size * 8 / max(rate, 0.01) / 1e9
-    await world.sleep(seconds / 2)
-    mid = [traffic.result(i) for i in ids]
-    total = sum(r.gbps for r in mid if r is not None)
-    await world.sleep(seconds / 2)
-    return size_gbps(total, size, o.qps * len(ids)), seconds
+
+    def now_gbps() -> float:
+        return float(sum(r.gbps for r in (traffic.result(i) for i in ids) if r is not None))
+
+    if o.duration is None or o.run_infinitely:
+        if o.run_infinitely:
+            seconds = o.duration if o.duration is not None else 5.0
+        else:
+            seconds = o.iters * size * 8 / max(rate, 0.01) / 1e9
+        await world.sleep(seconds / 2)
+        total = now_gbps()
+        await world.sleep(seconds / 2)
+        return size_gbps(total, size, o.qps * len(ids)), seconds
+    seconds = o.duration
+    margin = float(int(seconds) // 4)
+    span = seconds - 2 * margin
+    step = span / SAMPLE_POINTS  # each point at the middle of its fifth of the span
+    await world.sleep(margin + step / 2)
+    points = [now_gbps()]
+    for _ in range(SAMPLE_POINTS - 1):
+        await world.sleep(step)
+        points.append(now_gbps())
+    await world.sleep(step / 2 + margin)
+    return size_gbps(sum(points) / len(points), size, o.qps * len(ids)), seconds

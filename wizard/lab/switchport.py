@@ -10,9 +10,11 @@ healthy switch keeps the hosts side of the lab usable; the lab refuses switch fa
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
@@ -90,6 +92,7 @@ class SwitchLike(Protocol):
     ) -> None: ...
     def add_port_pause(self, port: str, rx: float = 0.0, tx: float = 0.0) -> None: ...
     def log(self, topics: str, message: str) -> None: ...
+    def reading(self) -> AbstractContextManager[None]: ...
     def reboot(self) -> None: ...
     def to_state(self) -> dict[str, Any]: ...
 
@@ -225,6 +228,9 @@ class StandInSwitch:
 
     def log(self, topics: str, message: str) -> None:
         self.logs.append((self.clock(), topics, message))
+
+    def reading(self) -> AbstractContextManager[None]:
+        return contextlib.nullcontext()  # nothing is looked up that a memo would spare
 
     def reboot(self) -> None:
         for port in list(self.cables):

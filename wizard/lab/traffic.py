@@ -10,6 +10,7 @@ bytes crossing their ports.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections import defaultdict
 from dataclasses import dataclass
@@ -76,6 +77,18 @@ class Traffic:
     def recompute(self, *, settle: bool = True) -> None:
         if settle:
             self.settle()
+        with self._reading():
+            self._recompute()
+
+    def _reading(self) -> contextlib.ExitStack:
+        """Every switch's tables read with its look-ups remembered (nothing changes them while
+        the flows are solved or settled)."""
+        stack = contextlib.ExitStack()
+        for switch in self.world.switches.values():
+            stack.enter_context(switch.reading())
+        return stack
+
+    def _recompute(self) -> None:
         items = list(self.flows.items())
         try:
             results = solve(self.world, [a.spec for _, a in items]) if items else []
@@ -95,6 +108,10 @@ class Traffic:
         self._last = now
         if dt <= 0 or not self.flows:
             return
+        with self._reading():
+            self._settle(dt)
+
+    def _settle(self, dt: float) -> None:
         world = self.world
         # flows landing on each rail at once: a lossless receiver pauses what it cannot drain
         arriving: dict[tuple[str, str], int] = defaultdict(int)

@@ -43,9 +43,14 @@ def _counter(world: World, rail: RailState, name: str) -> Callable[[], str]:
 
 def glob_match(paths: list[str], pattern: str) -> list[str]:
     """The paths a shell glob matches, sorted as bash sorts them (in the C locale)."""
-    literal = re.split(r"[*?\[]", pattern, maxsplit=1)[0]
-    rx = re.compile(fnmatch.translate(pattern))
+    literal, rx = _glob_rx(pattern)
     return sorted(p for p in paths if p.startswith(literal) and rx.match(p))
+
+
+@functools.lru_cache(maxsize=256)
+def _glob_rx(pattern: str) -> tuple[str, re.Pattern[str]]:
+    """A glob's literal head and its regular expression (a node reads the same few globs)."""
+    return re.split(r"[*?\[]", pattern, maxsplit=1)[0], re.compile(fnmatch.translate(pattern))
 
 
 def _rail_sysfs(world: World, rail: RailState, node: NodeState) -> dict[str, Callable[[], str]]:
@@ -127,9 +132,16 @@ def _sysfs_entry(host: Host, path: str) -> Callable[[], str] | None:
     """The attribute at `path`, building only the entries of the rail it belongs to."""
     world, node = host.world, host.node
     for rail in node.rails:
-        if path.startswith(
-            (f"/sys/class/infiniband/{rail.rdma}/", f"/sys/class/net/{rail.netdev}/")
-        ):
+        ib = f"/sys/class/infiniband/{rail.rdma}/"
+        port = ib + "ports/1/"
+        if path.startswith(port):
+            # a counter (what a counter read opens by the dozen): served without the rest
+            group, _, name = path[len(port) :].partition("/")
+            if (group == "hw_counters" and name in HW_COUNTERS) or (
+                group == "counters" and name in PORT_COUNTERS
+            ):
+                return _counter(world, rail, name)
+        if path.startswith((ib, f"/sys/class/net/{rail.netdev}/")):
             return _rail_sysfs(world, rail, node).get(path)
     return _node_sysfs(world, node).get(path)
 

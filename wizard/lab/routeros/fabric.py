@@ -109,8 +109,23 @@ class SwitchFabric:
         return port
 
     def _default_name(self, name: str) -> str:
+        if name in self._default_names() and self.resolve_port(name) == name:
+            return name  # a port's own hardware name: `ether` would find it by it first
         item = self.ether(name)
         return item["default-name"] if item else name
+
+    def _default_names(self) -> frozenset[str]:
+        """The ethernet ports' hardware names (RouterOS never changes a default-name; the set
+        is made again when an interface comes or goes)."""
+        table = self.tables["interface"]
+        cached: tuple[int, frozenset[str]] | None = self.__dict__.get("_defaults")
+        if cached is None or cached[0] != len(table):
+            names = frozenset(
+                i["default-name"] for i in table if i.get("type") == "ether" and "default-name" in i
+            )
+            cached = (len(table), names)
+            self.__dict__["_defaults"] = cached
+        return cached[1]
 
     def bridge_port(self, port: str) -> Item | None:
         item = self.ether(port)
