@@ -7,8 +7,8 @@ the line comes as it is printed) and writes for `-D` seconds; the bandwidth it r
 moved between its margins (duration/4 at each end). The counters that prove a cause (the
 sender's `tx_packets_phy` and ACK timeouts, the receiver's `rx_packets_phy`, the switch legs,
 the switch CPU) are read for the whole round at once inside that data phase: once every test of
-the round has printed its header and every test of the round before has ended, and again before
-the next round's clients connect. A round's window holds its own data and nothing else: no
+the round has printed its header and every client of the round before has returned, and again
+before the next round's clients connect. A round's window holds its own data and nothing else: no
 handshake, no other round's tail, and no frame of a test that ended before it opened.
 
 Rounds follow each other at the test's duration (`Round(prev=...)`): the next round's servers
@@ -104,6 +104,7 @@ class Round:
         self._window = _Window()
         self._change = asyncio.Event()
         self._jobs_done = False
+        self._all_joined = False
 
     # --- what the tests say -------------------------------------------------------------------
 
@@ -136,7 +137,11 @@ class Round:
     def end(self, slot: Slot) -> None:
         slot.ended = True
         self._change.set()
-        if all(s.ended for s in self.slots):
+        self._if_still()
+
+    def _if_still(self) -> None:
+        """`still` once every test has ended, known only once all have joined (arrived)."""
+        if self._all_joined and all(s.ended for s in self.slots):
             self.still.set()
 
     async def counters(self, slot: Slot) -> tuple[dict[str, dict[str, int]], float | None]:
@@ -201,8 +206,12 @@ class Round:
     async def _window_of_the_round(self) -> None:
         while not self._arrived():
             await self._until()
+        self._all_joined = True  # whatever joins has joined before its first answer
+        self._if_still()
         if self.prev is not None:
-            await self.prev.ended.wait()  # nothing of the round before is moving any more
+            # every client of the round before has returned: none of its data moves any more
+            # (a server sends no data of its own once its client is done)
+            await self.prev.still.wait()
         live = [s for s in self.slots if s.data is not None and not s.ended]
         if not live:
             return

@@ -102,9 +102,13 @@ class Traffic:
         for sw_name, switch in self.world.switches.items():
             switch.set_software_forwarded_gbps(sw_gbps.get(sw_name, 0.0))
 
-    def settle(self) -> None:
+    def settle(self, fresh_within_s: float = 0.0) -> None:
+        """The counters accounted up to now (or left as they are when they were accounted
+        less than `fresh_within_s` of lab time ago)."""
         now = self.world.now()
         dt = max(0.0, now - self._last)
+        if dt < fresh_within_s:
+            return
         self._last = now
         if dt <= 0 or not self.flows:
             return
