@@ -210,7 +210,12 @@ class InventoryFabric:
         assert self._sink is not None
         sleep_node_s = self._sample_sleep.get(node, self.sample_interval_s)
         calibrated = node in self._sample_sleep
+        me = asyncio.current_task()
         while True:
+            if me is not None and me.cancelling():
+                # asked to stop, and the CancelledError was lost on the way (asyncio.wait_for
+                # in 3.11 drops one that lands as its awaitable completes): stop all the same
+                raise asyncio.CancelledError
             restart = False
             last: tuple[float, dict[str, int]] | None = None
             first_wall: tuple[float, float] | None = None  # (wall, node uptime) of sample 1
@@ -254,6 +259,8 @@ class InventoryFabric:
                             self._sampled.set()
             except StreamFailed:
                 pass
+            if me is not None and me.cancelling():
+                raise asyncio.CancelledError  # (as above)
             if not restart:  # the stream broke or ended: try again after a pause
                 await asyncio.sleep(max(1.0, self.sample_interval_s * 4))
 

@@ -1,5 +1,6 @@
 """The sweep's traffic (`--perf`): ib_write_bw between two rails, the jumbo ping matrix, the
-shared-ISL test, one NCCL run, and the switch CPU and port counters sampled around each.
+shared-ISL test, one NCCL run, and the switch CPU and port counters sampled with each (a rail
+test's while its data moves, in its round: wizard.sweep_rounds).
 
 Functions of the `Sweeper` (its SSH runner, switches, rails, tools and event sink); the
 sweeper's methods of the same names call them. What a test cannot measure (a tool missing, no

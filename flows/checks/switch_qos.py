@@ -7,7 +7,7 @@ port at `trust-l3=ignore pfc=disabled`. A pasted QoS print or export is judged t
 ports as those of one switch (a paste names no switch and may not list every port).
 
 The configuration says what should happen; the proof is what the rail tests through those ports
-did (`obs.measurements`, the counters read around each): a test that connected and stalled with
+did (`obs.measurements`, the counters read while each moved data): a test that connected and stalled with
 the sender's ACK timeouts climbing and the receiver flat proves the stall; tests that ran at line
 rate through lossless ports say it is not what slows this fabric (a warning: lossy is still the
 accepted end state); with no test yet the verdict says it is not yet proven by traffic.

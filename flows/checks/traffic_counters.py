@@ -1,4 +1,4 @@
-"""What the counters around one bandwidth test say (seed 000's bisection, seed 003's rounds).
+"""What the counters of one bandwidth test say (seed 000's bisection, seed 003's rounds).
 
 Deltas read by the sweep while each `ib_write_bw` moved data (`extra["counters"]`, per end,
 over `extra["counter_window_s"]` seconds: no handshake, no other test in them) and the switch

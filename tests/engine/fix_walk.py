@@ -12,8 +12,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def fix_walk(scenario: str, session_dir: Path) -> list[dict[str, Any]]:
-    """The walk's session log, every event in order; the walk must end healthy."""
+def fix_walk(scenario: str, session_dir: Path, *, time_scale: float = 200) -> list[dict[str, Any]]:
+    """The walk's session log, every event in order; the walk must end healthy. At
+    `time_scale` (lab seconds per wall second): a walk that reads counters during a short
+    event (a stalled test gives up after 3 lab seconds) needs it lower than the default."""
     proc = subprocess.run(
         [
             sys.executable,
@@ -25,7 +27,7 @@ def fix_walk(scenario: str, session_dir: Path) -> list[dict[str, Any]]:
             "--yes",
             "--json",
             "--time-scale",
-            "200",
+            f"{time_scale:g}",
             "--session-dir",
             str(session_dir),
         ],

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator
 from types import SimpleNamespace
 
@@ -52,3 +53,37 @@ async def test_a_fast_node_clock_is_measured_over_enough_wall_time(
     sleep = float(second.split("sleep ")[1].split(";")[0])
     assert sleep == pytest.approx(250.0, rel=0.05)  # 0.25 s of wall time at 1000x
     assert fabric._sample_sleep["n1"] == sleep  # kept for the next tests
+
+
+class _SwallowingNode:
+    """A node whose stream turns a cancel into a broken stream (what a cancel lost in
+    `asyncio.wait_for` on 3.11 amounts to: the task is cancelling, no CancelledError came)."""
+
+    def __init__(self) -> None:
+        self.opened = 0
+
+    async def stream_lines(self, name: str, command: str) -> AsyncGenerator[str, None]:
+        from wizard.transports.ssh import StreamFailed
+
+        self.opened += 1
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            raise StreamFailed(f"{name}: the stream broke") from None
+        yield ""
+
+
+async def test_a_cancelled_sampler_stops_even_when_its_stream_swallowed_the_cancel() -> None:
+    node = _SwallowingNode()
+    inv = SimpleNamespace(nodes=[SimpleNamespace(name="n1", tools={})])
+    fabric = InventoryFabric(inv, SshTransport([], ssh_config=None), {}, sink=lambda _e: None)
+    fabric.ssh = node  # type: ignore[assignment]
+    task = asyncio.ensure_future(fabric._sample_node("n1"))
+    while not node.opened:
+        await asyncio.sleep(0)
+    task.cancel()
+    # it stops instead of pausing and opening its stream again forever (the walk that ended
+    # waited on it: a TUI walk hung there)
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 30)
+    assert node.opened == 1
