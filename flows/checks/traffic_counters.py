@@ -109,7 +109,7 @@ def reading(sig: Signature, gbps: float, ctx: Context) -> str:
 
 def evidence(m: Measurement, sig: Signature, ctx: Context, status: Status) -> Evidence:
     leg = "unknown" if sig.switch_rx is None else f"+{sig.switch_rx}"
-    span = f"over {sig.window_s:g} s of the transfer: " if sig.window_s is not None else ""
+    span = f"read {sig.window_s:g} s apart during the test: " if sig.window_s is not None else ""
     observed = (
         f"{span}sender tx_packets_phy +{sig.sent}, local_ack_timeout_err +{sig.timeouts}; receiver "
         f"rx_packets_phy +{sig.received}; switch leg rx-packet {leg}; packet_seq_err/"

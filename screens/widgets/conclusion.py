@@ -63,22 +63,31 @@ def _direct_sentence(step: StepView, e: Expectations) -> str:
     return "; ".join(parts)
 
 
+def _rails(ms: list[Measurement]) -> str:
+    """The span of these rail tests, and why a test that moved nothing did not."""
+    why = _why_zero(ms)
+    return f"{_span([m.value for m in ms])}{f', {why}' if why else ''}"
+
+
 def _measured(step: StepView, e: Expectations) -> str:
     measured = [m for m in step.measurements if m.kind == "rail" and m.valid]
     rails = [m.value for m in measured]
+    # a step that measured before its fix (the proof) and after it: the two apart
+    cut = step.fix_at if step.fix_at is not None else 0
+    before = [m for m in step.measurements[:cut] if m.kind == "rail" and m.valid]
+    after = [m for m in step.measurements[cut:] if m.kind == "rail" and m.valid]
     pairs = [m.value for m in step.measurements if m.kind == "pair" and m.valid]
     # the cluster's all_reduce (not the 2-node sendrecv or the job's own environment)
     cluster = [
         m for m in step.measurements if m.kind == "nccl" and m.valid and m.target == "cluster"
     ]
     out = []
-    if rails:
+    expected = f"(expected ~{e.rail_switched_gbps:.0f} through the switch)"
+    if before and after:
+        out.append(f"rails {_rails(after)} after the fix, {_rails(before)} before it {expected}")
+    elif rails:
         # a rail that moved nothing says why, in the tool's words (a stall the next step fixes)
-        why = _why_zero(measured)
-        out.append(
-            f"rails {_span(rails)}{f', {why}' if why else ''} "
-            f"(expected ~{e.rail_switched_gbps:.0f} through the switch)"
-        )
+        out.append(f"rails {_rails(measured)} {expected}")
     if pairs:
         across = sum(
             1

@@ -145,6 +145,7 @@ class StepView:
     direct: list[bool] = field(default_factory=list)  # per measurement: over a direct cable
     fixes: dict[str, FixView] = field(default_factory=dict)
     exports: list[ExportTaken] = field(default_factory=list)
+    fix_at: int | None = None  # how many measurements the step had when its first fix went in
     # findings of this step that a later step judged to pass (preflight's first picture)
     resolved_later: set[str] = field(default_factory=set)
 
@@ -418,6 +419,9 @@ class SessionView:
     def _on_fix_applied(self, event: FixApplied) -> set[str]:
         if self.first_fix_at is None:
             self.first_fix_at = len(self.measurements)
+        step = self.step(event.step)
+        if step.fix_at is None:
+            step.fix_at = len(step.measurements)
         self._fix(event.step, event.fix_id)
         armed = f", rollback armed ({event.rollback_armed})" if event.rollback_armed else ""
         self._log(event, "info", f"fix applied on {event.target}{armed}")

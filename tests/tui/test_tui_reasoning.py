@@ -13,6 +13,7 @@ from screens.app import FabwizApp
 from screens.widgets.conclusion import conclusion
 from screens.widgets.view_model import SessionView, load_steps
 from wizard.events import (
+    FixApplied,
     FixVerified,
     MeasurementTaken,
     PhysicalActionDone,
@@ -239,4 +240,19 @@ def test_a_step_whose_rails_moved_nothing_says_why_in_the_tools_words() -> None:
         )
     assert conclusion(view.steps["offload"], Expectations()) == (
         "rails 0.00 Gb/s, transport retry counter exceeded (expected ~109 through the switch)"
+    )
+
+
+def test_a_step_that_measured_before_its_fix_shows_before_and_after_apart() -> None:
+    # the QoS step proves the stall before its fix and measures again after it: one span of
+    # 0.00-109.3 would say neither
+    view = SessionView.new(load_steps())
+    for node in ("spark1", "spark3"):
+        view.apply(MeasurementTaken(step="qos", measurement=rail(node, "enp1s0f0np0", 0.0, RETRY)))
+    view.apply(FixApplied(step="qos", fix_id="f1", fault="switch.qos-pfc-stall", target="crs804"))
+    for node, gbps in (("spark1", 109.1), ("spark3", 109.3)):
+        view.apply(MeasurementTaken(step="qos", measurement=rail(node, "enp1s0f0np0", gbps)))
+    assert conclusion(view.steps["qos"], Expectations()) == (
+        "rails 109.1–109.3 Gb/s after the fix, 0.00 Gb/s, transport retry counter exceeded "
+        "before it (expected ~109 through the switch)"
     )
