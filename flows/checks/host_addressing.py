@@ -7,6 +7,11 @@ drops RoCE jumbo frames (`host.mtu`). IPv6 addresses on fabric netdevs shift the
 indices (`host.ipv6-on-fabric`). Good: rail N -> 10.9.N.<host>/24, MTU 9000, no inet6.
 A pasted `ip` output is judged as one node whose rails are its fabric netdevs; a pasted
 `ping -M do` that fails locally with "message too long" is the sender's `host.mtu`.
+
+The addresses say what should happen; the proof of ARP flux is what the rail tests to and from
+the netdevs that share an address did (`obs.measurements`, the counters read while each moved
+data): frames left the sender and neither its switch leg nor the receiver counted them, with no
+ACK timeout (seed 000). With no such test the verdict says it is not yet proven by traffic.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from dataclasses import dataclass
 
 from flows import netplan, plans
 from flows.base import Check, Context, Observations, PastedRule
+from flows.checks import traffic_counters
 from flows.checks._common import (
     IBDEV,
     IP_ADDR,
@@ -31,7 +37,7 @@ from flows.checks._common import (
     rails_judged_from,
 )
 from wizard.errors import ParseError
-from wizard.model import Evidence, FixPlan, Rail, Status, Verdict
+from wizard.model import Evidence, FixPlan, Measurement, Rail, Status, Verdict
 from wizard.parsers.ping import parse_ping
 
 ADDR_CMD = IP_ADDR.command
@@ -43,13 +49,59 @@ FAULTS = ("host.duplicate-ip", "host.same-subnet-rails", "host.mtu", "host.ipv6-
 class Addressing:
     rails: tuple[Rail, ...]
     unreadable: tuple[Unreadable, ...]
+    runs: tuple[Measurement, ...] = ()  # the rail tests of this fabric state (the proof)
 
 
 def parse(obs: Observations, ctx: Context) -> Addressing:
     # Rails come from ibdev2netdev; what this check judges comes from `ip -j`: a node whose
     # output cannot be read is unknown, never a silent pass.
     rails, bad = rails_judged_from(obs, ctx, IP_ADDR)
-    return Addressing(tuple(rails), tuple(bad))
+    runs = tuple(m for m in obs.measurements if m.kind == "rail" and m.valid)
+    return Addressing(tuple(rails), tuple(bad), runs)
+
+
+def _vanishing(
+    runs: tuple[Measurement, ...], shared: set[str], ctx: Context
+) -> tuple[int, list[Evidence]]:
+    """The rail tests to or from a netdev whose address another netdev holds too: (how many,
+    those whose frames vanished: sent, counted by no switch leg and no receiver, no ACK
+    timeout)."""
+    through = 0
+    vanished: list[Evidence] = []
+    for m in runs:
+        ends = {
+            f"{m.extra.get(end, '')}/{m.extra.get(end + '_netdev', '')}"
+            for end in ("client", "server")
+        }
+        if not ends & shared:
+            continue
+        through += 1
+        sig = traffic_counters.signature(m, ctx)
+        moved_nothing = m.value < ctx.expectations.stall_max_gbps
+        if sig is not None and moved_nothing and sig.vanished and not sig.timeouts:
+            vanished.append(traffic_counters.evidence(m, sig, ctx, Status.FAIL))
+    return through, vanished
+
+
+def _duplicates_said(a: Addressing, f: Finding, ctx: Context) -> str:
+    """The duplicate-address verdict's words: proven by the frames that vanished, or not yet
+    proven by traffic (the proof's rows go first)."""
+    shared = {e.target for e in f.bad if e.command == ADDR_CMD}
+    keys = {k.strip() for t in shared for k in t.split(",")}
+    through, vanished = _vanishing(a.runs, keys, ctx)
+    head = f"the same IPv4 address sits on several fabric netdevs ({listing(f.targets)}): ARP flux"
+    if vanished:
+        f.bad[:0] = vanished[:4]  # what the fabric did first, then what the addresses say
+        return (
+            f"{head} (proven: {len(vanished)} rail test(s) to or from them sent frames that no "
+            "switch leg and no receiver counted, with no ACK timeout)"
+        )
+    seen = (
+        f"the {through} rail test(s) to or from them show no frame vanishing"
+        if through
+        else "no rail test to or from them yet"
+    )
+    return f"{head}, RDMA frames vanish; not yet proven by traffic ({seen})"
 
 
 def _judge_duplicates(rails: tuple[Rail, ...], f: Finding) -> None:
@@ -132,7 +184,9 @@ def judge(a: Addressing, ctx: Context) -> list[Verdict]:
     return [
         f["host.duplicate-ip"].verdict(
             ok="every fabric address is unique",
-            bad=f"the same IPv4 address sits on several fabric netdevs ({listing(f['host.duplicate-ip'].targets)}): ARP flux, RDMA frames vanish",
+            bad=_duplicates_said(a, f["host.duplicate-ip"], ctx)
+            if f["host.duplicate-ip"].bad
+            else "",
         ),
         f["host.same-subnet-rails"].verdict(
             ok="each rail of a node is in its own subnet",
