@@ -14,6 +14,7 @@ from flows.base import Context
 from flows.checks import host_addressing
 from flows.checks.host_addressing import Addressing
 from flows.expectations import DEFAULT
+from tests.checks.rail_run import rail_run
 from tests.engine.fix_walk import fix_walk
 from wizard.model import Measurement, Rail, Status, Verdict
 
@@ -35,27 +36,16 @@ RAILS = (
 )
 
 
-def _run(
-    client: str, server: str, *, sent: int, received: int, leg: int, gbps: float
-) -> Measurement:
-    return Measurement(
-        "rail",
-        f"{client}/p0->{server}/p0",
-        gbps,
-        "Gb/s",
-        reason="" if gbps else "Completion with error at client",
-        extra={
-            "client": client,
-            "server": server,
-            "client_netdev": "p0",
-            "server_netdev": "p0",
-            "counters": {
-                "client": {"tx_packets_phy": sent, "local_ack_timeout_err": 0},
-                "server": {"rx_packets_phy": received},
-            },
-            "counter_window_s": 3.4,
-            "switch_ports": {"sw": {"qsfp56-dd-1-1": {"rx-packet": leg}}},
-        },
+def _run(client: str, server: str, *, sent: int, received: int, leg: int) -> Measurement:
+    """A test whose frames the sender sent, the receiver and the client's switch leg counted
+    (it moved no data: 0 Gb/s, no ACK timeout)."""
+    return rail_run(
+        client,
+        server,
+        0.0,
+        ({"tx_packets_phy": sent, "local_ack_timeout_err": 0}, {"rx_packets_phy": received}),
+        counter_window_s=3.4,
+        switch_ports={"sw": {"qsfp56-dd-1-1": {"rx-packet": leg}}},
     )
 
 
@@ -67,7 +57,7 @@ def _verdict(*runs: Measurement) -> Verdict:
 
 def test_frames_that_vanish_prove_the_duplicate_counters_first() -> None:
     # a few background frames (LLDP, ARP) on the receiver are under 1 % of what was sent: flat
-    v = _verdict(_run("a", "b", sent=5423, received=3, leg=0, gbps=0.0))
+    v = _verdict(_run("a", "b", sent=5423, received=3, leg=0))
     assert v.status is Status.FAIL
     assert "proven: 1 rail test(s) to or from them sent frames that no switch leg" in v.summary
     first = v.evidence[0]
@@ -82,7 +72,7 @@ def test_frames_that_vanish_prove_the_duplicate_counters_first() -> None:
 def test_frames_a_switch_leg_counted_did_not_vanish() -> None:
     # the switch leg counted what the sender sent: the frames got out, whatever stopped them
     # later is not the ARP flux this proves
-    v = _verdict(_run("a", "b", sent=5423, received=0, leg=5400, gbps=0.0))
+    v = _verdict(_run("a", "b", sent=5423, received=0, leg=5400))
     assert v.status is Status.FAIL
     assert (
         "not yet proven by traffic (the 1 rail test(s) to or from them show no frame" in v.summary
@@ -95,7 +85,7 @@ def test_without_traffic_the_duplicate_is_not_yet_proven() -> None:
     assert v.status is Status.FAIL
     assert v.summary.endswith("not yet proven by traffic (no rail test to or from them yet)")
     # a test between netdevs that share nothing is no test of the duplicate
-    v = _verdict(_run("a", "a", sent=5423, received=0, leg=0, gbps=0.0))
+    v = _verdict(_run("a", "a", sent=5423, received=0, leg=0))
     assert v.summary.endswith("(no rail test to or from them yet)")
 
 

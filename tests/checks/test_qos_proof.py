@@ -15,6 +15,7 @@ from flows.base import Context
 from flows.checks import switch_qos
 from flows.checks.switch_qos import QosPort, SwitchQos
 from flows.expectations import DEFAULT
+from tests.checks.rail_run import rail_run
 from tests.engine.fix_walk import fix_walk
 from wizard.model import Measurement, Status
 
@@ -34,24 +35,15 @@ LOSSY = [QosPort("sw", f"qsfp56-dd-{n}-1", "ignore", "disabled") for n in (2, 3,
 
 
 def _run(client: str, server: str, gbps: float, *, stalled: bool) -> Measurement:
-    cli = {"tx_packets_phy": 6340, "local_ack_timeout_err": 23} if stalled else {}
-    srv = {"rx_packets_phy": 0 if stalled else 25_000_000}
-    if not stalled:
-        cli = {"tx_packets_phy": 25_000_000}
-    return Measurement(
-        "rail",
-        f"{client}/p0->{server}/p0",
-        gbps,
-        "Gb/s",
-        reason="Completion with error at client" if stalled else "",
-        extra={
-            "client": client,
-            "server": server,
-            "client_netdev": "p0",
-            "server_netdev": "p0",
-            "command": "ib_write_bw -d rocep1s0f0 -x 3 -q 1 -D 5 -F --report_gbits -p 18515 ip",
-            "counters": {"client": cli, "server": srv},
-        },
+    if stalled:
+        return rail_run(
+            client,
+            server,
+            gbps,
+            ({"tx_packets_phy": 6340, "local_ack_timeout_err": 23}, {"rx_packets_phy": 0}),
+        )
+    return rail_run(
+        client, server, gbps, ({"tx_packets_phy": 25_000_000}, {"rx_packets_phy": 25_000_000})
     )
 
 
