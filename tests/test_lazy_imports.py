@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.own_process import python
+
 HEAVY = ("asyncssh", "textual", "rich", "pydantic", "yaml", "librouteros", "transitions")
 
 _PROBE = """
@@ -30,15 +30,7 @@ cli(["fabwiz", *{args!r}][1:], prog_name="fabwiz")
 
 def _python(code: str) -> subprocess.CompletedProcess[str]:
     """`code` in a fresh interpreter from the checkout (nothing loaded but what it loads)."""
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        check=False,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    return python("-c", code)
 
 
 def _loaded(*args: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
@@ -85,15 +77,7 @@ def test_analyze_of_a_file_opens_no_connection_library(tmp_path: Path) -> None:
 @pytest.mark.lab
 def test_check_as_its_own_process_prints_everything_and_its_exit_code() -> None:
     # `fabwiz check` ends without the interpreter's teardown: its output must be complete
-    proc = subprocess.run(
-        [sys.executable, "-m", "screens.cli", "check", "--lab", "fault-host-mtu", "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = python("-m", "screens.cli", "check", "--lab", "fault-host-mtu", "--json")
     assert proc.returncode == 1, proc.stderr[-2000:]
     report = json.loads(proc.stdout)
     assert "host.mtu" in {f["fault"] for f in report["findings"]}

@@ -30,14 +30,11 @@ from typing import TYPE_CHECKING
 
 from wizard.counters import (
     deltas,
-    parse_rail,
     parse_rails,
-    rail_command,
     rails_command,
     switch_deltas,
     switch_ports,
 )
-from wizard.errors import ParseError
 from wizard.model import Measurement, Rail
 
 if TYPE_CHECKING:
@@ -50,9 +47,9 @@ __all__ = [
     "Slot",
     "counters_of",
     "current_round",
-    "rail_counters",
     "rail_round",
     "sample_cpu",
+    "sampled_extra",
     "switch_port_counters",
 ]
 
@@ -260,7 +257,9 @@ class Round:
         # window runs from the middle of the one to the middle of the other
         self._window.seconds = ((closing + self.read_s / 2) - (t0 + opened) / 2) * self.clock
         self.launch_at = launch_at if pipelined else time.monotonic()
-        self._judge(samples, opened, closing, ports_before, ports_after)
+        self.extra = sampled_extra(
+            samples, opened, closing, ports_before, ports_after, margin_s=0.0
+        )
         self.closed.set()
 
     async def _read(
@@ -271,29 +270,6 @@ class Round:
             counters_of(self.sw, list(rails.values())), switch_port_counters(self.sw)
         )
         return got, ports
-
-    def _judge(
-        self,
-        samples: list[tuple[float, float, str, float]],
-        opened: float,
-        closing: float,
-        ports_before: dict[str, dict[str, dict[str, int]]],
-        ports_after: dict[str, dict[str, dict[str, int]]],
-    ) -> None:
-        """The window's switch CPU peaks (samples sent and answered inside it) and ports."""
-        peaks: dict[str, float] = {}
-        for sent, answered, name, load in samples:
-            if sent >= opened and answered <= closing:
-                peaks[name] = max(peaks.get(name, 0.0), load)
-        moved = {
-            name: switch_deltas(ports_before[name], after)
-            for name, after in ports_after.items()
-            if name in ports_before
-        }
-        if peaks:
-            self.extra["switch_cpu"] = peaks
-        if moved:
-            self.extra["switch_ports"] = moved  # per switch, the ports whose counters moved
 
 
 def current_round() -> Round | None:
@@ -309,6 +285,36 @@ async def rail_round(
     if not jobs:
         return []
     return await Round(sw, prev=prev).run(jobs)
+
+
+def sampled_extra(
+    samples: list[tuple[float, float, str, float]],
+    start: float,
+    end: float,
+    ports_before: dict[str, dict[str, dict[str, int]]],
+    ports_after: dict[str, dict[str, dict[str, int]]],
+    *,
+    margin_s: float,
+) -> dict[str, object]:
+    """What a transfer's measurements carry of the switches: each switch's highest cpu-load
+    among the samples sent at least `margin_s` after `start` and answered at least `margin_s`
+    before `end` (`switch_cpu`), and per switch the ports whose counters moved
+    (`switch_ports`)."""
+    peaks: dict[str, float] = {}
+    for sent, answered, name, load in samples:
+        if sent >= start + margin_s and answered <= end - margin_s:
+            peaks[name] = max(peaks.get(name, 0.0), load)
+    moved = {
+        name: switch_deltas(ports_before[name], after)
+        for name, after in ports_after.items()
+        if name in ports_before
+    }
+    extra: dict[str, object] = {}
+    if peaks:
+        extra["switch_cpu"] = peaks
+    if moved:
+        extra["switch_ports"] = moved
+    return extra
 
 
 async def sample_cpu(
@@ -362,13 +368,3 @@ async def counters_of(sw: Sweeper, rails: Sequence[Rail]) -> dict[str, dict[str,
 
     answers = await asyncio.gather(*(node(n, rs) for n, rs in by_node.items()))
     return dict(pair for answer in answers for pair in answer)
-
-
-async def rail_counters(sw: Sweeper, rail: Rail) -> dict[str, int] | None:
-    res = await sw.ssh.run(rail.node, rail_command(rail), timeout=10.0)
-    if res.error is not None:
-        return None
-    try:
-        return parse_rail(res.stdout)
-    except ParseError:
-        return None

@@ -19,7 +19,6 @@ from collections.abc import Awaitable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from wizard.counters import switch_deltas
 from wizard.errors import ParseError
 from wizard.events import MeasurementTaken, ProbeAnswered, ProbeSent
 from wizard.model import Measurement, ProbeResult, Rail
@@ -29,9 +28,9 @@ from wizard.sweep_rounds import (
     Round,
     Slot,
     current_round,
-    rail_counters,
     rail_round,
     sample_cpu,
+    sampled_extra,
     switch_port_counters,
 )
 from wizard.transports.capped import OutputWatch
@@ -50,7 +49,6 @@ __all__ = [
     "peer_rail",
     "ping_matrix",
     "rail_at",
-    "rail_counters",
     "rail_round",
     "shared_readings",
     "switch_port_counters",
@@ -68,13 +66,8 @@ LISTENING = "Waiting for client to connect"
 # too, so the round knows when each test's data began)
 DATA_BEGINS = "#bytes"
 LINE_BUFFERED = "stdbuf -oL "
-SERVER_PREFIX = LINE_BUFFERED
 # how long a client waits for its server to say it listens, by default; then it goes anyway
 LISTEN_WAIT_S = 10.0
-# perftest's client and server sleep this long (targets' time) once connected, before the test
-# moves data (write_bw.c: `sleep(1)` after establish_connection): no switch CPU sample taken
-# before it is evidence of the transfer
-PERFTEST_SETUP_S = 1.0
 # a client refused ("Couldn't connect to", its server not listening yet) tries again after
 # these pauses, while its server runs
 CONNECT_RETRY_S = (0.25, 0.5, 1.0, 2.0)
@@ -263,22 +256,10 @@ async def with_switch_cpu(
         if sampler is not None:
             with contextlib.suppress(Exception):
                 samples = await sampler
-    started = launched + delay
     ports_after = await switch_port_counters(sw)
-    peaks: dict[str, float] = {}
-    for sent, answered, name, load in samples:
-        if sent >= started + interval_s and answered <= ended - interval_s:
-            peaks[name] = max(peaks.get(name, 0.0), load)
-    moved = {
-        name: switch_deltas(ports_before[name], after)
-        for name, after in ports_after.items()
-        if name in ports_before
-    }
-    extra: dict[str, object] = {}
-    if peaks:
-        extra["switch_cpu"] = dict(peaks)
-    if moved:
-        extra["switch_ports"] = moved  # per switch, the ports whose counters moved
+    extra = sampled_extra(
+        samples, launched + delay, ended, ports_before, ports_after, margin_s=interval_s
+    )
     return [replace(m, extra={**m.extra, **extra}) if extra else m for m in results]
 
 
@@ -412,7 +393,7 @@ async def _client_and_server(
     over the round's window, and the window's length (targets' seconds)."""
     crail, srail = slot.client, slot.server
     client_cmd, server_cmd = commands
-    launch = SERVER_PREFIX + server_cmd
+    launch = LINE_BUFFERED + server_cmd
     sw._emit(ProbeSent(step=sw.step, target=srail.node, command=launch))
     watch = OutputWatch(LISTENING)
     srv = asyncio.ensure_future(sw.ssh.run(srail.node, launch, timeout=run.timeout, watch=watch))

@@ -3,17 +3,14 @@ starts, after the first paint); a wrong name or a broken file is still said befo
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from screens.cli import cli
 from screens.commands.demo import _builtin
+from tests.own_process import python
 from wizard.lab import scenarios
-
-ROOT = Path(__file__).resolve().parents[2]
 
 # What is loaded when the app is about to run (its `run` replaced: nothing is painted).
 _PROBE = """
@@ -29,15 +26,7 @@ cli({args!r}, prog_name="fabwiz")
 
 
 def _before_the_tui(*args: str) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-c", _PROBE.format(args=list(args))],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = python("-c", _PROBE.format(args=list(args)))
     line = [x for x in proc.stdout.splitlines() if x.startswith("LAB-LOADED")]
     assert line, proc.stderr[-2000:]
     return line[-1]
