@@ -93,7 +93,6 @@ class Round:
         self.slots: list[Slot] = []
         self.opened = asyncio.Event()  # the window is open (or there is nothing to read)
         self.closed = asyncio.Event()  # its after-read is in and `launch_at` is known
-        self.ended = asyncio.Event()  # every test of the round has ended, servers too
         self.still = asyncio.Event()  # every client of the round has ended: no data moves
         self.launch_at = 0.0  # when the next round's clients connect (time.monotonic)
         self.read_s = 0.0  # how long its after-read took (wall seconds)
@@ -173,7 +172,6 @@ class Round:
             await window
         finally:
             self.still.set()
-            self.ended.set()
             self.opened.set()
             self.closed.set()
             window.cancel()
