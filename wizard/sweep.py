@@ -264,15 +264,23 @@ class Sweeper:
         return nodes, switches, unreachable
 
     async def _peer_ssh(self, launch: str) -> dict[str, ProbeResult]:
-        """mpirun's SSH, tried from the launch node to each other node's management address."""
+        """mpirun's SSH, tried from the launch node to each other node's management address.
+        Each login runs in a session of its own on the launch node's connection, all at once
+        (as many together as its sshd's MaxSessions allows): one after the other in one script,
+        32 nodes would wait 31 logins, and a peer that is down its whole ConnectTimeout before
+        the next one is tried."""
         peers = [n for n in self.nodes[1:] if n in self.mgmt]
-        sections = [
-            Section(f"{readiness.MPIRUN_SSH.name}:{n}", readiness.peer_ssh_command(self.mgmt[n][1]))
-            for n in peers
-        ]
-        if not sections:
-            return {}
-        return (await self._batch(launch, sections, readiness.MPIRUN_SSH.timeout_s + 5)).out
+        timeout = readiness.MPIRUN_SSH.timeout_s + 5
+
+        async def login(peer: str) -> tuple[str, ProbeResult]:
+            command = readiness.peer_ssh_command(self.mgmt[peer][1])
+            key = f"{readiness.MPIRUN_SSH.name}:{peer}"
+            self._emit(ProbeSent(step=self.step, target=launch, command=command))
+            res = await self.ssh.run(launch, command, timeout=timeout)
+            self._emit(ProbeAnswered(step=self.step, probe=key, result=res))
+            return key, res
+
+        return dict(await asyncio.gather(*(login(p) for p in peers)))
 
     def _unreached(self, target: str, kind: Literal["ssh", "api"], error: str) -> None:
         """A target that could not be reached or logged into is an answer too: the log keeps

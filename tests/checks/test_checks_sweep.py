@@ -130,9 +130,10 @@ async def test_sweep_uses_one_connection_and_one_round_trip_per_node() -> None:
         for t in sws.values():
             await t.close()
     assert ssh.handshakes == 4
-    # one batch per node (the per-rail probes in the node's own loop), and one more on the
-    # launch node: mpirun's SSH to its peers
-    assert sorted(calls) == sorted([*nodes, nodes[0]])
+    # one batch per node (the per-rail probes in the node's own loop), then on the launch node
+    # mpirun's SSH to each peer, each login a session of its own, all at once
+    assert sorted(calls) == sorted([*nodes, *[nodes[0]] * (len(nodes) - 1)])
+    assert ssh.sessions(nodes[0]).peak == len(nodes) - 1
     assert obs.unreachable == {}
     spark1 = obs.nodes["spark1"]
     assert spark1["ibdev2netdev"].exit_status == 0
@@ -178,3 +179,28 @@ async def test_an_unreachable_node_is_a_finding_and_the_sweep_goes_on() -> None:
     assert obs.unreachable["spark2"].startswith("spark2: cannot reach 127.0.0.1:")
     assert sorted(obs.nodes) == ["spark1", "spark3", "spark4"]
     assert "crs804" in obs.switches
+
+
+@pytest.mark.lab
+async def test_mpirun_ssh_logins_run_together_within_max_sessions() -> None:
+    """Twelve nodes: the launch node's eleven logins to its peers run at once, as many as its
+    sshd's MaxSessions (10) lets run together, each its own session; none is refused."""
+    from wizard.lab import scenarios
+
+    text = (
+        "name: twelve\ntopology: {nodes: 12, switches: [{model: CRS804-4DDQ}, "
+        "{model: CRS804-4DDQ}], cables_per_node: 1}\nfaults: []\n"
+    )
+    async with Lab(scenarios.load_text(text, path="twelve.yaml"), time_scale=1000.0) as lab:
+        ssh, sws, nodes = await _transports(lab)
+        sweeper = Sweeper(ssh=ssh, nodes=nodes, switches=sws, sink=lambda e: None)
+        obs = await sweeper.sweep(probes_of(checks_for(traffic=False)))
+        await ssh.close()
+        for t in sws.values():
+            await t.close()
+        launch = lab.ssh[nodes[0]]
+        assert launch.peak_sessions == 10 and launch.refused_sessions == 0
+    logins = {k: r for k, r in obs.nodes[nodes[0]].items() if k.startswith("mpirun_ssh:")}
+    assert sorted(logins) == sorted(f"mpirun_ssh:{n}" for n in nodes[1:])
+    assert all(r.exit_status == 0 and r.error is None for r in logins.values())
+    assert ssh.sessions(nodes[0]).peak == 10

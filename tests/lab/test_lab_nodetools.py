@@ -89,3 +89,33 @@ async def test_mpirun_checks_what_open_mpi_checks(world: World) -> None:
     _o, err, rc = await _run(world, "spark1", hf3 + f"mpirun --hostfile hf -np 2 {prog}")
     assert rc == 255 and err.startswith("Host key verification failed.\n")
     assert "ORTE was unable to reliably start one or more daemons" in err
+
+
+async def test_a_login_to_a_peer_takes_its_time_and_a_peer_that_is_down_its_arp_timeout() -> None:
+    """An SSH login costs its exchanges (LOGIN_SECONDS of lab time); a powered-off peer answers
+    no ARP: "No route to host" once the kernel gives up (3 s), or "Connection timed out" at a
+    shorter ConnectTimeout."""
+    from wizard.lab.nodecmds import ARP_GIVE_UP_SECONDS, LOGIN_SECONDS
+
+    # a slow clock (20x), so that the interpreter's own time is a small part of a lab second
+    world = scenarios.build_world(scenarios.load_text(FACTS, path="facts.yaml"), time_scale=20)
+
+    t0 = world.now()
+    _o, _e, rc = await _run(world, "spark1", "ssh -o BatchMode=yes 192.168.1.102 true")
+    took = world.now() - t0
+    assert rc == 0 and LOGIN_SECONDS <= took < LOGIN_SECONDS + 0.5
+    world.nodes["spark2"].powered = False
+    t0 = world.now()
+    _o, err, rc = await _run(
+        world, "spark1", "ssh -o BatchMode=yes -o ConnectTimeout=5 192.168.1.102 true"
+    )
+    took = world.now() - t0
+    assert (err, rc) == ("ssh: connect to host 192.168.1.102 port 22: No route to host\n", 255)
+    assert ARP_GIVE_UP_SECONDS <= took < ARP_GIVE_UP_SECONDS + 0.5
+    t0 = world.now()
+    _o, err, rc = await _run(
+        world, "spark1", "ssh -oConnectTimeout=1 -o BatchMode=yes 192.168.1.102 true"
+    )
+    took = world.now() - t0
+    assert (err, rc) == ("ssh: connect to host 192.168.1.102 port 22: Connection timed out\n", 255)
+    assert 1.0 <= took < 1.5

@@ -222,3 +222,31 @@ async def test_interactive_shell_and_dead_session_kills_its_server() -> None:
                     break
                 await asyncio.sleep(0.01)
             assert ("spark1", 18515) not in lab.perf.servers
+
+
+async def test_a_connection_holds_max_sessions_channels_and_the_next_is_refused() -> None:
+    """sshd's MaxSessions (10): the eleventh session channel of one connection is refused at
+    its open, the connection and its ten sessions carry on, and a session freed makes room."""
+    async with Lab("healthy-2node-direct", time_scale=100) as lab:
+        async with asyncssh.connect(
+            "127.0.0.1",
+            lab.node_port("spark1"),
+            username="fabwiz",
+            client_keys=[str(lab.key_path)],
+            known_hosts=str(lab.known_hosts_path),
+        ) as conn:
+            held = [await conn.create_process("cat -") for _ in range(10)]  # each waits on stdin
+            with pytest.raises(asyncssh.ChannelOpenError) as refused:
+                await conn.create_process("true")
+            assert refused.value.code == asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED
+            assert refused.value.reason == "open failed"
+            held[0].stdin.write("one\n")
+            held[0].stdin.write_eof()
+            assert (await held[0].wait()).stdout == "one\n"
+            await asyncio.sleep(0.05)  # the server has seen the channel close
+            assert (await conn.run("echo room")).stdout == "room\n"
+            for p in held[1:]:
+                p.stdin.write_eof()
+                await p.wait()
+        server = lab.ssh["spark1"]
+        assert server.peak_sessions == 10 and server.refused_sessions == 1

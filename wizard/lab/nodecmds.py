@@ -78,6 +78,27 @@ def ssh_refusal(world: World, name: str, user: str) -> str | None:
 
 
 _SSH_ARG = set("bcDEeFIiJLlmOoPpQRSWw")
+# What a login to a peer costs on the management LAN: TCP, key exchange, the key's signature,
+# the session and the command's exit (OpenSSH between two DGX OS nodes, ed25519). A refusal
+# (an unknown host key, a key not authorized) comes after the same exchanges.
+LOGIN_SECONDS = 0.08
+# A peer that is down does not answer ARP: the kernel gives up after 3 probes a second apart
+# (net.ipv4.neigh.*.mcast_solicit 3, retrans_time_ms 1000) and connect() fails "No route to
+# host"; ssh's ConnectTimeout, when shorter, ends the wait first ("Connection timed out").
+ARP_GIVE_UP_SECONDS = 3.0
+
+
+def _connect_timeout(options: list[str]) -> float | None:
+    """`-o ConnectTimeout=N` (the last one given), in seconds."""
+    found = None
+    for o in options:
+        key, _, value = o.partition("=")
+        if key.strip().lower() == "connecttimeout":
+            try:
+                found = float(value)
+            except ValueError:
+                found = None
+    return found
 
 
 @command("ssh")
@@ -86,6 +107,7 @@ async def _ssh(ctx: Ctx, args: list[str]) -> int:
     user = ctx.host.user
     target = ""
     no_stdin = False  # `-n`: stdin from /dev/null (else ssh reads all of it, for the remote)
+    options: list[str] = []  # `-o` options
     while rest:
         a = rest.pop(0)
         if a.startswith("-") and len(a) >= 2:
@@ -95,6 +117,8 @@ async def _ssh(ctx: Ctx, args: list[str]) -> int:
                 value = a[2:] or (rest.pop(0) if rest else "")
                 if a[1] == "l":
                     user = value
+                elif a[1] == "o":
+                    options.append(value)
             continue
         target = a
         break
@@ -104,10 +128,20 @@ async def _ssh(ctx: Ctx, args: list[str]) -> int:
     if "@" in target:
         user, _, target = target.rpartition("@")
     why = ssh_refusal(ctx.world, target, user)
+    node = find_host(ctx.world, target)
+    if node is not None and not node.powered:
+        # no ARP answer: the wait is the kernel's, or ssh's ConnectTimeout when shorter
+        limit = _connect_timeout(options)
+        if limit is not None and 0 < limit < ARP_GIVE_UP_SECONDS:
+            await ctx.world.sleep(limit)
+            ctx.err(f"ssh: connect to host {target} port 22: Connection timed out\n")
+            return 255
+        await ctx.world.sleep(ARP_GIVE_UP_SECONDS)
+    elif node is not None:
+        await ctx.world.sleep(LOGIN_SECONDS)
     if why is not None:
         ctx.err(why)
         return 255
-    node = find_host(ctx.world, target)
     assert node is not None
     if not rest:
         ctx.err("Pseudo-terminal will not be allocated because stdin is not a terminal.\n")

@@ -3,6 +3,11 @@
 Key and password authentication for the lab user, a host key per node, exec requests run
 through the node's tiny sh (`hostcmds.interp.Host`), and a bare interactive shell for humans. A node
 that is powered off drops new connections, as an unreachable host does.
+
+Like OpenSSH's sshd, a connection carries at most `MaxSessions` session channels at once (10 by
+default, `max_sessions`): one more is refused at its open, "administratively prohibited: open
+failed", and the connection stays up. The most a connection held (`peak_sessions`) is kept, so a
+test can see how close a client came.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from wizard.lab.hostcmds.registry import Shell
 STDIN_COMMANDS = ("tee", "netplan try", "cat -", "bash -s", "sh -s")
 STDIN_WAIT_S = 5.0
 PIPE_CHUNK = 32768  # OpenSSH's sshd forwards a command's output in reads of up to this much
+MAX_SESSIONS = 10  # sshd_config's MaxSessions default (session.c: "no more sessions")
 
 
 class PipeWriter:
@@ -64,10 +70,26 @@ class PipeWriter:
 FaultHook = Callable[["NodeServer", "asyncssh.SSHServerProcess[str]", str], Awaitable[bool]]
 
 
+class _Session(asyncssh.SSHServerProcess[str]):
+    """A session that frees its MaxSessions slot the moment its channel is gone (asyncssh calls
+    `connection_lost` as it processes the close, before the next packet, as sshd counts)."""
+
+    def __init__(self, handler: Callable[..., Awaitable[None]], freed: Callable[[], None]):
+        super().__init__(handler, None, 0, False)
+        self._freed: Callable[[], None] | None = freed
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        freed, self._freed = self._freed, None
+        if freed is not None:
+            freed()
+        super().connection_lost(exc)
+
+
 class _NodeSSH(asyncssh.SSHServer):
     def __init__(self, server: NodeServer) -> None:
         self._server = server
         self._conn: asyncssh.SSHServerConnection | None = None
+        self._sessions = 0  # session channels open on this connection
 
     def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
         self._conn = conn
@@ -82,6 +104,22 @@ class _NodeSSH(asyncssh.SSHServer):
 
     def begin_auth(self, username: str) -> bool:
         return True
+
+    def session_requested(self) -> asyncssh.SSHServerProcess[str]:
+        """A session channel, while the connection holds fewer than MaxSessions; else refused
+        at its open as sshd refuses it (the client sees "administratively prohibited")."""
+        server = self._server
+        if self._sessions >= server.max_sessions:
+            server.refused_sessions += 1
+            raise asyncssh.ChannelOpenError(
+                asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED, "open failed"
+            )
+        self._sessions += 1
+        server.peak_sessions = max(server.peak_sessions, self._sessions)
+        return _Session(server._handle, self._session_closed)
+
+    def _session_closed(self) -> None:
+        self._sessions -= 1
 
     def password_auth_supported(self) -> bool:
         return True
@@ -101,8 +139,12 @@ class NodeServer:
         client_public_key: str,
         user: str,
         password: str,
+        max_sessions: int = MAX_SESSIONS,
     ) -> None:
         self.host = host
+        self.max_sessions = max_sessions  # per connection, as sshd_config's MaxSessions
+        self.peak_sessions = 0  # the most session channels one connection held at once
+        self.refused_sessions = 0
         self.host_key = host_key
         self.client_public_key = client_public_key
         self.user = user
@@ -122,7 +164,6 @@ class NodeServer:
             port,
             server_host_keys=[self.host_key],
             authorized_client_keys=keys,
-            process_factory=self._handle,
             encoding="utf-8",
             keepalive_interval=0,
         )

@@ -10,7 +10,10 @@ small: AES-GCM is preferred where both ends offer it (falling back to asyncssh's
 is imported on the first connection, so commands that never open one start fast. Host keys are checked against
 known_hosts by default; a host that is not there yet is accepted only when the operator asked
 (`accept_new_host_keys`), and then recorded; a host whose key changed is always refused, with the
-commands to check it. Every failure comes back as a `ProbeResult` whose `error` names the target
+commands to check it. The session channels open on one connection stay below the node's sshd
+MaxSessions (`wizard.transports.sessions`): a rail test, its counters, the next round's servers and
+the gauges' sampling loop all share it, and a refused open waits for a slot instead of breaking
+the connection. Every failure comes back as a `ProbeResult` whose `error` names the target
 and says what to do: the sweep goes on with the other nodes.
 """
 
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from wizard.model import ProbeResult
 from wizard.transports.capped import OutputWatch, cap_from_env, run_capped
+from wizard.transports.sessions import DEFAULT_MAX_SESSIONS, SessionSlots
 from wizard.transports.sshlib import load_asyncssh
 
 if TYPE_CHECKING:
@@ -164,6 +168,7 @@ class SshTransport:
         *,
         accept_new_host_keys: bool = False,
         max_handshakes: int = DEFAULT_MAX_HANDSHAKES,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
         connect_timeout: float = 10.0,
         command_timeout: float = 30.0,
         ssh_config: str | Path | None = DEFAULT_SSH_CONFIG,
@@ -178,6 +183,8 @@ class SshTransport:
         self._known_hosts = Path(known_hosts).expanduser()
         self.max_handshakes = max_handshakes  # per sshd (see `_gate`)
         self._gates: dict[tuple[str, int] | None, asyncio.Semaphore] = {}
+        self.max_sessions = max_sessions  # per connection, below sshd's MaxSessions
+        self._sessions: dict[str, SessionSlots] = {}  # node -> its connection's session slots
         self._config_text: str | None = None
         self._conns: dict[str, asyncssh.SSHClientConnection] = {}
         self._known_cache: dict[Path, Any] = {}  # known_hosts path -> parsed, read once per run
@@ -258,22 +265,33 @@ class SshTransport:
         except _ConnectFailed as exc:
             return result(error=exc.message)
         limit = self.command_timeout if timeout is None else timeout
-        try:
-            # stdin is written, then closed at once (like `ssh -n` when there is none)
-            proc = await asyncio.wait_for(
-                run_capped(conn, command, stdin, self.output_cap, watch), limit
-            )
-        except TimeoutError:
-            return result(
-                error=f"{name}: `{_short(command)}` gave no answer within {limit:g} s; "
-                "the node may be overloaded or the command hung"
-            )
-        except (_asyncssh().Error, OSError) as exc:
-            self._drop(name)
-            return result(
-                error=f"{name}: the SSH connection broke during `{_short(command)}`: "
-                f"{_reason(exc)}; fabwiz reconnects on the next probe"
-            )
+        slots = self.sessions(name)
+        while True:
+            # a slot below the daemon's MaxSessions first (its wait is not the command's time)
+            await slots.take()
+            try:
+                # stdin is written, then closed at once (like `ssh -n` when there is none)
+                proc = await asyncio.wait_for(
+                    run_capped(conn, command, stdin, self.output_cap, watch), limit
+                )
+                break
+            except TimeoutError:
+                return result(
+                    error=f"{name}: `{_short(command)}` gave no answer within {limit:g} s; "
+                    "the node may be overloaded or the command hung"
+                )
+            except (_asyncssh().Error, OSError) as exc:
+                if _session_refused(exc):
+                    if slots.refused():
+                        continue  # its MaxSessions is lower: wait for one of ours to end
+                    return result(error=_refused_message(name, command, exc))
+                self._drop(name)
+                return result(
+                    error=f"{name}: the SSH connection broke during `{_short(command)}`: "
+                    f"{_reason(exc)}; fabwiz reconnects on the next probe"
+                )
+            finally:
+                slots.give()
         stdout = _text(proc.stdout)
         stderr = _text(proc.stderr)
         status = proc.exit_status
@@ -302,14 +320,31 @@ class SshTransport:
         except _ConnectFailed as exc:
             raise StreamFailed(exc.message) from None
         asyncssh = _asyncssh()
-        try:
-            async with conn.create_process(command, stderr=asyncssh.DEVNULL) as proc:
-                async for line in proc.stdout:
-                    yield str(line)
-        except (asyncssh.Error, OSError) as exc:
-            raise StreamFailed(
-                f"{name}: the stream of `{_short(command)}` broke: {_reason(exc)}"
-            ) from None
+        slots = self.sessions(name)
+        while True:
+            await slots.take()
+            try:
+                async with conn.create_process(command, stderr=asyncssh.DEVNULL) as proc:
+                    async for line in proc.stdout:
+                        yield str(line)
+                return
+            except (asyncssh.Error, OSError) as exc:
+                if _session_refused(exc):
+                    if slots.refused():
+                        continue
+                    raise StreamFailed(_refused_message(name, command, exc)) from None
+                raise StreamFailed(
+                    f"{name}: the stream of `{_short(command)}` broke: {_reason(exc)}"
+                ) from None
+            finally:
+                slots.give()
+
+    def sessions(self, name: str) -> SessionSlots:
+        """The session slots of node `name`'s connection (`wizard.transports.sessions`)."""
+        slots = self._sessions.get(name)
+        if slots is None:
+            slots = self._sessions[name] = SessionSlots(self.max_sessions)
+        return slots
 
     async def close(self) -> None:
         starting = list(self._starting.values())
@@ -529,6 +564,24 @@ class _ConnectFailed(Exception):
 
 class _Dropped(_ConnectFailed):
     """The server closed the connection before the handshake got anywhere: worth a retry."""
+
+
+def _session_refused(exc: BaseException) -> bool:
+    """sshd refused a session channel at its open (MaxSessions), the connection still up."""
+    code = getattr(exc, "code", None)
+    return (
+        code is not None
+        and code == _asyncssh().OPEN_ADMINISTRATIVELY_PROHIBITED
+        and (type(exc).__name__ == "ChannelOpenError")
+    )
+
+
+def _refused_message(name: str, command: str, exc: BaseException) -> str:
+    return (
+        f"{name}: sshd refused a session for `{_short(command)}` ({_reason(exc)}) while fabwiz "
+        f"held no other session there: its MaxSessions may be 0, or a Match block forbids "
+        f"commands; check `sudo sshd -T | grep -i maxsessions` on {name}"
+    )
 
 
 def _reason(exc: BaseException) -> str:
