@@ -27,7 +27,9 @@ tie-breaker / scope, the theme's variables and the Textual version, and all of t
 here. A hit unpickles the rule sets Textual's own parse made (a tenth of the parse's time); a
 miss, an error in the text, or anything odd in the cache means Textual parses as without it.
 
-The cache is a marshal file per interpreter (`sys.implementation.cache_tag` and the full version
+Each entry is marshalled on its own inside the file and read the first time it is asked for:
+`fabwiz check` uses about a third of the code the TUI keeps there. The cache is a marshal file
+per interpreter (`sys.implementation.cache_tag` and the full version
 in its name) under `$XDG_CACHE_HOME/fabwiz` (default `~/.cache/fabwiz`), created 0700/0600. It is
 read only if it belongs to this user and nobody else may write it (its code objects run), and it
 is written atomically. Any problem reading or writing it just means compiling, as without it.
@@ -56,6 +58,7 @@ _ACTIVE: CodeCache | None = None
 # entries this process used
 MAX_ENTRIES = 5000
 MAX_STYLESHEETS = 200
+FORMAT = 2  # each entry marshalled on its own (1: the whole file in one piece)
 
 
 class CodeCache:
@@ -63,9 +66,10 @@ class CodeCache:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.codes: dict[str, CodeType] = {}
-        # (pattern, flags) -> the regex engine's compile arguments
-        self.patterns: dict[tuple[str | bytes, int], tuple[Any, ...]] = {}
+        # source text -> its code object (marshalled, as read, until first asked for)
+        self.codes: dict[Any, CodeType | bytes] = {}
+        # (pattern, flags) -> the regex engine's compile arguments (marshalled, likewise)
+        self.patterns: dict[Any, tuple[Any, ...] | bytes] = {}
         self.new = 0
         self.hits = 0
         # stylesheet key -> the rule sets Textual parsed from it, pickled
@@ -90,16 +94,16 @@ class CodeCache:
         if not isinstance(loaded, dict):
             return
         codes, patterns, css = loaded.get("code"), loaded.get("re"), loaded.get("css")
+        # each value stays marshalled until it is asked for (`_entry`): `check` uses a third
+        # of the code the TUI keeps here, and the loads of all of it is most of a start's read
         if isinstance(codes, dict):
-            self.codes = {
-                k: v for k, v in codes.items() if isinstance(k, str) and isinstance(v, CodeType)
-            }
+            self.codes = codes
         if isinstance(patterns, dict):
-            self.patterns = {
-                k: v for k, v in patterns.items() if _is_key(k) and isinstance(v, tuple)
-            }
+            self.patterns = patterns
         if isinstance(css, dict):
             self.css = {k: v for k, v in css.items() if isinstance(k, tuple) and type(v) is bytes}
+        if loaded.get("v") != FORMAT:
+            self.new += 1  # a file of fabwiz 0.1 (loaded whole on every start): written anew
 
     def stylesheet_rules(self, key: tuple[Any, ...]) -> Any:
         """The rule sets parsed before under `key`, or None (not kept, or not readable)."""
@@ -131,7 +135,7 @@ class CodeCache:
             self.new += 1
 
     def code(self, source: str) -> CodeType:
-        found = self.codes.get(source)
+        found = _entry(self.codes, source, CodeType)
         if found is not None:
             self.hits += 1
             self.used.add(source)
@@ -154,8 +158,8 @@ class CodeCache:
         if not isinstance(pattern, str | bytes) or flags & re.DEBUG:
             return _RE_COMPILE(pattern, flags)
         key = (pattern, int(flags))
-        args = self.patterns.get(key)
-        if args is not None:
+        args = _entry(self.patterns, key, tuple)
+        if args is not None and len(args) == 6:
             self.hits += 1
             self.used.add(key)
             return _sre.compile(*args)
@@ -180,7 +184,14 @@ class CodeCache:
                 self.patterns = {k: v for k, v in self.patterns.items() if k in self.used}
             if len(self.css) > MAX_STYLESHEETS:  # older Textual versions' and themes'
                 self.css = {k: v for k, v in self.css.items() if k in self.used}
-            data = marshal.dumps({"code": self.codes, "re": self.patterns, "css": self.css})
+            data = marshal.dumps(
+                {
+                    "code": {k: _marshalled(v) for k, v in self.codes.items()},
+                    "re": {k: _marshalled(v) for k, v in self.patterns.items()},
+                    "css": self.css,
+                    "v": FORMAT,
+                }
+            )
             self.new = 0
         import tempfile
 
@@ -197,6 +208,24 @@ class CodeCache:
             old = f"dataclass-code-{sys.implementation.cache_tag}-{version}.bin"
             with contextlib.suppress(OSError):
                 (self.path.parent / old).unlink(missing_ok=True)
+
+
+def _entry(table: dict[Any, Any], key: Any, kind: type) -> Any:
+    """`table[key]` as a `kind`, unmarshalled on first use (and kept so); None when absent or
+    not of that kind (a file of another version: compiled again, as on a miss)."""
+    value = table.get(key)
+    if type(value) is bytes:
+        try:
+            value = marshal.loads(value)  # noqa: S302  # ours: the file's owner and mode checked
+        except (EOFError, ValueError, TypeError):
+            value = None
+        if isinstance(value, kind):
+            table[key] = value
+    return value if isinstance(value, kind) else None
+
+
+def _marshalled(value: Any) -> bytes:
+    return value if type(value) is bytes else marshal.dumps(value)
 
 
 _RE_COMPILE = re._compiler.compile  # type: ignore[attr-defined]
@@ -233,15 +262,6 @@ class _Engine(threading.local):
 
 
 _ENGINE = _Engine()
-
-
-def _is_key(k: Any) -> bool:
-    return (
-        isinstance(k, tuple)
-        and len(k) == 2
-        and isinstance(k[0], str | bytes)
-        and isinstance(k[1], int)
-    )
 
 
 def _marshals(value: Any) -> bool:

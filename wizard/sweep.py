@@ -239,48 +239,56 @@ class Sweeper:
         dict[str, dict[str, ProbeResult]], dict[str, dict[str, ProbeResult]], dict[str, str]
     ]:
         """Every node's and switch's answers, and the targets that could not be reached. With
-        `peer_ssh`, mpirun's SSH from the launch node to every other node's management address
-        goes once the nodes have answered (it needs those addresses), while the switches may
-        still be answering."""
+        `peer_ssh`, mpirun's SSH from the launch node to each other node's management address
+        goes as soon as both have answered (the peer's answers hold that address), while the
+        other nodes and the switches are still answering."""
         switch_tasks = asyncio.gather(
             *(self._sweep_switch(s, api, sw) for s, api in self.switches.items())
         )
+        launch = self.nodes[0] if peer_ssh and self.nodes else None
+        launched: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        logins: list[asyncio.Future[tuple[str, ProbeResult] | None]] = []
+
+        async def node(name: str) -> tuple[str, dict[str, ProbeResult], str | None]:
+            answer = await self._sweep_node(name, host)
+            if name == launch:
+                launched.set_result(answer[2] is None)
+            elif launch is not None and name in self.mgmt:
+                logins.append(asyncio.ensure_future(self._login(launch, name, launched)))
+            return answer
+
         try:
-            nodes, unreachable = answered(
-                await asyncio.gather(*(self._sweep_node(n, host) for n in self.nodes))
-            )
+            nodes, unreachable = answered(await asyncio.gather(*(node(n) for n in self.nodes)))
         except BaseException:
-            switch_tasks.cancel()
-            # its outcome is this cancellation: taken, so that asyncio does not report it as an
-            # exception nobody retrieved (a ctrl-c while a sweep runs)
-            switch_tasks.add_done_callback(_outcome_taken)
+            for task in (switch_tasks, *logins):
+                task.cancel()
+                # its outcome is this cancellation: taken, so that asyncio does not report it
+                # as an exception nobody retrieved (a ctrl-c while a sweep runs)
+                task.add_done_callback(_outcome_taken)
             raise
-        launch = self.nodes[0] if peer_ssh and self.nodes and self.nodes[0] in nodes else None
-        peers = asyncio.ensure_future(self._peer_ssh(launch)) if launch else None
         switches, down = answered(await switch_tasks)
         unreachable.update(down)
-        if launch and peers is not None:
-            nodes[launch].update(await peers)
+        for login in await asyncio.gather(*logins):
+            if login is not None and launch in nodes:
+                nodes[launch][login[0]] = login[1]
         return nodes, switches, unreachable
 
-    async def _peer_ssh(self, launch: str) -> dict[str, ProbeResult]:
-        """mpirun's SSH, tried from the launch node to each other node's management address.
-        Each login runs in a session of its own on the launch node's connection, all at once
-        (as many together as its sshd's MaxSessions allows): one after the other in one script,
-        32 nodes would wait 31 logins, and a peer that is down its whole ConnectTimeout before
-        the next one is tried."""
-        peers = [n for n in self.nodes[1:] if n in self.mgmt]
-        timeout = readiness.MPIRUN_SSH.timeout_s + 5
-
-        async def login(peer: str) -> tuple[str, ProbeResult]:
-            command = readiness.peer_ssh_command(self.mgmt[peer][1])
-            key = f"{readiness.MPIRUN_SSH.name}:{peer}"
-            self._emit(ProbeSent(step=self.step, target=launch, command=command))
-            res = await self.ssh.run(launch, command, timeout=timeout)
-            self._emit(ProbeAnswered(step=self.step, probe=key, result=res))
-            return key, res
-
-        return dict(await asyncio.gather(*(login(p) for p in peers)))
+    async def _login(
+        self, launch: str, peer: str, launched: asyncio.Future[bool]
+    ) -> tuple[str, ProbeResult] | None:
+        """mpirun's SSH from the launch node to `peer`'s management address, once the launch
+        node has answered (None when it could not be reached). Each login runs in a session
+        of its own on the launch node's connection, as many together as its sshd's MaxSessions
+        allows: one after the other in one script, 32 nodes would wait 31 logins, and a peer
+        that is down its whole ConnectTimeout before the next one is tried."""
+        if not await asyncio.shield(launched):
+            return None
+        command = readiness.peer_ssh_command(self.mgmt[peer][1])
+        key = f"{readiness.MPIRUN_SSH.name}:{peer}"
+        self._emit(ProbeSent(step=self.step, target=launch, command=command))
+        res = await self.ssh.run(launch, command, timeout=readiness.MPIRUN_SSH.timeout_s + 5)
+        self._emit(ProbeAnswered(step=self.step, probe=key, result=res))
+        return key, res
 
     def _unreached(self, target: str, kind: Literal["ssh", "api"], error: str) -> None:
         """A target that could not be reached or logged into is an answer too: the log keeps
