@@ -260,7 +260,8 @@ class Sweeper:
         try:
             nodes, unreachable = answered(await asyncio.gather(*(node(n) for n in self.nodes)))
         except BaseException:
-            for task in (switch_tasks, *logins):
+            pending: list[asyncio.Future[Any]] = [switch_tasks, *logins]
+            for task in pending:
                 task.cancel()
                 # its outcome is this cancellation: taken, so that asyncio does not report it
                 # as an exception nobody retrieved (a ctrl-c while a sweep runs)
