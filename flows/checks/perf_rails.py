@@ -6,7 +6,10 @@ is the switch CPU forwarding (`switch.offload-*`, named by the switch's config);
 switches is the RSTP detour (`switch.rstp-isl-blocked`); a connection that moves no data is
 lossless QoS (`switch.qos-pfc-stall`) or a duplicate address (`host.duplicate-ip`); 8-25 Gb/s on
 a clean 200G link is the CX7 state: `host.cx7-throttled` when the firmware is old, else
-`host.cx7-degraded` (cleared only by an AC drain).
+`host.cx7-degraded` (cleared only by an AC drain). A rail whose number another fault caps (a
+CPU-forwarding switch, a stall, a narrow PCIe link) shows nothing of its CX7s' own rate: for them
+it is `unknown`, "masked by" that fault, until it is fixed and the rail measured again, never a
+pass.
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ FAULTS = (
     "host.mtu",
     "host.pcie-width",
 )
+
+CX7 = ("host.cx7-degraded", "host.cx7-throttled")
+MASKED = "masked by "  # how a masked rail's CX7 evidence begins its `expected`
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,6 +303,25 @@ def _judge_run(
         band.append((m, ev, sig))
         return
     _supporting(m, sig, ctx, f, before)
+    _masked(ev, [k for k in FAULTS if k not in CX7 and len(f[k].bad) > before[k]], f)
+
+
+def _masked(ev: Evidence, causes: list[str], f: dict[str, Finding]) -> None:
+    """A rail that `causes` cap says nothing of its CX7s' own rate: unknown for them (not a
+    pass) until the cause is fixed and the rail measured again."""
+    if not causes:
+        return
+    for k in CX7:
+        f[k].unknown.append(
+            Evidence(
+                ev.target,
+                ev.command,
+                ev.observed,
+                f"{MASKED}{listing(causes, 3)}: the CX7s' own rate shows once it is fixed",
+                Status.UNKNOWN,
+                ev.raw,
+            )
+        )
 
 
 def judge(r: RailRuns, ctx: Context) -> list[Verdict]:
@@ -333,23 +358,13 @@ def _verdicts(r: RailRuns, f: dict[str, Finding], band: Band, ctx: Context) -> l
         for k in ("host.cx7-degraded", "host.cx7-throttled")
         if any("->" not in t for t in f[k].targets)  # a node verdict, not a switch path
     }
-    in_band = sum(1 for m in r.runs if m.valid and lo <= m.value <= hi)
     others = [
         k for k in FAULTS if f[k].bad and k not in ("host.cx7-degraded", "host.cx7-throttled")
     ]
     ok = f"no rail in the {lo:g}-{hi:g} Gb/s band of a degraded or throttled CX7"
-    if in_band and others:  # the band's numbers match another signature, not the CX7
-        ok = (
-            f"{in_band} rail(s) in the {lo:g}-{hi:g} Gb/s band, explained by "
-            f"{listing(others, 3)}, not by a degraded or throttled CX7"
-        )
-        # the pass shows what it passed: each rail in the band, its number, what explains it
-        explained = f"explained by {listing(others, 3)} (in the {lo:g}-{hi:g} Gb/s band)"
-        for m in r.runs:
-            if m.valid and lo <= m.value <= hi:
-                ev = _rail_evidence(m, ctx)
-                for k in ("host.cx7-degraded", "host.cx7-throttled"):
-                    f[k].ok(Evidence(ev.target, ev.command, ev.observed, explained, raw=ev.raw))
+    if band and others:  # the band's other numbers: another fault's, the CX7s are masked
+        for _m, ev, _sig in band:
+            _masked(ev, others, f)
     out = []
     for k in FAULTS:
         if (
@@ -362,11 +377,29 @@ def _verdicts(r: RailRuns, f: dict[str, Finding], band: Band, ctx: Context) -> l
             f[k].verdict(
                 ok=ok if r.runs else "no rail measurement",
                 bad=f"{summaries[k]}: {listing(f[k].targets, 4)}{notes.get(k, '')}",
-                unknown="rail bandwidth outside every known signature: "
-                + listing(e.target for e in f[k].unknown),
+                unknown=_unknown_summary(f[k]),
             )
         )
     return out
+
+
+def _unknown_summary(f: Finding) -> str:
+    """Why a rail fault could not be judged: rails another fault masks, rails outside every
+    signature (or not measured)."""
+    masked = [e for e in f.unknown if e.expected.startswith(MASKED)]
+    other = [e for e in f.unknown if not e.expected.startswith(MASKED)]
+    said = []
+    if masked:
+        causes = sorted({e.expected[len(MASKED) :].split(":", 1)[0] for e in masked})
+        said.append(
+            f"the CX7s' own rate on {len(masked)} rail(s) is masked by {', '.join(causes)}: "
+            "judged once that is fixed and the rails measured again"
+        )
+    if other:
+        said.append(
+            "rail bandwidth outside every known signature: " + listing(e.target for e in other)
+        )
+    return "; ".join(said)
 
 
 def _nccl_busbw(obs: Observations) -> float | None:

@@ -203,15 +203,16 @@ async def test_cpu_load_sampled_during_the_transfer_shows_software_forwarding() 
     assert cpu_rows[0].observed.endswith("% during a transfer")
     rails = {v.fault: v for v in perf_rails.CHECK.run(obs, ctx)}  # type: ignore[arg-type]
     assert rails["switch.offload-lost"].status == Status.FAIL
-    assert rails["host.cx7-degraded"].status == Status.PASS  # never straight to an AC drain
-    # the pass shows what it passed: each rail of the band, its number and what explains it
-    lo, hi = ctx.expectations.degraded_band_gbps
-    in_band = sorted(m.target for m in obs.measurements if m.valid and lo <= m.value <= hi)
+    # never straight to an AC drain, and never a pass: the CX7s' own rate does not show
+    # through a CPU-forwarding switch; each rail is there with its number and what masks it
+    measured = sorted(m.target for m in obs.measurements if m.valid)
     for fault in ("host.cx7-degraded", "host.cx7-throttled"):
+        assert rails[fault].status == Status.UNKNOWN
+        assert "masked by switch.offload-lost" in rails[fault].summary
         rows = rails[fault].evidence
-        assert in_band and sorted(e.target for e in rows) == in_band
-        assert all(e.status == Status.PASS and e.observed.endswith(" Gb/s") for e in rows)
-        assert all(e.expected.startswith("explained by switch.offload-lost") for e in rows)
+        assert sorted(e.target for e in rows) == measured
+        assert all(e.status == Status.UNKNOWN and " Gb/s" in e.observed for e in rows)
+        assert all(e.expected.startswith("masked by switch.offload-lost") for e in rows)
 
 
 def test_management_path_follows_session_arp_and_host_table() -> None:

@@ -32,13 +32,16 @@ PATCH_APP: str = runpy.run_path(str(ROOT / "bench" / "_apphook.py"))["PATCH_APP"
 
 
 def _count_batches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The nodes each sweep batch (a framed script) went to, in order."""
+    """The nodes each sweep batch (a framed script) went to, in order, and "<node>:login" for
+    each of mpirun's logins from the launch node to a peer (a session each)."""
     sent: list[str] = []
     real = SshTransport.run
 
     async def run(self: SshTransport, name: str, command: str, **kw: Any) -> Any:
         if "@@FABWIZ-" in command:
             sent.append(name)
+        elif command.startswith("ssh -o BatchMode=yes"):
+            sent.append(f"{name}:login")
         return await real(self, name, command, **kw)
 
     monkeypatch.setattr(SshTransport, "run", run)
@@ -65,8 +68,8 @@ async def test_the_preflight_takes_over_the_sweep_begun_before_the_app(
         assert early is not None and early.sweeper is not None
         await asyncio.wait_for(asyncio.shield(early.sweeper._early[1]), 30)  # type: ignore[index]
         # swept before any app or session log existed: a batch per node, and the launch
-        # node's second one (mpirun's SSH to the others, once their addresses are known)
-        one_sweep = sorted([*nodes, nodes[0]])
+        # node's logins to the others (mpirun's SSH, once their addresses are known)
+        one_sweep = sorted([*nodes, *[f"{nodes[0]}:login"] * (len(nodes) - 1)])
         assert sorted(sent) == one_sweep
         assert not (tmp_path / "s").exists()
 
@@ -129,7 +132,8 @@ async def test_a_stale_probe_manifest_costs_a_second_sweep_never_an_unlogged_pro
         async with app.run_test(size=(120, 40)) as pilot:
             await _until(pilot, lambda: _preflight_asks(app))
             # the engine swept again, with its probes
-            assert sorted(sent) == sorted([*nodes, nodes[0]] * 2)
+            one_sweep = [*nodes, *[f"{nodes[0]}:login"] * (len(nodes) - 1)]
+            assert sorted(sent) == sorted(one_sweep * 2)
             assert app.view.steps["preflight"].verdicts
             app.exit_session()
             await pilot.pause(0.2)
