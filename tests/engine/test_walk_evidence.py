@@ -58,3 +58,25 @@ async def test_offload_lost_walk_reports_the_slow_nccl_under_the_switch(tmp_path
     # the NCCL run's verdict under the fault that explains it, not dropped and not bare
     assert halves["switch.offload-lost"].status.value == "fail"
     assert "nccl.busbw-low" not in halves or halves["nccl.busbw-low"].status.value != "fail"
+
+
+async def test_a_cx7_masked_by_the_switch_is_unknown_until_the_fix_then_proven(
+    tmp_path: Path,
+) -> None:
+    """Through a CPU-forwarding switch the rails show nothing of their CX7s: not a pass at the
+    direct-connect step (unknown, masked by the switch fault); the rails measured once the fix
+    is in judge them again, and they pass, so nothing stays "never checked" at the end."""
+    result, events = await walk("fault-switch-offload-disabled", tmp_path, time_scale=200.0)
+    assert result.healthy_after is True
+    cx7 = [
+        (e.step, e.verdict)
+        for e in events
+        if isinstance(e, VerdictReached) and e.verdict.fault == "host.cx7-degraded"
+    ]
+    first = next(v for s, v in cx7 if s == "direct_connect")
+    assert first.status.value == "unknown"
+    assert "masked by switch.offload-disabled" in first.summary
+    assert all(e.expected.startswith("masked by switch.offload-disabled") for e in first.evidence)
+    settled = [(s, v) for s, v in cx7 if s == "offload"]
+    assert settled and settled[-1][1].status.value == "pass"
+    assert cx7[-1][1].status.value == "pass"  # the last word on it

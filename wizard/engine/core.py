@@ -108,6 +108,9 @@ class EngineCore:
         self._return_to: int | None = None
         self._declined: dict[str, list[tuple[Verdict, FixPlan]]] = {}  # step -> still on offer
         self._cancel_wait = False  # the operator stopped waiting for a physical action
+        # faults whose last verdict is `unknown`: a later measurement judges them again (a CX7
+        # masked by a switch fault is proven by the rails measured once it is fixed)
+        self._unknown: set[str] = set(resume.unknown) if resume else set()
         if resume is not None:
             self.result.fixes = list(resume.fixes)
             self.result.healthy_before = resume.healthy_before
@@ -219,6 +222,10 @@ class EngineCore:
         for v in verdicts:
             self.emit(VerdictReached(step=self._step, verdict=v))
             existing[:] = [e for e in existing if e.fault != v.fault] + [v]
+            if v.status is Status.UNKNOWN:
+                self._unknown.add(v.fault)
+            else:
+                self._unknown.discard(v.fault)
 
     # -- measurements and the drain guard -----------------------------------------------------
 
@@ -306,7 +313,13 @@ class EngineCore:
         obs = replace(base, measurements=valid)
         if isinstance(seen, Mapping) and seen:
             obs = replace(obs, traffic={**base.traffic, **seen})  # the ping matrix
-        verdicts = await self._judge(checks, obs, None if explained else faults)
+        # what these numbers can settle besides the step's own faults: those left `unknown`
+        # before (a CX7 masked by a switch fault until it was fixed). Only a pass settles one
+        # here; still unknown, it stays as it was, and a finding is its own step's (the walk
+        # goes back to the direct-connect test when rails stay low once the causes are fixed)
+        settle = sorted({f for c in checks for f in c.faults} & self._unknown - set(faults))
+        verdicts = await self._judge(checks, obs, None if explained else (*faults, *settle))
+        verdicts = [v for v in verdicts if v.fault not in settle or v.status is Status.PASS]
         self._record_verdicts(verdicts)
         return ms, verdicts
 

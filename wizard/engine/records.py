@@ -103,3 +103,4 @@ class Resume:
     deferred: tuple[str, ...] = ()  # the direct-connect test waits for these findings' fixes
     exports: dict[str, str] = field(default_factory=dict)  # switch -> last pre-fix export text
     disarmed: tuple[str, ...] = ()  # rollback entries the log records as disarmed
+    unknown: tuple[str, ...] = ()  # fault ids whose last verdict was `unknown`

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from wizard.engine.records import FixRecord, Resume
-from wizard.model import FixState
+from wizard.model import FixState, Status
 from wizard.session import LoadedSession, SessionState
 
 
@@ -64,4 +64,7 @@ def resume_from(loaded: LoadedSession, order: Sequence[str]) -> Resume:
         deferred=state.deferred,
         exports=state.pre_fix_exports,
         disarmed=tuple(state.disarmed),
+        unknown=tuple(
+            sorted(f for f, v in state.latest_verdicts().items() if v.status is Status.UNKNOWN)
+        ),
     )
