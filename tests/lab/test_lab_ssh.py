@@ -17,6 +17,17 @@ from wizard.lab.lab import REBOOT_SECONDS
 pytestmark = pytest.mark.lab
 
 
+def _connect(lab: Lab, node: str) -> asyncssh.SSHClientConnection:
+    """An asyncssh connection to `node` as the lab's inventory describes it (use with async with)."""
+    return asyncssh.connect(  # type: ignore[return-value]
+        "127.0.0.1",
+        lab.node_port(node),
+        username="fabwiz",
+        client_keys=[str(lab.key_path)],
+        known_hosts=str(lab.known_hosts_path),
+    )
+
+
 async def test_lab_writes_inventory_key_known_hosts_and_password_files() -> None:
     async with Lab("healthy-4node-crs804", time_scale=100) as lab:
         inv = yaml.safe_load(lab.inventory_path.read_text())
@@ -37,13 +48,7 @@ async def test_lab_writes_inventory_key_known_hosts_and_password_files() -> None
 
 async def test_asyncssh_client_runs_commands_and_stdin() -> None:
     async with Lab("healthy-2node-direct", time_scale=100) as lab:
-        async with asyncssh.connect(
-            "127.0.0.1",
-            lab.node_port("spark1"),
-            username="fabwiz",
-            client_keys=[str(lab.key_path)],
-            known_hosts=str(lab.known_hosts_path),
-        ) as conn:
+        async with _connect(lab, "spark1") as conn:
             r = await conn.run("ibdev2netdev; echo rc=$?")
             assert r.exit_status == 0
             assert r.stdout == (
@@ -228,13 +233,7 @@ async def test_a_connection_holds_max_sessions_channels_and_the_next_is_refused(
     """sshd's MaxSessions (10): the eleventh session channel of one connection is refused at
     its open, the connection and its ten sessions carry on, and a session freed makes room."""
     async with Lab("healthy-2node-direct", time_scale=100) as lab:
-        async with asyncssh.connect(
-            "127.0.0.1",
-            lab.node_port("spark1"),
-            username="fabwiz",
-            client_keys=[str(lab.key_path)],
-            known_hosts=str(lab.known_hosts_path),
-        ) as conn:
+        async with _connect(lab, "spark1") as conn:
             held = [await conn.create_process("cat -") for _ in range(10)]  # each waits on stdin
             with pytest.raises(asyncssh.ChannelOpenError) as refused:
                 await conn.create_process("true")
