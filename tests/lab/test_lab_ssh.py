@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import stat
+from typing import Any
 
 import asyncssh
 import pytest
@@ -17,9 +18,9 @@ from wizard.lab.lab import REBOOT_SECONDS
 pytestmark = pytest.mark.lab
 
 
-def _connect(lab: Lab, node: str) -> asyncssh.SSHClientConnection:
+def _connect(lab: Lab, node: str) -> Any:
     """An asyncssh connection to `node` as the lab's inventory describes it (use with async with)."""
-    return asyncssh.connect(  # type: ignore[return-value]
+    return asyncssh.connect(
         "127.0.0.1",
         lab.node_port(node),
         username="fabwiz",
