@@ -100,3 +100,22 @@ async def test_slots_wait_and_wake() -> None:
     await asyncio.wait_for(waiter, 1)
     assert slots.open == 1 and slots.peak == 1
     assert not slots.refused()  # nothing else open: no lower limit to learn
+
+
+async def test_check_perf_on_nodes_hardened_to_two_sessions_measures_every_rail() -> None:
+    """Every node's sshd at MaxSessions 2: the rail tests (server, client, the counters read
+    during them) wait for their slots; every rail is measured at line rate, nothing is lost."""
+    from screens.commands.check import run_check
+    from wizard.inventory import load_inventory
+
+    async with Lab("healthy-4node-crs804", time_scale=50) as lab:
+        for server in lab.ssh.values():
+            server.max_sessions = 2
+        report = await run_check(
+            load_inventory(lab.inventory_path), perf=True, ssh_config=None, clock_rate=50
+        )
+        assert all(s.peak_sessions <= 2 for s in lab.ssh.values())
+    assert report.checked and not [v for v in report.verdicts if v.is_finding]
+    rails = [m for m in report.measurements if m.kind == "rail"]
+    assert len(rails) == 25 and all(m.valid for m in rails)
+    assert all(105 < m.value < 112 for m in rails if not m.extra.get("bidir"))
