@@ -3,7 +3,9 @@
 A summary line, then the findings grouped by step of the bisection order, each with its
 evidence table (target, command, observed, expected), then the benign items apart as
 "seen, harmless", then the bandwidth measurements when `--perf` ran. Data in, text out: the
-report object is built in screens/commands/check.py.
+report object is built in screens/commands/check.py. Every text that came from a target (names,
+comments, outputs, error texts) is shown as plain text (`_plain`): never read as rich markup,
+its terminal escapes removed.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from rich.text import Text
 
 from flows.bisection import FLOW
 from wizard.model import Status, Verdict
+from wizard.safetext import clean
 
 if TYPE_CHECKING:
     from screens.commands.check import CheckReport
@@ -40,6 +43,11 @@ def step_of(fault: str) -> tuple[int, str]:
     return 0, FLOW[0].title if FLOW else "Preflight"
 
 
+def _plain(text: object, style: str = "") -> Text:
+    """Target text as a literal: no markup, no escape sequences (`wizard.safetext.clean`)."""
+    return Text(clean(text), style=style)
+
+
 def _evidence_table(v: Verdict, limit: int = 6) -> Table:
     t = Table(show_edge=False, pad_edge=False, box=None, header_style="dim")
     t.add_column("target", overflow="fold")
@@ -47,7 +55,12 @@ def _evidence_table(v: Verdict, limit: int = 6) -> Table:
     t.add_column("observed", overflow="fold")
     t.add_column("expected", overflow="fold", style="dim")
     for e in v.evidence[:limit]:
-        t.add_row(e.target, e.command, Text(e.observed, style=STYLE.get(e.status, "")), e.expected)
+        t.add_row(
+            _plain(e.target),
+            _plain(e.command),
+            _plain(e.observed, STYLE.get(e.status, "")),
+            _plain(e.expected),
+        )
     if len(v.evidence) > limit:
         t.add_row("", "", f"... and {len(v.evidence) - limit} more", "")
     return t
@@ -59,7 +72,7 @@ def print_report(console: Console, report: CheckReport) -> None:
     reachable_nodes = sum(1 for n in report.nodes if n["reachable"])
     reachable_sw = sum(1 for s in report.switches if s["reachable"])
     for w in report.warnings:
-        console.print(Text(f"warning: {w}", style="yellow"))
+        console.print(_plain(f"warning: {w}", "yellow"))
     if report.healthy and not report.measured:
         head = Text("configuration healthy; bandwidth not measured (run with --perf)")
         head.stylize("bold green", 0, len("configuration healthy"))
@@ -84,13 +97,15 @@ def print_report(console: Console, report: CheckReport) -> None:
         for v in vs:
             line = Text(f"{v.status.value.upper():8}", style=STYLE[v.status])
             line.append(f"{v.fault}  ", style="bold")
-            line.append(v.summary)
+            line.append(clean(v.summary))
             console.print(line)
             console.print(_evidence_table(v))
     if benign:
         console.rule(Text("seen, harmless", style="cyan"), align="left")
         for v in benign:
-            console.print(Text(f"{v.fault}  ", style="cyan").append(v.summary, style="default"))
+            console.print(
+                Text(f"{v.fault}  ", style="cyan").append(clean(v.summary), style="default")
+            )
     if report.measurements:
         console.rule(Text("measurements", style="bold"), align="left")
         t = Table(box=None, show_edge=False, header_style="dim")
@@ -99,5 +114,5 @@ def print_report(console: Console, report: CheckReport) -> None:
         t.add_column("value", justify="right")
         t.add_column("note", overflow="fold")
         for m in report.measurements:
-            t.add_row(m.kind, m.target, f"{m.value:.2f} {m.unit}", m.reason)
+            t.add_row(m.kind, _plain(m.target), f"{m.value:.2f} {m.unit}", _plain(m.reason))
         console.print(t)

@@ -76,3 +76,42 @@ async def test_hostile_comment_reaches_neither_terminal_nor_report_as_escapes(
         assert port["comment"] == SPOOF or any(
             p.get("comment") == SPOOF for p in sw.tables["bridge-port"]
         )
+
+
+@pytest.mark.parametrize("markup", ["[/]", "[/nope]", "[bold red]x"])
+def test_check_report_shows_target_text_literally(markup: str) -> None:
+    """`fabwiz check`'s text report: a port comment, an output or an error from a target with
+    markup or escapes in it is printed as it reads (it crashed the report with "[/nope]")."""
+    from screens.commands.check import CheckReport
+    from screens.console import print_report
+    from wizard.model import Evidence, Measurement, Status, Verdict
+
+    text = f"{markup} {SPOOF}"
+    ev = Evidence(
+        f"crs804/{markup}", f"cmd {markup}", f"seen {text}", f"want {markup}", Status.FAIL
+    )
+    report = CheckReport(
+        verdicts=[
+            Verdict("switch.mtu", Status.FAIL, f"summary {text}", ("crs804",), (ev,)),
+            Verdict("benign.pcie-27w", Status.BENIGN, f"benign {text}", ("n1",), (ev,)),
+        ],
+        nodes=[],
+        switches=[],
+        measurements=[Measurement("rail", f"n1/{markup}", 9.5, "Gb/s", reason=f"why {text}")],
+        warnings=[f"warned {text}"],
+        checked=True,
+        seconds=1.0,
+        measured=True,
+    )
+    out = io.StringIO()
+    print_report(Console(file=out, width=400, highlight=False), report)
+    shown = out.getvalue()
+    assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown
+    for literal in (
+        f"crs804/{markup}",
+        f"cmd {markup}",
+        f"want {markup}",
+        "[bold red]APPLIED OK[/]",
+    ):
+        assert literal in shown
+    assert shown.count("[bold red]APPLIED OK[/]") == 5  # seen, two summaries, why, warning

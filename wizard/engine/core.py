@@ -317,7 +317,7 @@ class EngineCore:
         # before (a CX7 masked by a switch fault until it was fixed). Only a pass settles one
         # here; still unknown, it stays as it was, and a finding is its own step's (the walk
         # goes back to the direct-connect test when rails stay low once the causes are fixed)
-        settle = sorted({f for c in checks for f in c.faults} & self._unknown - set(faults))
+        settle = sorted({f for c in checks for f in c.faults} & (self._unknown - set(faults)))
         verdicts = await self._judge(checks, obs, None if explained else (*faults, *settle))
         verdicts = [v for v in verdicts if v.fault not in settle or v.status is Status.PASS]
         self._record_verdicts(verdicts)

@@ -568,11 +568,10 @@ class _Dropped(_ConnectFailed):
 
 def _session_refused(exc: BaseException) -> bool:
     """sshd refused a session channel at its open (MaxSessions), the connection still up."""
-    code = getattr(exc, "code", None)
+    asyncssh = _asyncssh()
     return (
-        code is not None
-        and code == _asyncssh().OPEN_ADMINISTRATIVELY_PROHIBITED
-        and (type(exc).__name__ == "ChannelOpenError")
+        isinstance(exc, asyncssh.ChannelOpenError)
+        and exc.code == asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED
     )
 
 
