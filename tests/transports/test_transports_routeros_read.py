@@ -7,6 +7,8 @@ import asyncio
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from librouteros.connections import AsyncSocketTransport
 from librouteros.exceptions import ConnectionClosed, FatalError, ProtocolError
 from librouteros.protocol import AsyncApiProtocol, encode_length
@@ -71,6 +73,14 @@ SENTENCES = {
     + _word(b"=c=" + b"z" * 0x200001)
     + b"\x00",
     "invalid utf-8": _word(b"!re") + _word(b"=v=\xff\xfeok") + b"\x00",
+    # a sentence is decoded in one call: what ends one word must not run into the next
+    "utf-8 cut at a word's end": _word(b"!re")
+    + _word(b"=a=caf\xc3")
+    + _word(b"\xa9=b=x")
+    + _word(b"=c=\xe2\x82")
+    + _word(b"=d=\xf0\x9f\x98")
+    + b"\x00",
+    "a NUL inside a word": _word(b"!re") + _word(b"=a=x\x00y") + _word(b"=b=\x00") + b"\x00",
     "fatal": _word(b"!fatal") + _word(b"session terminated on request") + b"\x00",
     "cut short": _word(b"!re") + _word(b"=name=ether1")[:5],
     "no end": _word(b"!re") + _word(b"=name=ether1"),
@@ -151,3 +161,12 @@ async def test_a_reply_that_trickles_in_reads_the_same(name: str) -> None:
     await feeding
     theirs, _ours = await _both(data)
     assert got == theirs
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=12), min_size=1, max_size=6))
+def test_any_words_decode_as_librouteros_decodes_them(words: list[bytes]) -> None:
+    """Bytes of any kind in any word (cut UTF-8, NULs, U+FFFD itself): the same words."""
+    data = _word(b"!re") + b"".join(_word(w) for w in words) + b"\x00"
+    theirs, ours = asyncio.run(_both(data))
+    assert ours == theirs

@@ -113,13 +113,10 @@ def wire_value(value: object) -> str:
 
 
 def parse_words(words: Iterable[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for word in words:
-        if not word.startswith("="):
-            continue  # .tag and the like
-        key, _, value = word[1:].partition("=")
-        out[key] = value
-    return out
+    """The `=key=value` words of a sentence as a mapping (`.tag` and the like left out; a key
+    without `=value` maps to "")."""
+    pairs = [word[1:].partition("=") for word in words if word[:1] == "="]
+    return {key: value for key, _, value in pairs}
 
 
 def word_int(text: str) -> int:
@@ -154,7 +151,7 @@ async def read_sentence(protocol: Any) -> tuple[str, tuple[str, ...]]:
                     raise ConnectionClosed("Connection unexpectedly closed.")
                 pending += chunk
     end, spans = found
-    sentence = tuple(_decode(pending[start : start + length]) for start, length in spans)
+    sentence = _words(pending, spans)
     del pending[:end]
     if ros_protocol.LOGGER.isEnabledFor(logging.DEBUG):
         ros_protocol.log("--->", *sentence)
@@ -212,3 +209,16 @@ def _sentence(data: bytearray) -> tuple[int, list[tuple[int, int]]] | None:
 def _decode(word: bytearray) -> str:
     """A word as the wire codec decodes it."""
     return codecs.utf_8_decode(word, "replace", True)[0]
+
+
+def _words(data: bytearray, spans: list[tuple[int, int]]) -> tuple[str, ...]:
+    """The words at `spans` of `data`, decoded as the wire codec decodes each: in one call for
+    the sentence (its words joined by NUL, which ends any unfinished UTF-8 sequence before it
+    as the end of a word does), word by word when a word holds a NUL itself."""
+    if len(spans) < 2:
+        return tuple(_decode(data[start : start + length]) for start, length in spans)
+    joined = b"\0".join([data[start : start + length] for start, length in spans])
+    words = codecs.utf_8_decode(joined, "replace", True)[0].split("\0")
+    if len(words) != len(spans):  # a NUL inside a word
+        return tuple(_decode(data[start : start + length]) for start, length in spans)
+    return tuple(words)
