@@ -15,6 +15,8 @@ commands, start-up and judging included, in alternating runs, and prints medians
 
 The fan-out tools only run the node commands; fabwiz also reads every switch over its API and
 judges. Each tool's output is checked to hold every node's every section before it counts.
+Beside the medians it prints the ratio within each alternation (fabwiz and the tool timed back
+to back): this machine's speed drifts between rounds, and a paired ratio is what that sways least.
 They run from a bench-only virtualenv (`.venv-bench`, or $FABWIZ_BENCH_VENV):
 
     python3 -m venv .venv-bench && .venv-bench/bin/pip install clustershell parallel-ssh ansible-core
@@ -295,6 +297,7 @@ def bench_size(
     assert child.stdout is not None and child.stdin is not None
     inventory = Path(child.stdout.readline().strip())
     times: dict[str, list[float]] = {}
+    rounds: list[dict[str, float]] = []  # each alternation's times, for the paired ratios
     cpus: list[float] = []
     bad: dict[str, str] = {}
     try:
@@ -316,6 +319,7 @@ def bench_size(
             order = list(contenders)
             if i % 2:
                 order.reverse()
+            this_round: dict[str, float] = {}
             for name in order:
                 r = contenders[name]()
                 ok = fabwiz_ok(r, n) if name == "fabwiz" else complete(r, keys, marker, n)
@@ -323,13 +327,34 @@ def bench_size(
                     bad[name] = r.out[-300:]
                     continue
                 times[name].append(r.wall)
+                this_round[name] = r.wall
                 if name == "fabwiz":
                     cpus.append(r.cpu)
+            rounds.append(this_round)
     finally:
         child.stdin.close()
         child.wait()
     med = {k: statistics.median(v) if v else float("nan") for k, v in times.items()}
-    return med, statistics.median(cpus) if cpus else float("nan"), bad
+    paired = {
+        k: [r["fabwiz"] / r[k] for r in rounds if "fabwiz" in r and k in r]
+        for k in times
+        if k != "fabwiz"
+    }
+    return med, statistics.median(cpus) if cpus else float("nan"), bad, paired
+
+
+def paired_line(n: int, paired: dict[str, list[float]]) -> str:
+    """The ratio within each alternation (both tools timed back to back, so a machine that
+    speeds up or slows down between rounds sways both): median, range, rounds fabwiz won."""
+    parts = []
+    for k, rs in paired.items():
+        if rs:
+            won = sum(r <= 1.0 for r in rs)
+            parts.append(
+                f"fw/{k} {statistics.median(rs):.2f} ({min(rs):.2f}-{max(rs):.2f}, "
+                f"{won}/{len(rs)} rounds <= 1)"
+            )
+    return f"  {n} nodes, ratio per round: " + "; ".join(parts)
 
 
 def row(n: int, med: dict[str, float], cpu: float) -> str:
@@ -380,12 +405,16 @@ def bench(sizes: list[int], runs: int, venv: Path) -> None:
     )
     print(head)
     cpu_by_size: dict[int, float] = {}
+    per_round: list[str] = []
     for n in sizes:
-        med, cpu, bad = bench_size(n, tools, runs, skipped)
+        med, cpu, bad, paired = bench_size(n, tools, runs, skipped)
         for name, tail in bad.items():
             print(f"  {name} at {n} nodes: incomplete output in some runs: {tail!r}")
         cpu_by_size[n] = cpu
         print(row(n, med, cpu), flush=True)
+        per_round.append(paired_line(n, paired))
+    for line in per_round:
+        print(line)
     if len(cpu_by_size) >= 2:
         lo, hi = min(cpu_by_size), max(cpu_by_size)
         slope = (cpu_by_size[hi] - cpu_by_size[lo]) / (hi - lo) * 1000

@@ -12,7 +12,7 @@ import asyncio
 import dataclasses
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -439,7 +439,7 @@ def check(
     try:
         if lab is not None:
             with progress:
-                report = asyncio.run(
+                report = _run(
                     _check_lab(
                         lab,
                         perf=perf,
@@ -462,7 +462,7 @@ def check(
             with contextlib.suppress(KeyError):  # run_check names an unknown key
                 model.limits = DEFAULT.with_overrides(inv.expectations)
             with progress:
-                report = asyncio.run(
+                report = _run(
                     run_check(
                         inv,
                         perf=perf,
@@ -484,6 +484,20 @@ def check(
     from screens.cli import exit_now
 
     exit_now(report.exit_code)
+
+
+def _run(main: Coroutine[Any, Any, CheckReport]) -> CheckReport:
+    """`asyncio.run(main)`, the report handed over outside the run's task. As a run ends,
+    asyncio puts Python's own ctrl-c handler back, and `signal.signal` then tries the handler it
+    replaced (which holds the finished task) as a `Handlers` member: the error it builds
+    internally holds that task's repr, which holds the whole report's (~1 ms a node)."""
+    out: list[CheckReport] = []
+
+    async def run() -> None:
+        out.append(await main)
+
+    asyncio.run(run())
+    return out[0]
 
 
 def _job_gap(proved: Measurement, job: Measurement, expectations: Any) -> str | None:
