@@ -297,9 +297,10 @@ class FabwizApp(App[int]):
                 + (" …" if len(unseen) > 4 else "")
                 + ")."
             )
+        unproven = " Reboot proof not done." if self.view.state.proofs_not_done() else ""
         return (
             f"Session ended. {head} {verified} fix(es) verified, {exports} switch export(s) "
-            f"kept.{never} Ticket: {self.summary().report_command} (u: the summary)"
+            f"kept.{never}{unproven} Ticket: {self.summary().report_command} (u: the summary)"
         )
 
     def _discovered_rails(self) -> None:

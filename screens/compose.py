@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
 from rich.console import Console
+from rich.markup import escape
 
 from flows.bisection import FLOW
 from flows.expectations import DEFAULT, Expectations, validate_overrides
@@ -46,7 +47,7 @@ from wizard.fabric import InventoryFabric
 from wizard.inventory import Inventory, load_inventory
 from wizard.model import node_order
 from wizard.probes import Observations
-from wizard.session import LoadedSession, SessionLog, load_session
+from wizard.session import LoadedSession, SessionLog, SessionState, load_session
 from wizard.sweep import Sweeper
 from wizard.transports.routeros import RouterOsTransport
 from wizard.transports.ssh import SshTransport
@@ -436,10 +437,15 @@ async def _walk(wiring: Wiring) -> RunResult | None:
         await wiring.close()
 
 
-def _finish(result: RunResult, console: Console, as_json: bool, session: Path) -> int:
+def _finish(
+    result: RunResult, console: Console, as_json: bool, session: Path, not_proven: list[str]
+) -> int:
+    """The walk's outcome on stdout (`--json`: the result, the session folder and the proofs
+    offered and not done); its exit code."""
     if as_json:
         data = result.to_json()
         data["session"] = str(session)
+        data["not_proven"] = not_proven
         print(json.dumps(data, indent=2))
     else:
         console.rule("[bold]result")
@@ -468,6 +474,8 @@ def _finish(result: RunResult, console: Console, as_json: bool, session: Path) -
                 f"fix {f.fault} on {f.target}: {state}"
                 + (f" (export {f.export})" if f.export else "")
             )
+        for what in not_proven:
+            console.print(f"[yellow]not proven:[/] {escape(what)}")
         verdict = "[green]healthy[/]" if r.healthy_after else "[red]not healthy[/]"
         console.print(f"cluster {verdict}; session log: {session}")
     if result.aborted:
@@ -501,11 +509,13 @@ def run_fix_command(
     live = yes and console.is_terminal and sys.stdout.isatty() and not as_json
     progress = HeadlessProgress(console) if live else PlainProgress(sys.stderr)
 
+    fold = SessionState()  # what the walk did, for what `_finish` says was not proven
+
     async def main() -> int:
         try:
             wiring = await open_wizard(
                 operator=operator,
-                sinks=[EventPrinter(console), progress],
+                sinks=[EventPrinter(console), progress, fold.apply],
                 inventory=inventory,
                 lab=lab,
                 session_dir=session_dir,
@@ -525,7 +535,7 @@ def run_fix_command(
         result = await _walk(wiring)
         if result is None:
             return 2
-        return _finish(result, console, as_json, folder)
+        return _finish(result, console, as_json, folder, fold.proofs_not_done())
 
     with progress:
         return asyncio.run(main())
@@ -540,14 +550,18 @@ def resume_fix(
     console = Console(stderr=as_json, highlight=False)
     operator = TerminalOperator(console, yes=yes)
 
+    fold = SessionState()  # the session so far and what this run adds to it
+
     async def main() -> int:
         try:
             loaded = load_session(session)
             for w in loaded.warnings:
                 console.print(f"[yellow]{w}[/]")
+            for ev in loaded.events:
+                fold.apply(ev)
             wiring = await open_wizard(
                 operator=operator,
-                sinks=[EventPrinter(console)],
+                sinks=[EventPrinter(console), fold.apply],
                 resume=loaded,
                 command="resume",
                 prompt=_prompt,
@@ -560,7 +574,7 @@ def resume_fix(
         result = await _walk(wiring)
         if result is None:
             return 2
-        return _finish(result, console, as_json, folder)
+        return _finish(result, console, as_json, folder, fold.proofs_not_done())
 
     return asyncio.run(main())
 

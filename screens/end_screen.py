@@ -45,10 +45,12 @@ def summary_text(s: SessionSummary) -> Text:
             out.append(f"\n           export before the change: {f.export}", style="dim")
         out.append("\n")
 
-    if s.skipped or s.never_checked:
+    if s.skipped or s.never_checked or s.not_proven:
         out.append("\nSkipped or not checked\n", style="bold underline")
         for title in s.skipped:
             out.append(f"  » {title}: skipped by the operator\n")
+        for what in s.not_proven:
+            out.append(f"  » {what}\n")
         for fault, targets, why in s.never_checked:
             out.append(f"  ? {fault}", style="bold")
             out.append(f" on {', '.join(targets)}: {why}\n" if targets else f": {why}\n")

@@ -212,10 +212,10 @@ def switch_path_sentence(cleared: Sequence[tuple[str, Measurement]], switched: M
 def skipped_sentence(found: Sequence[Verdict], bad: Sequence[Measurement]) -> str:
     faults = ", ".join(sorted({v.fault for v in found}))
     worst = bad[0]
-    rails = len({m.target for m in bad})  # a rail measured more than once is still one rail
+    tests = len({m.target for m in bad})  # a rail test run more than once is still one test
     return (
         f"preflight already found {faults}, which explains the low numbers through the switch "
-        f"({worst.value:.2f} Gb/s on {worst.target}, {rails} rail(s) low): the physical "
+        f"({worst.value:.2f} Gb/s on {worst.target}, {tests} rail test(s) low): the physical "
         "direct-connect test is skipped; the configuration is fixed first"
     )
 

@@ -194,6 +194,7 @@ def build_report(
             },
             "undrained_nodes": state.undrained_nodes(),
             "not_checked": not_checked,
+            "not_proven": state.proofs_not_done(),
         },
         "verdict_line": _verdict_line(outcome, faults, not_checked, state),
         "faults": faults,
@@ -283,13 +284,23 @@ def _rerun(state: SessionState) -> list[dict[str, Any]]:
 
 def _faults(state: SessionState, final: dict[str, Verdict]) -> list[dict[str, Any]]:
     """Every fault found (fail or warn) during the session, first sighting first: where, how it
-    was proven (its first failing evidence), and whether it was fixed (with the export)."""
+    was proven, and whether it was fixed (with the export). The proof is the first failing
+    evidence of the fault's last failing verdict: a later step has seen more of what the fabric
+    did (a QoS stall is configuration at preflight and a stalled rail test at its own step,
+    which puts the traffic first), and that is what the fix was applied on."""
     out: dict[str, dict[str, Any]] = {}
+    strongest: dict[str, Verdict] = {}
+    for _step, v in state.judged:  # in the order judged: the last failing one stays
+        if v.status in (Status.FAIL, Status.WARN):
+            strongest[v.fault] = v
     for step, verdicts in state.verdicts.items():
         for v in verdicts:
             if v.status not in (Status.FAIL, Status.WARN) or v.fault in out:
                 continue
-            proof = next((e for e in v.evidence if e.status in (Status.FAIL, Status.WARN)), None)
+            shown = strongest[v.fault]
+            proof = next(
+                (e for e in shown.evidence if e.status in (Status.FAIL, Status.WARN)), None
+            )
             fix = next(
                 (f for f in state.fixes.values() if f.fault == v.fault and f.status == "verified"),
                 None,
@@ -304,7 +315,7 @@ def _faults(state: SessionState, final: dict[str, Verdict]) -> list[dict[str, An
                 "proof": (
                     f"{proof.target}: {proof.command} → {proof.observed} (expected {proof.expected})"
                     if proof is not None
-                    else v.summary
+                    else shown.summary
                 ),
                 "fixed": fix is not None
                 or (last is not None and last.status in (Status.PASS, Status.BENIGN)),
@@ -335,6 +346,8 @@ def _verdict_line(
         parts.append("still open: " + ", ".join(open_))
     if not_checked:
         parts.append(f"{len(not_checked)} never checked")
+    if state.proofs_not_done():
+        parts.append("reboot proof not done")
     if state.ended is not None and state.ended.reason and outcome != "healthy":
         parts.append(state.ended.reason)
     return "; ".join(parts) + "."

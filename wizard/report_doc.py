@@ -210,6 +210,7 @@ def _fill_overview(doc: ReportDoc, data: dict[str, Any]) -> None:
         UnseenRow(n["fault"], ", ".join(n["targets"]), n["why"])
         for n in data["summary"]["not_checked"]
     ]
+    doc.not_proven = list(data["summary"].get("not_proven", []))
     doc.conclusions = [
         Conclusion(c["step"], c["conclusion"], c["sentence"]) for c in data.get("conclusions", [])
     ]

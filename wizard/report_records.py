@@ -175,6 +175,7 @@ class ReportDoc:
     faults: list[FaultRow] = field(default_factory=list)
     before_after: list[ChangeRow] = field(default_factory=list)
     not_checked: list[UnseenRow] = field(default_factory=list)
+    not_proven: list[str] = field(default_factory=list)  # proofs offered and not done
     conclusions: list[Conclusion] = field(default_factory=list)
     session: list[tuple[str, str]] = field(default_factory=list)
     torn_tail: bool = False

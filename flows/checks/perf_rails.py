@@ -392,7 +392,7 @@ def _unknown_summary(f: Finding) -> str:
     if masked:
         causes = sorted({e.expected[len(MASKED) :].split(":", 1)[0] for e in masked})
         said.append(
-            f"the CX7s' own rate on {len(masked)} rail(s) is masked by {', '.join(causes)}: "
+            f"the CX7s' own rate on {len(masked)} rail test(s) is masked by {', '.join(causes)}: "
             "judged once that is fixed and the rails measured again"
         )
     if other:

@@ -57,6 +57,7 @@ class SessionSummary:
     found: tuple[Found, ...]
     skipped: tuple[str, ...]  # step titles
     never_checked: tuple[tuple[str, tuple[str, ...], str], ...]  # (fault, targets, why)
+    not_proven: tuple[str, ...]  # proofs offered and not done (the reboot proof)
     numbers: tuple[Numbers, ...]
     report_command: str
     resume_command: str
@@ -103,6 +104,7 @@ def summarise(view: SessionView, folder: str = "") -> SessionSummary:
         found=tuple(found.values()),
         skipped=tuple(s.info.title for s in view.skipped_steps()),
         never_checked=never,
+        not_proven=tuple(view.state.proofs_not_done()),
         numbers=_numbers(view.measurements, view.measured_before_first_fix),
         report_command=f"fabwiz report {ref}",
         resume_command=f"fabwiz resume {ref}",

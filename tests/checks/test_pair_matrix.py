@@ -195,7 +195,7 @@ def test_band_numbers_of_another_signature_mask_the_cx7s() -> None:
     for fault in ("host.cx7-degraded", "host.cx7-throttled"):
         assert got[fault].status == Status.UNKNOWN
         assert got[fault].summary == (
-            "the CX7s' own rate on 12 rail(s) is masked by switch.offload-lost: judged once "
+            "the CX7s' own rate on 12 rail test(s) is masked by switch.offload-lost: judged once "
             "that is fixed and the rails measured again"
         )
         assert len(got[fault].evidence) == 12

@@ -103,5 +103,5 @@ def test_the_skip_sentence_counts_rails_not_measurements() -> None:
     )
     found = [Verdict("switch.offload-split-cage", Status.FAIL, "split", targets=("crs804",))]
     sentence = bisect.skipped_sentence(found, bad)
-    assert "(9.40 Gb/s on spark3/enp1s0f0np0->spark4/enp1s0f0np0, 2 rail(s) low)" in sentence
+    assert "(9.40 Gb/s on spark3/enp1s0f0np0->spark4/enp1s0f0np0, 2 rail test(s) low)" in sentence
     assert "switch.offload-split-cage" in sentence

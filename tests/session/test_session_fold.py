@@ -143,3 +143,34 @@ def test_resume_reads_deferred_findings_and_the_first_picture(tmp_path: Path) ->
     assert (state.deferred, state.healthy_before) == (("host.mtu",), None)
     ran = BisectionConcluded(step="direct_connect", conclusion="switch-path", sentence="s")
     assert SessionState.from_events([*events, ran]).deferred == ()
+
+
+def _fold(events: list[Event]) -> SessionState:
+    state = SessionState()
+    for ev in events:
+        state.apply(ev)
+    return state
+
+
+def test_a_reboot_proof_declined_or_skipped_is_said_until_one_is_done() -> None:
+    declined = OperatorAnswered(
+        at=10.0, step="persist", question="reboot proof", answer="skip the proof"
+    )
+    (said,) = _fold([declined]).proofs_not_done()
+    assert said.startswith("reboot proof not done (the operator chose to skip the proof)")
+    asked = OperatorAnswered(
+        at=20.0, step="persist", question="reboot proof", answer="reboot and re-run the sweep"
+    )
+    skipped = OperatorAnswered(at=21.0, step="persist", question="physical:reboot", answer="skip")
+    (said,) = _fold([declined, asked, skipped]).proofs_not_done()
+    assert "its reboot was skipped" in said
+    done = PhysicalActionDone(
+        at=30.0, step="persist", kind="reboot", nodes=("spark1",), performed_by="operator"
+    )
+    assert _fold([declined, asked, skipped, asked, done]).proofs_not_done() == []
+    # a reboot done elsewhere in the walk (a drain's) proves nothing about persistence
+    other = PhysicalActionDone(
+        at=40.0, step="drain", kind="reboot", nodes=("spark1",), performed_by="operator"
+    )
+    assert len(_fold([declined, other]).proofs_not_done()) == 1
+    assert _fold([asked]).proofs_not_done() == []  # asked and under way: nothing said yet

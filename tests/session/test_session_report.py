@@ -209,3 +209,46 @@ def test_html_report_tags_are_balanced(loaded: LoadedSession) -> None:
         b = Balance()
         b.feed(render_html(loaded, redact=redact))
         assert b.errors == [] and b.stack == []
+
+
+def test_a_fault_is_shown_proven_by_what_the_fabric_did(tmp_path: Path) -> None:
+    """Preflight sees the QoS settings; the QoS step sees a rail test stall. The report's proof
+    is the stall (the last failing verdict, the one the fix was applied on); where it was first
+    found stays preflight."""
+    from session_helpers import T0
+
+    from wizard.events import StepChanged, VerdictReached
+    from wizard.model import Evidence, Status, Verdict
+
+    ports = Evidence(
+        "crs804/qsfp56-dd-1-1",
+        "/interface/ethernet/switch/qos/port print",
+        "trust-l3=keep pfc=pfc-tc3",
+        "trust-l3=ignore pfc=disabled",
+        Status.FAIL,
+    )
+    stall = Evidence(
+        "spark1/enp1s0f0np0->spark2/enp1s0f0np0",
+        "counters read while the test's data moved",
+        "sender local_ack_timeout_err +21; receiver rx_packets_phy +0",
+        "receiver counts what the sender sends",
+        Status.FAIL,
+    )
+
+    def verdict(*evidence: Evidence) -> Verdict:
+        return Verdict("switch.qos-pfc-stall", Status.FAIL, "lossless QoS", ("crs804",), evidence)
+
+    log = SessionLog.create(tmp_path / "s")
+    log.write(
+        SessionStarted(at=T0, session_id="s1", fabwiz_version="0.1.0", log_version=1, command="fix")
+    )
+    log.write(StepChanged(step="preflight", phase="verdict"))
+    log.write(VerdictReached(step="preflight", verdict=verdict(ports)))
+    log.write(StepChanged(step="qos", phase="verdict"))
+    log.write(VerdictReached(step="qos", verdict=verdict(stall, ports)))
+    log.close()
+    data = json.loads(render_json(load_session(log.folder)))
+    (fault,) = data["faults"]
+    assert fault["step"] == "preflight"
+    assert fault["proof"].startswith("spark1/enp1s0f0np0->spark2/enp1s0f0np0: counters read")
+    assert "local_ack_timeout_err +21" in fault["proof"]

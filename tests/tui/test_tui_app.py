@@ -44,6 +44,7 @@ from screens.widgets.steps import StepList
 from wizard.events import (
     FixPreviewed,
     MeasurementTaken,
+    OperatorAnswered,
     ProbeAnswered,
     RailSampled,
     SessionEnded,
@@ -692,3 +693,28 @@ async def test_a_walk_the_engine_gave_up_on_exits_2_as_fix_does() -> None:
         app.exit_session()
         await pilot.pause(0.2)
     assert app.return_value == 2
+
+
+async def test_a_reboot_proof_not_done_is_said_at_the_end() -> None:
+    """The persist step's reboot proof declined: healthy, but the end line, the summary and its
+    ticket say the fixes' persistence was not shown by a reboot."""
+    from screens.end_screen import summary_text
+
+    app = FabwizApp(None)
+    async with app.run_test(size=SIZE) as pilot:
+        app.ports.emit(StepChanged(step="persist", phase="verdict", at=T0))
+        app.ports.emit(
+            OperatorAnswered(
+                step="persist", question="reboot proof", answer="skip the proof", at=T0 + 1
+            )
+        )
+        app.ports.emit(SessionEnded(healthy=True, at=T0 + 2))
+        await pilot.pause()
+        assert app.session.prompt is not None
+        assert "Healthy." in app.session.prompt.question
+        assert "Reboot proof not done." in app.session.prompt.question
+        text = summary_text(app.summary()).plain
+        assert "Skipped or not checked" in text
+        assert "reboot proof not done (the operator chose to skip the proof)" in text
+        app.exit_session()
+        await pilot.pause(0.2)

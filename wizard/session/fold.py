@@ -69,6 +69,7 @@ class SessionState:
     step_order: list[str] = field(default_factory=list)  # steps in the order first entered
     step_phases: dict[str, str] = field(default_factory=dict)  # step -> last phase
     verdicts: dict[str, list[Verdict]] = field(default_factory=dict)  # step -> in order
+    judged: list[tuple[str, Verdict]] = field(default_factory=list)  # (step, verdict) in order
     fixes: dict[str, FixRecord] = field(default_factory=dict)  # fix_id -> record
     refused: list[FixRefusedEvent] = field(default_factory=list)
     exports: list[ExportTaken] = field(default_factory=list)
@@ -139,6 +140,7 @@ class SessionState:
 
     def _verdict(self, ev: VerdictReached) -> None:
         self.verdicts.setdefault(ev.step, []).append(ev.verdict)
+        self.judged.append((ev.step, ev.verdict))
 
     def _measurement(self, ev: MeasurementTaken) -> None:
         self.measurements.append(MeasurementRecord(ev.step, ev.at, ev.measurement))
@@ -335,6 +337,28 @@ class SessionState:
     def unfinished_fixes(self) -> list[FixRecord]:
         """Applied but neither verified nor rolled back: the session stopped mid-fix."""
         return self.fixes_with_status("applied")
+
+    def proofs_not_done(self) -> list[str]:
+        """The proofs the walk offered that were not done, as they stand at the end: the reboot
+        that shows every fix comes back by itself (declined, or its reboot skipped). A later
+        reboot proof that was done (a rerun, a resumed session) settles it."""
+        steps: list[tuple[float, str | None]] = []
+        for a in self.answers:
+            if a.question == "reboot proof":
+                if not a.answer.startswith("reboot"):
+                    steps.append((a.at, f"the operator chose to {a.answer}"))
+            elif a.question == "physical:reboot" and a.step == "persist" and a.answer == "skip":
+                steps.append((a.at, "its reboot was skipped"))
+        for d in self.physical_done:
+            if d.kind == "reboot" and d.step == "persist":
+                steps.append((d.at, None))
+        last = max(steps, key=lambda s: s[0], default=(0.0, None))[1]
+        if last is None:
+            return []
+        return [
+            f"reboot proof not done ({last}): that every fix survives a reboot is read from "
+            "what the next boot applies, not shown by a reboot"
+        ]
 
     def latest_verdicts(self, step: str | None = None) -> dict[str, Verdict]:
         """The last verdict per fault id (of one step, or over the whole session)."""
