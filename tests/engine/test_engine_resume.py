@@ -91,6 +91,7 @@ def test_killed_fix_resumes_to_the_same_end(tmp_path: Path, event_type: str, nth
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-1500:]
     result = json.loads(done.stdout)
     assert result["healthy_after"] is True
+    assert result["not_proven"] == []  # the resumed walk did the reboot proof
     verified = {f["fault"] for f in result["fixes"] if f["verified"]}
     assert {"switch.offload-split-cage", "switch.qos-pfc-stall", "host.duplicate-ip"} <= verified
     assert min(result["measurements"]["rails_gbps"].values()) >= 100.0
