@@ -18,9 +18,13 @@ from textual.widgets import Button, Static
 
 from screens.modals import Dialog
 from screens.widgets.summary import SessionSummary
+from wizard.safetext import clean
 
 
 def summary_text(s: SessionSummary) -> Text:
+    """The summary as text. Names, summaries and reasons come from the targets through the log
+    (and a log can be edited): each is shown without its escapes and controls
+    (`wizard.safetext.clean`)."""
     out = Text()
     if s.healthy:
         out.append("✔ Healthy", style="bold")
@@ -29,7 +33,7 @@ def summary_text(s: SessionSummary) -> Text:
         out.append("… Not finished.\n", style="bold")
     else:
         out.append("✘ Not healthy", style="bold")
-        out.append(f": {s.reason}.\n" if s.reason else ": findings remain (below).\n")
+        out.append(f": {clean(s.reason)}.\n" if s.reason else ": findings remain (below).\n")
 
     out.append("\nFound\n", style="bold underline")
     if not s.found:
@@ -37,23 +41,26 @@ def summary_text(s: SessionSummary) -> Text:
     for f in s.found:
         mark = "✔ fixed" if f.fixed else "✘ open "
         out.append(f"  {mark}  ", style="bold")
-        out.append(f"{f.fault}")
+        out.append(clean(f.fault))
         if f.targets:
-            out.append(f" on {', '.join(f.targets[:4])}" + (" …" if len(f.targets) > 4 else ""))
-        out.append(f"  (found at {f.step})", style="dim")
+            out.append(
+                f" on {clean(', '.join(f.targets[:4]))}" + (" …" if len(f.targets) > 4 else "")
+            )
+        out.append(f"  (found at {clean(f.step)})", style="dim")
         if f.export:
-            out.append(f"\n           export before the change: {f.export}", style="dim")
+            out.append(f"\n           export before the change: {clean(f.export)}", style="dim")
         out.append("\n")
 
     if s.skipped or s.never_checked or s.not_proven:
         out.append("\nSkipped or not checked\n", style="bold underline")
         for title in s.skipped:
-            out.append(f"  » {title}: skipped by the operator\n")
+            out.append(f"  » {clean(title)}: skipped by the operator\n")
         for what in s.not_proven:
-            out.append(f"  » {what}\n")
+            out.append(f"  » {clean(what)}\n")
         for fault, targets, why in s.never_checked:
-            out.append(f"  ? {fault}", style="bold")
-            out.append(f" on {', '.join(targets)}: {why}\n" if targets else f": {why}\n")
+            out.append(f"  ? {clean(fault)}", style="bold")
+            said = f" on {', '.join(targets)}: {why}\n" if targets else f": {why}\n"
+            out.append(clean(said))
 
     if s.numbers:
         out.append("\nBefore and after\n", style="bold underline")
@@ -63,9 +70,9 @@ def summary_text(s: SessionSummary) -> Text:
             out.append(f"    at the end:           {n.after_text}\n")
 
     out.append("\nNext\n", style="bold underline")
-    out.append(f"  {s.report_command}", style="bold")
+    out.append(f"  {clean(s.report_command)}", style="bold")
     out.append("   the ticket report (add --format html, --redact)\n")
-    out.append(f"  {s.resume_command}", style="bold")
+    out.append(f"  {clean(s.resume_command)}", style="bold")
     out.append("   continue this session later\n")
     return out
 
@@ -83,7 +90,7 @@ class SessionEndModal(Dialog[None]):
     def compose(self) -> ComposeResult:
         s = self.summary
         with Vertical(id="dialog", classes="end"):
-            title = f"Session {s.session_id} ended" if s.session_id else "Session ended"
+            title = f"Session {clean(s.session_id)} ended" if s.session_id else "Session ended"
             yield Static(Text(title, style="bold"), id="dialog-title")
             with VerticalScroll(id="end-body"):
                 yield Static(summary_text(s), id="end-text")

@@ -106,6 +106,32 @@ async def test_no_control_character_from_a_target_reaches_the_screen() -> None:
             assert _leaks(app) == [], (key, app.screen)
 
 
+async def test_the_end_summary_shows_target_values_without_their_control_characters() -> None:
+    """The session's end: the reason, the faults found and their targets, what was never
+    checked and why, the reboot proof not done."""
+    from screens.end_screen import SessionEndModal
+    from wizard.events import OperatorAnswered, SessionEnded
+
+    app = FabwizApp(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        _hostile(app)
+        app.ports.emit(
+            OperatorAnswered(
+                step="persist", question="reboot proof", answer=f"skip {EVIL}", at=T0 + 50
+            )
+        )
+        app.ports.emit(SessionEnded(healthy=False, reason=f"reason {EVIL}", at=T0 + 60))
+        await pilot.pause(0.3)
+        await pilot.press("u")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, SessionEndModal)
+        assert _leaks(app) == []
+        text = "\n".join(_lines(app))
+        assert "reason x\ufffdy" in text and "spark1/x\ufffdy" in text
+        assert "unseen x\ufffdy" in text and "skip x\ufffdy" in text
+
+
 async def test_dialogs_show_target_values_without_their_control_characters() -> None:
     """The fix, hands-needed, error, question and quit dialogs name switches, nodes, fixes and
     the targets' own error texts."""
