@@ -60,6 +60,7 @@ from wizard.events import (
     StepChanged,
 )
 from wizard.model import Rail
+from wizard.safetext import clean
 
 # Textual parses the app's and every widget's stylesheet on each start: kept in the start-up
 # cache (when `fabwiz` runs it) like the dataclasses' code
@@ -364,7 +365,10 @@ class FabwizApp(App[int]):
                 self.physical_modal_closed(modal)
             if self.question is question and self._still_open(question):
                 question.hidden = True
-                self.notify(f"Hidden, still open: {question.label}. Press o to open it again.")
+                self.notify(
+                    f"Hidden, still open: {clean(question.label)}. Press o to open it again.",
+                    markup=False,
+                )
             elif self.question is question:
                 self.question = None
             self._question_changed()
@@ -386,7 +390,9 @@ class FabwizApp(App[int]):
     def action_reopen(self) -> None:
         question = self.question
         if question is None or not question.hidden:
-            self.notify("No hidden question: the engine asks when it needs you.", timeout=3)
+            self.notify(
+                "No hidden question: the engine asks when it needs you.", timeout=3, markup=False
+            )
             return
         self.open_question(question)
 
@@ -416,7 +422,9 @@ class FabwizApp(App[int]):
             return
         request = getattr(self.engine, "request", None)
         if request is None and intent == "apply" and choice is not None and "run" in choice.answers:
-            self.notify("Re-run the step [r]: the engine offers its fix again.", timeout=4)
+            self.notify(
+                "Re-run the step [r]: the engine offers its fix again.", timeout=4, markup=False
+            )
             return
         if request is None:
             waiting = (
@@ -424,7 +432,7 @@ class FabwizApp(App[int]):
                 if self.engine is None
                 else ("the engine is busy with this step; it asks when it needs you")
             )
-            self.notify(f"{intent}: {waiting}.", severity="warning", timeout=3)
+            self.notify(f"{intent}: {waiting}.", severity="warning", timeout=3, markup=False)
             return
         self.requests.append((intent, step))
         result = request(intent, step)

@@ -256,10 +256,11 @@ class SessionScreen(Screen[None]):
             prompt = self.prompt
             if prompt is not None and prompt.offered:
                 answers = ", ".join(f"{o} [{_KEYS.get(o, '?')}]" for o in sorted(prompt.offered))
-                hint = f"the engine asks “{prompt.question}”: {answers}"
+                hint = f"the engine asks “{clean(prompt.question)}”: {answers}"
             else:
                 hint = "the engine is working; it asks when it needs you"
-            self.notify(f"{intent}: not now — {hint}", severity="warning", timeout=3)
+            # plain text: the key hints are in brackets, and the question can name targets
+            self.notify(f"{intent}: not now — {hint}", severity="warning", timeout=3, markup=False)
             return
         step = self.viewed
         if intent == "skip" and step == "direct_connect":

@@ -186,3 +186,30 @@ async def test_dialogs_show_target_values_without_their_control_characters() -> 
                 assert "shut down spark1x\ufffdy[bold]b[/]" in items[0]
             app.pop_screen()
             await pilot.pause()
+
+
+async def test_a_key_pressed_out_of_turn_is_answered_in_plain_text() -> None:
+    """The toast for a key the engine is not asking for names the question (which can name a
+    target) and the keys that answer it, in brackets: shown as written, never read as markup
+    (a `[/x]` in the question crashed the app, the `[n]` hints vanished)."""
+    import asyncio
+
+    from screens.ports import PendingChoice
+
+    app = FabwizApp(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.ports.emit(StepChanged(step="preflight", phase="verdict", at=T0))
+        app.session.engine_ready = True
+        future = asyncio.get_running_loop().create_future()
+        question = f"low on spark3/[/x][bold]{EVIL}. Go on?"
+        app.offer_choice(
+            PendingChoice("preflight", question, ("next", "rerun"), {"next": "n"}, future)
+        )
+        await pilot.pause()
+        await pilot.press("a")  # apply: not what the engine asks
+        await pilot.pause(0.2)
+        (toast,) = [n.message for n in app._notifications]
+        assert toast.startswith("apply: not now — the engine asks “low on spark3/[/x][bold]x")
+        assert "next [n]" in toast and "\x1b" not in toast
+        assert app.is_running
