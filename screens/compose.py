@@ -47,6 +47,7 @@ from wizard.fabric import InventoryFabric
 from wizard.inventory import Inventory, load_inventory
 from wizard.model import node_order
 from wizard.probes import Observations
+from wizard.safetext import clean
 from wizard.session import LoadedSession, SessionLog, SessionState, load_session
 from wizard.sweep import Sweeper
 from wizard.transports.routeros import RouterOsTransport
@@ -455,7 +456,7 @@ def _finish(
             console.print(f"rails: {len(r.rails_gbps)} measured, lowest {worst:.2f} Gb/s")
         for node, v in sorted(r.halves_gbps.items(), key=lambda kv: node_order(kv[0])):
             isl = " (alone on its switch: across an ISL)" if node in r.halves_across_isl else ""
-            console.print(f"both halves {node}: {v:.2f} Gb/s{isl}")
+            console.print(f"both halves {escape(node)}: {v:.2f} Gb/s{isl}")
         if r.nccl_busbw is not None:
             console.print(f"NCCL all_reduce busbw: {r.nccl_busbw:.2f} GB/s")
         for f in r.fixes:
@@ -475,9 +476,9 @@ def _finish(
                 + (f" (export {f.export})" if f.export else "")
             )
         for what in not_proven:
-            console.print(f"[yellow]not proven:[/] {escape(what)}")
+            console.print(f"[yellow]not proven:[/] {escape(clean(what))}")
         verdict = "[green]healthy[/]" if r.healthy_after else "[red]not healthy[/]"
-        console.print(f"cluster {verdict}; session log: {session}")
+        console.print(f"cluster {verdict}; session log: {escape(str(session))}")
     if result.aborted:
         return 2
     return 0 if result.healthy_after else 1
@@ -525,7 +526,7 @@ def run_fix_command(
                 prompt=_prompt,
             )
         except FabwizError as exc:
-            console.print(f"[red]fabwiz fix: {exc}[/]")
+            console.print(f"[red]fabwiz fix: {escape(clean(str(exc)))}[/]")
             return 2
         wiring.engine.break_stale_locks = break_stale_lock
         if isinstance(wiring.engine.thresholds, Expectations):
@@ -556,7 +557,7 @@ def resume_fix(
         try:
             loaded = load_session(session)
             for w in loaded.warnings:
-                console.print(f"[yellow]{w}[/]")
+                console.print(f"[yellow]{escape(clean(w))}[/]")
             for ev in loaded.events:
                 fold.apply(ev)
             wiring = await open_wizard(
@@ -567,7 +568,7 @@ def resume_fix(
                 prompt=_prompt,
             )
         except FabwizError as exc:
-            console.print(f"[red]fabwiz resume: {exc}[/]")
+            console.print(f"[red]fabwiz resume: {escape(clean(str(exc)))}[/]")
             return 2
         wiring.engine.break_stale_locks = break_stale_lock
         folder = wiring.log.folder

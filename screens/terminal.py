@@ -55,10 +55,10 @@ class TerminalOperator:
 
     def _ask(self, question: str, default: bool) -> bool:
         if self.yes:
-            self.console.print(f"[dim]{question} yes (--yes)[/]")
+            self.console.print(f"[dim]{esc(question)} yes (--yes)[/]")
             return True
         if not self.interactive:
-            self.console.print(f"[yellow]{question} no (no terminal to ask on; use --yes)[/]")
+            self.console.print(f"[yellow]{esc(question)} no (no terminal to ask on; use --yes)[/]")
             return False
         return click.confirm(question, default=default, err=True)
 
@@ -103,7 +103,7 @@ class TerminalOperator:
 
     async def error(self, title: str, message: str, hint: str | None) -> None:
         text = esc(message) if not hint else f"{esc(message)}\n[dim]what to do:[/] {esc(hint)}"
-        self.console.print(Panel(text, title=title, style="red"))
+        self.console.print(Panel(text, title=esc(title), style="red"))
 
 
 class EventPrinter:
@@ -129,7 +129,9 @@ class EventPrinter:
         if v.status is Status.PASS and not self.verbose:
             return
         style = STATUS_STYLE[v.status]
-        self.console.print(f"[{style}]{v.status.value.upper():7}[/] {v.fault}: {esc(v.summary)}")
+        self.console.print(
+            f"[{style}]{v.status.value.upper():7}[/] {esc(v.fault)}: {esc(v.summary)}"
+        )
         if v.status is not Status.PASS and v.evidence:
             self.console.print(_evidence_table(v.evidence))
 
@@ -153,13 +155,15 @@ class EventPrinter:
         )
 
     def _applied(self, event: FixApplied) -> None:
-        self.console.print(f"  [bold]applied[/] {event.fault} on {esc(event.target)}")
+        self.console.print(f"  [bold]applied[/] {esc(event.fault)} on {esc(event.target)}")
 
     def _verified(self, event: FixVerified) -> None:
         if event.ok:
-            self.console.print(f"  [green]verified[/] {event.fault}: {esc(event.detail)}")
+            self.console.print(f"  [green]verified[/] {esc(event.fault)}: {esc(event.detail)}")
         else:
-            self.console.print(f"  [red]verification failed[/] {event.fault}: {esc(event.detail)}")
+            self.console.print(
+                f"  [red]verification failed[/] {esc(event.fault)}: {esc(event.detail)}"
+            )
 
     def _rolled_back(self, event: FixRolledBack) -> None:
         self.console.print(

@@ -86,6 +86,9 @@ def analyze(files: tuple[Path, ...], as_json: bool) -> None:
 def _print_table(results: list[tuple[str, FileAnalysis | None, str | None]]) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from wizard.safetext import clean
 
     table = Table(title="fabwiz analyze", show_lines=True)
     table.add_column("file", overflow="fold")
@@ -99,21 +102,22 @@ def _print_table(results: list[tuple[str, FileAnalysis | None, str | None]]) -> 
         "unknown": "magenta",
         "pass": "green",
     }
+    # what the files hold (device names, error texts) is shown as written: plain text without
+    # its escapes, never read as markup
     for path, result, error in results:
         if result is None:
-            table.add_row(path, "-", f"[red]{error}[/red]", "")
+            table.add_row(Text(clean(path)), "-", Text(clean(error), style="red"), "")
             continue
         parsed = (
-            headline(result.kind, result.parsed)
+            Text(clean(headline(result.kind, result.parsed)))
             if result.parsed is not None
-            else f"[magenta]{result.error}[/magenta]"
+            else Text(clean(result.error), style="magenta")
         )
-        findings = (
-            "\n".join(
-                f"[{styles.get(v.status.value, 'white')}]{v.status.value}[/] {v.fault}: {v.summary}"
-                for v in result.findings
-            )
-            or "-"
-        )
-        table.add_row(path, result.kind, parsed, findings)
+        findings = Text("-") if not result.findings else Text()
+        for i, v in enumerate(result.findings):
+            if i:
+                findings.append("\n")
+            findings.append(v.status.value, style=styles.get(v.status.value, "white"))
+            findings.append(f" {clean(v.fault)}: {clean(v.summary)}")
+        table.add_row(Text(clean(path)), clean(result.kind), parsed, findings)
     Console().print(table)

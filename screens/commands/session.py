@@ -96,9 +96,12 @@ def replay(session: Path, as_json: bool) -> None:
 def _print_replay(result: Any, where: str) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from wizard.safetext import clean
 
     console = Console()
-    table = Table(title=f"Replay of {where}", title_justify="left")
+    table = Table(title=Text(f"Replay of {clean(where)}"), title_justify="left")
     table.add_column("step")
     table.add_column("fault", no_wrap=True)
     table.add_column("recorded")
@@ -108,15 +111,16 @@ def _print_replay(result: Any, where: str) -> None:
     for row in result.rows:
         style = "" if row.agree else "bold"
         targets = ", ".join(row.recorded_targets or row.replayed_targets)
-        table.add_row(
+        # names and differences come from the log (the targets' text): plain, without escapes
+        cells = (
             row.step,
             row.fault,
             "—" if row.recorded is None else str(row.recorded),
             "—" if row.replayed is None else str(row.replayed),
             targets,
             row.difference or "agrees",
-            style=style,
         )
+        table.add_row(*(Text(clean(c)) for c in cells), style=style)
     console.print(table)
     n = len(result.differences)
     recorded = sum(1 for r in result.rows if r.recorded is not None)

@@ -45,8 +45,9 @@ async def test_terminal_shows_target_text_literally(markup: str) -> None:
     op = TerminalOperator(console, yes=True, interactive=False)
     plan = FixPlan(fault="f", target="crs804", summary=SPOOF, preview=SPOOF)
     assert await op.confirm_fix(plan, None)
-    await op.error("t", SPOOF, SPOOF)
+    await op.error(f"cannot reach {SPOOF}{markup}", SPOOF, SPOOF)
     text = out.getvalue()
+    assert "cannot reach" in text  # the error's title, printed (a "[/]" in it raised before)
     assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
     assert "[bold red]APPLIED OK[/]" in text  # shown as typed, not as style
 

@@ -234,3 +234,25 @@ def test_a_rule_that_raises_is_unknown_naming_its_check(monkeypatch: pytest.Monk
     assert (v.fault, v.status, v.check) == ("host.pfc-enabled", Status.UNKNOWN, check.id)
     assert "ValueError: bad row" in v.summary
     assert v.evidence[0].target == "fabwiz"
+
+
+def test_cli_table_shows_what_a_file_holds_as_plain_text(tmp_path: Path) -> None:
+    """A pasted output is the targets' text: a device named with markup and an escape sequence
+    is shown as written, without the escape, and never read as markup (`[/x]` crashed the
+    table)."""
+    hostile = "roce[/x][bold]\x1b]0;pwned\x07\x1b[2J"
+    text = (
+        "-" * 87
+        + "\n                    RDMA_Write BW Test\n"
+        + f" Dual-port       : OFF          Device         : {hostile}\n"
+        + " Number of qps   : 1            Transport type : IB\n"
+        + "-" * 87
+        + "\n Completion with error at client\n"
+        + " Failed status 12: wr_id 0 syndrom 0x81\nscnt=128, ccnt=0\n"
+    )
+    path = tmp_path / "ib_write_bw.txt"
+    path.write_text(text)
+    result = CliRunner().invoke(analyze, [str(path)])
+    assert result.exit_code in (0, 1), result.exception  # 1: the retry error is a finding
+    assert "[/x]" in result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output

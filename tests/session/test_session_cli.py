@@ -166,3 +166,31 @@ def test_resume_hands_the_session_folder_to_the_composition_root(
     res = CliRunner().invoke(cli, ["resume", str(session / "events.jsonl"), "--yes", "--json"])
     assert res.exit_code == 1
     assert seen == {"folder": session, "yes": True, "as_json": True, "break_stale_lock": False}
+
+
+def test_replay_shows_target_names_as_plain_text(tmp_path: Path, arp_check: Any) -> None:
+    """A target named with markup and an escape sequence (from the log) is shown as written,
+    without the escape; `[/x]` crashed the replay table."""
+    log = SessionLog.create(tmp_path / "h")
+    log.write(
+        SessionStarted(
+            session_id="h", fabwiz_version="0.1.0", log_version=LOG_VERSION, command="check"
+        )
+    )
+    evil = "spark1[/x][bold]\x1b[2J"
+    log.write(
+        VerdictReached(
+            step="addressing",
+            verdict=Verdict(
+                fault="host.arp-sysctls",
+                status=Status.FAIL,
+                summary="",
+                targets=(evil,),
+                check=arp_check.id,
+            ),
+        )
+    )
+    log.close()
+    res = CliRunner().invoke(cli, ["replay", str(log.folder)])
+    assert res.exit_code == 1, res.exception  # the recorded fail replays as a pass
+    assert "[/x]" in res.stdout and "\x1b" not in res.stdout  # the narrow column folds it
