@@ -119,5 +119,5 @@ def _print_table(results: list[tuple[str, FileAnalysis | None, str | None]]) -> 
                 findings.append("\n")
             findings.append(v.status.value, style=styles.get(v.status.value, "white"))
             findings.append(f" {clean(v.fault)}: {clean(v.summary)}")
-        table.add_row(Text(clean(path)), clean(result.kind), parsed, findings)
+        table.add_row(Text(clean(path)), Text(clean(result.kind)), parsed, findings)
     Console().print(table)
