@@ -36,7 +36,8 @@ from screens.widgets.messages import (
 )
 from screens.widgets.steps import StepList
 from screens.widgets.titlebar import TitleBar
-from screens.widgets.view_model import SessionView
+from screens.widgets.view_model import SessionView, StepView
+from wizard.model import Status
 from wizard.safetext import clean
 
 DIRECT_SKIP = (
@@ -200,8 +201,18 @@ class SessionScreen(Screen[None]):
             question=question,
             enabled=self.enabled_intents(),
             offered=offered,
-            conclusion=conclusion(step, self._gauges.expectations),
+            conclusion=conclusion(step, self._gauges.expectations, self._open_elsewhere(step)),
         )
+
+    def _open_elsewhere(self, step: StepView) -> list[str]:
+        """The faults whose latest verdict fails or warns, judged by another step."""
+        return [
+            fault
+            for fault, (at, v) in self.view.latest.items()
+            if at != step.id
+            and fault not in step.verdicts
+            and v.status in (Status.FAIL, Status.WARN)
+        ]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "reopen":

@@ -113,8 +113,19 @@ def _measured(step: StepView, e: Expectations) -> str:
     return "; ".join(out)
 
 
-def conclusion(step: StepView, e: Expectations) -> str:
-    """The step's conclusion, or "" while it has nothing to say."""
+def _low_at_the_end(step: StepView, e: Expectations) -> bool:
+    """The step's last rail tests (after its fix, when it made one) include one below the fix
+    target."""
+    cut = step.fix_at if step.fix_at is not None else 0
+    last = [m for m in step.measurements[cut:] if m.kind == "rail" and m.valid]
+    return any(m.value < e.rail_fix_target_gbps for m in last)
+
+
+def conclusion(step: StepView, e: Expectations, open_elsewhere: Sequence[str] = ()) -> str:
+    """The step's conclusion, or "" while it has nothing to say. `open_elsewhere`: the faults
+    found and still open that other steps judge: named when this step's rails stay below the
+    fix target with nothing of its own failing (an offload fixed and verified, the rails then
+    held at 0 by the QoS stall the next step proves)."""
     if step.id == "direct_connect":
         sentence = _direct_sentence(step, e)
         if sentence:
@@ -133,6 +144,9 @@ def conclusion(step: StepView, e: Expectations) -> str:
     measured = _measured(step, e)
     if measured:
         parts.append(measured)
+    if measured and not bad and open_elsewhere and _low_at_the_end(step, e):
+        names = ", ".join(open_elsewhere[:3]) + (" …" if len(open_elsewhere) > 3 else "")
+        parts.append(f"the rails are still low with {names} still open")
     if any(f.state == "verified" for f in step.fixes.values()):
         parts.append("fixed and verified")
     return "; ".join(parts)

@@ -256,3 +256,51 @@ def test_a_step_that_measured_before_its_fix_shows_before_and_after_apart() -> N
         "rails 109.1–109.3 Gb/s after the fix, 0.00 Gb/s, transport retry counter exceeded "
         "before it (expected ~109 through the switch)"
     )
+
+
+async def test_a_fix_verified_with_the_rails_still_held_names_what_is_still_open() -> None:
+    """Seed 000's order: the offload fix is verified (H flags, activation line), then the rails
+    stall at 0, held by the QoS stall preflight found and the next step proves. The offload
+    step's conclusion says so instead of "fixed and verified" beside 0 Gb/s alone."""
+    from screens.widgets.detail import StepDetail
+
+    app = FabwizApp(None)
+    async with app.run_test(size=(140, 45)) as pilot:
+        emit = app.ports.emit
+        emit(
+            VerdictReached(
+                step="preflight",
+                verdict=Verdict("switch.qos-pfc-stall", Status.FAIL, "lossless QoS", ("crs804",)),
+            )
+        )
+        emit(
+            VerdictReached(
+                step="offload",
+                verdict=Verdict("switch.offload-split-cage", Status.FAIL, "split", ("crs804",)),
+            )
+        )
+        emit(MeasurementTaken(step="offload", measurement=rail("spark1", "enp1s0f0np0", 9.4)))
+        emit(
+            FixApplied(
+                step="offload", fix_id="f1", fault="switch.offload-split-cage", target="crs804"
+            )
+        )
+        emit(FixVerified(step="offload", fix_id="f1", fault="switch.offload-split-cage", ok=True))
+        emit(
+            VerdictReached(
+                step="offload",
+                verdict=Verdict("switch.offload-split-cage", Status.PASS, "offloaded", ()),
+            )
+        )
+        emit(
+            MeasurementTaken(step="offload", measurement=rail("spark1", "enp1s0f0np0", 0.0, RETRY))
+        )
+        await pilot.pause(0.3)
+        app.session.viewed = "offload"
+        app.session.update_view({"detail"})
+        await pilot.pause(0.3)
+        said = str(app.session.query_one(StepDetail).query_one("#conclusion").render())
+        flat = " ".join(said.split())
+        assert "rails 0.00 Gb/s, transport retry counter exceeded after the fix" in flat
+        assert "the rails are still low with switch.qos-pfc-stall still open" in flat
+        assert flat.endswith("fixed and verified")
