@@ -13,6 +13,7 @@ switches (`rx-byte`, `tx-byte`, `rx-packet`, `tx-packet` per port).
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -55,23 +56,53 @@ def rail_command(rail: Rail) -> str:
 
 def rails_command(rails: Sequence[Rail]) -> str:
     """One read-only command for several rails of one node: each rail's `rail_command` in
-    turn, each after a marker line."""
-    return "; ".join(f"echo {_RAIL}; {rail_command(r)}" for r in rails)
+    turn, each after a marker line and between two readings of the node's clock."""
+    return "; ".join(
+        f"echo {_RAIL}; cat /proc/uptime; {rail_command(r)}; cat /proc/uptime" for r in rails
+    )
+
+
+# The node's clock when a rail's counters were read, in hundredths of a second (/proc/uptime's
+# resolution), kept beside the counters: two reads' difference is the span their deltas cover,
+# on the node's own clock, whatever the SSH round trips took (a loaded client or network
+# stretches those, not this).
+NODE_CLOCK = "node_clock_cs"
+_UPTIME_LINE = re.compile(r"(\d+(?:\.\d+)?) \d+(?:\.\d+)?")
 
 
 def parse_rails(text: str, count: int) -> list[dict[str, int] | None]:
     """`rails_command`'s output for `count` rails: each rail's counters, in order (None: its
-    part had none); all None when the parts do not match the rails."""
+    part had none), each with the node's clock at its read (`NODE_CLOCK`, the midpoint of the
+    two readings around it) when both were read; all None when the parts do not match the
+    rails."""
     parts = text.split(_RAIL + "\n")[1:]
     if len(parts) != count:
         return [None] * count
     out: list[dict[str, int] | None] = []
     for part in parts:
+        lines = part.splitlines()
+        first = _UPTIME_LINE.fullmatch(lines[0].strip()) if lines else None
+        last = _UPTIME_LINE.fullmatch(lines[-1].strip()) if len(lines) > 1 else None
+        body = "\n".join(lines[1 if first else 0 : -1 if last else None])
         try:
-            out.append(parse_rail(part))
+            counters = parse_rail(body + "\n")
         except ParseError:
             out.append(None)
+            continue
+        if first and last and float(last.group(1)) >= float(first.group(1)):
+            mid = (float(first.group(1)) + float(last.group(1))) / 2
+            counters[NODE_CLOCK] = round(mid * 100)
+        out.append(counters)
     return out
+
+
+def node_seconds(before: Mapping[str, int] | None, after: Mapping[str, int] | None) -> float | None:
+    """The node's seconds between two reads of one rail's counters (None: a clock not read, or
+    one that went back: a reboot between them)."""
+    if not before or not after or NODE_CLOCK not in before or NODE_CLOCK not in after:
+        return None
+    span = after[NODE_CLOCK] - before[NODE_CLOCK]
+    return span / 100 if span >= 0 else None
 
 
 def parse_rail(text: str) -> dict[str, int]:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from wizard.counters import (
     deltas,
+    node_seconds,
     parse_rails,
     rails_command,
     switch_deltas,
@@ -152,7 +153,11 @@ class Round:
             a, b = w.before.get(rail.key), w.after.get(rail.key)
             if a is not None and b is not None:
                 out[side] = deltas(a, b)
-        return out, w.seconds
+        # the span on the sender's own clock between its two reads; else the estimate from
+        # when the reads were sent and answered (as long as a round trip off, either way)
+        key = slot.client.key
+        on_node = node_seconds(w.before.get(key), w.after.get(key))
+        return out, on_node if on_node is not None else w.seconds
 
     # --- the round ----------------------------------------------------------------------------
 

@@ -12,10 +12,19 @@ from flows.base import Context
 from flows.checks import perf_rails, traffic_counters
 from flows.checks.perf_rails import RailRuns
 from flows.expectations import DEFAULT
-from wizard.counters import deltas, parse_rail, switch_deltas, switch_ports
+from wizard.counters import (
+    NODE_CLOCK,
+    deltas,
+    node_seconds,
+    parse_rail,
+    parse_rails,
+    rails_command,
+    switch_deltas,
+    switch_ports,
+)
 from wizard.inventory import load_inventory, resolve_password
 from wizard.lab.lab import Lab
-from wizard.model import Measurement, Status
+from wizard.model import Measurement, Rail, Status
 from wizard.sweep import Sweeper
 from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
 from wizard.transports.ssh import SshTarget, SshTransport
@@ -49,6 +58,36 @@ def test_deltas_and_a_reset_counter() -> None:
     ports0 = switch_ports([{"name": "qsfp56-dd-1-1", "rx-packet": "10", "tx-packet": "4"}])
     ports1 = switch_ports([{"name": "qsfp56-dd-1-1", "rx-packet": "10", "tx-packet": "9"}])
     assert switch_deltas(ports0, ports1) == {"qsfp56-dd-1-1": {"tx-packet": 5}}
+
+
+def test_each_rail_is_read_between_two_readings_of_the_node_clock() -> None:
+    """The window of a test's deltas is the sender's own clock between its two reads: each
+    rail's counters come between two `cat /proc/uptime`, timed at their midpoint; a clock that
+    went back (a reboot between the reads) or was not read gives no window."""
+    rails = [
+        Rail("a", "enp1s0f0np0", "rocep1s0f0", 0, "A"),
+        Rail("a", "enP2p1s0f0np0", "r2", 0, "B"),
+    ]
+    command = rails_command(rails)
+    assert command.count("cat /proc/uptime") == 4
+    sysfs = "/sys/class/infiniband/rocep1s0f0/ports/1/hw_counters/local_ack_timeout_err:3\n"
+    eth = "NIC statistics:\n     tx_packets_phy: 100\n"
+
+    def part(t0: str, t1: str, packets: int) -> str:
+        body = sysfs + "@@FABWIZ-ETHTOOL@@\n" + eth.replace("100", str(packets))
+        return f"@@FABWIZ-RAIL@@\n{t0} 1000.00\n{body}{t1} 1001.00\n"
+
+    before = parse_rails(part("100.00", "100.04", 100) + part("100.05", "100.07", 7), 2)
+    after = parse_rails(part("108.00", "108.02", 900) + part("99.00", "99.02", 9), 2)
+    assert before[0] is not None and before[0][NODE_CLOCK] == 10002  # the midpoint, in 1/100 s
+    assert after[0] is not None and after[0]["tx_packets_phy"] == 900
+    assert node_seconds(before[0], after[0]) == 7.99
+    assert node_seconds(before[1], after[1]) is None  # the clock went back: a reboot
+    assert deltas(before[0], after[0]) == {"tx_packets_phy": 800, "local_ack_timeout_err": 0}
+    # an older node's output (no clock lines) still reads, without a window of its own
+    [plain] = parse_rails("@@FABWIZ-RAIL@@\n" + sysfs + "@@FABWIZ-ETHTOOL@@\n" + eth, 1)
+    assert plain is not None and NODE_CLOCK not in plain and plain["tx_packets_phy"] == 100
+    assert node_seconds(plain, after[0]) is None
 
 
 CTX = Context(

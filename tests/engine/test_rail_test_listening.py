@@ -216,11 +216,12 @@ async def test_a_proof_run_reads_counters_inside_each_rounds_data_and_gids_once(
         # receiver counted what the sender sent, at the rate perftest reported (plus framing)
         # (the two nodes are read a few ms apart: a few % of the window)
         assert s["rx_packets_phy"] == pytest.approx(c["tx_packets_phy"], rel=0.1)
-        # (the window's length is known to within its two reads' round trips, which on a
-        # loaded machine are a good part of a second of lab time: a loose band, but a second
-        # flow on the rail would double the rate)
+        # (the window is the sender's own clock between its two reads, /proc/uptime around
+        # the counters: exact to its 10 ms, however long the SSH round trips took; what is
+        # left above the rate perftest reports is RoCE framing, ~1.5%; a second flow on the
+        # rail would double it)
         wire_gbps = c["tx_bytes_phy"] * 8 / window / 1e9
-        assert m.value * 0.7 < wire_gbps < m.value * 1.5
+        assert m.value * 0.98 < wire_gbps < m.value * 1.1
     # the rounds follow each other at the test's duration: each round's clients connect while
     # the round before still moves data (perftest's second of sleep overlaps it), and every
     # client connects the first time (no server was asked before it listened)
