@@ -25,6 +25,14 @@ class RunTraffic:
     cpu: dict[str, float]  # switch -> peak cpu-load sampled during the run
     ports: dict[str, dict[str, dict[str, int]]]  # switch -> port -> counters that moved
     sampled: bool  # at least one switch CPU sample fell inside the run (or no switch)
+    nothing_moved: bool = False  # no rail carried the run's data: none is singled out as idle
+
+
+# A run whose busiest rail moved less than this moved nothing (an all_reduce moves gigabytes;
+# what else crosses a rail meanwhile, ARP and LLDP, is kilobytes): a rail is idle against rails
+# that carried the collective, not against a run that stalled everywhere (lossless QoS, a dead
+# path), where the counters cannot say which devices NCCL used.
+NOTHING_MOVED_BYTES = 10_000_000
 
 
 def read(run: Measurement, ctx: Context) -> RunTraffic | None:
@@ -41,7 +49,8 @@ def read(run: Measurement, ctx: Context) -> RunTraffic | None:
         moved[str(key)] = int(d.get("tx_bytes_phy", 0)) + int(d.get("rx_bytes_phy", 0))
     busiest = max(moved.values(), default=0)
     share = ctx.expectations.nccl_rail_idle_share
-    idle = tuple(k for k, b in moved.items() if b <= 0 or b < share * busiest)
+    nothing = bool(moved) and busiest < NOTHING_MOVED_BYTES
+    idle = () if nothing else tuple(k for k, b in moved.items() if b <= 0 or b < share * busiest)
     cpu = {
         str(k): float(v)
         for k, v in dict(run.extra.get("switch_cpu") or {}).items()
@@ -52,7 +61,7 @@ def read(run: Measurement, ctx: Context) -> RunTraffic | None:
         for sw, got in dict(run.extra.get("switch_ports") or {}).items()
     }
     sampled = bool(cpu) or not ctx.switches
-    return RunTraffic(moved, idle, tuple(unread), cpu, ports, sampled)
+    return RunTraffic(moved, idle, tuple(unread), cpu, ports, sampled, nothing)
 
 
 def cpu_busy(t: RunTraffic, ctx: Context) -> str | None:
@@ -71,7 +80,18 @@ def evidence(t: RunTraffic, ctx: Context, command: str) -> list[Evidence]:
     e = ctx.expectations
     rows: list[Evidence] = []
     busy = [k for k in t.moved if k not in t.idle]
-    if t.moved:
+    if t.nothing_moved:
+        rows.append(
+            Evidence(
+                "cluster",
+                f"{command} (rail counters before/after)",
+                f"no rail moved data during the run (the busiest {_gb(max(t.moved.values()))}): "
+                "which devices NCCL used cannot be read from the counters",
+                "every active rail carries its share of the collective",
+                Status.UNKNOWN,
+            )
+        )
+    elif t.moved:
         rows.append(
             Evidence(
                 "cluster",

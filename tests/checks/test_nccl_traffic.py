@@ -87,6 +87,24 @@ def test_rails_that_moved_nothing_are_nccl_leaving_devices_idle() -> None:
     assert "nccl.busbw-low" not in got
 
 
+def test_a_run_that_moved_nothing_anywhere_names_no_rail_idle() -> None:
+    """Lossless QoS stalls every rail: the NCCL run ends without a busbw and no rail moved more
+    than background frames. That is no HCA filter (every rail "took no part" only because
+    nothing did): no rail is singled out, and the counters say they cannot tell which devices
+    NCCL used (seen: `check --perf` on the QoS-stall lab failed nccl.hca-filter)."""
+    moved: dict[str, int | None] = {"a/p0": 4_200, "a/p1": 0, "b/p0": 3_900, "b/p1": 120}
+    run = _run(None, moved, 1.0, reason="no result row")
+    assert run.traffic is not None
+    assert run.traffic.idle == () and run.traffic.nothing_moved
+    got = _by_fault(run)
+    assert "nccl.hca-filter" not in got
+    low = got["nccl.busbw-low"]
+    assert low.status == Status.UNKNOWN  # type: ignore[attr-defined]
+    [row] = [e for e in low.evidence if "rail counters" in e.command]  # type: ignore[attr-defined]
+    assert row.status == Status.UNKNOWN
+    assert row.observed.startswith("no rail moved data during the run (the busiest 4200 B)")
+
+
 def test_idle_rails_are_no_finding_when_one_device_is_the_policy() -> None:
     moved: dict[str, int | None] = {"a/p0": 400 * 10**9, "a/p1": 0, "b/p0": 400 * 10**9, "b/p1": 0}
     run = _run(23.4, moved, 1.0)
