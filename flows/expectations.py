@@ -104,8 +104,10 @@ class Expectations:
     # ~0 % during line-rate RDMA (000)
     switch_cpu_idle_max_pct: Annotated[float, _Rule(ge=0, le=100)] = 10.0
     # a rail that carried less than this share of the busiest rail's bytes during an NCCL run
-    # took no part in it (NCCL spreads a collective over every device it uses)
-    nccl_rail_idle_share: _Share = 0.05
+    # took no part in it: a device NCCL never opened carries background frames only, while the
+    # devices it uses can carry very unequal shares when something else sets the pace (behind
+    # a CPU-forwarding switch one rail moved 4 % of the busiest: it took part)
+    nccl_rail_idle_share: _Share = 0.01
     # during a rail test, a receiver or switch leg that counted under this share of the frames
     # the sender sent saw none of its data (what it did count is background: LLDP, ARP)
     counter_flat_share: _Share = 0.01

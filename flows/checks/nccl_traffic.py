@@ -28,10 +28,11 @@ class RunTraffic:
     nothing_moved: bool = False  # no rail carried the run's data: none is singled out as idle
 
 
-# A run whose busiest rail moved less than this moved nothing (an all_reduce moves gigabytes;
-# what else crosses a rail meanwhile, ARP and LLDP, is kilobytes): a rail is idle against rails
-# that carried the collective, not against a run that stalled everywhere (lossless QoS, a dead
-# path), where the counters cannot say which devices NCCL used.
+# What a rail NCCL never opened carries during a run: background frames (ARP, LLDP), kilobytes;
+# an all_reduce moves gigabytes over every device it uses. A rail under this took no part (when
+# it is also a sliver of the busiest rail's bytes); a run whose busiest rail moved less than
+# this moved nothing, and no rail is singled out then: a run that stalled everywhere (lossless
+# QoS, a dead path) cannot say which devices NCCL used.
 NOTHING_MOVED_BYTES = 10_000_000
 
 
@@ -50,7 +51,13 @@ def read(run: Measurement, ctx: Context) -> RunTraffic | None:
     busiest = max(moved.values(), default=0)
     share = ctx.expectations.nccl_rail_idle_share
     nothing = bool(moved) and busiest < NOTHING_MOVED_BYTES
-    idle = () if nothing else tuple(k for k, b in moved.items() if b <= 0 or b < share * busiest)
+    # idle: background frames only (under the floor) and a sliver of the busiest rail's bytes;
+    # a rail that moved gigabytes took part, however much more another carried (a ring held
+    # back by a detour or a CPU-forwarding switch beside one running at line rate)
+    floor = NOTHING_MOVED_BYTES
+    idle = (
+        () if nothing else tuple(k for k, b in moved.items() if b < floor and b < share * busiest)
+    )
     cpu = {
         str(k): float(v)
         for k, v in dict(run.extra.get("switch_cpu") or {}).items()

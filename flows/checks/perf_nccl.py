@@ -43,6 +43,9 @@ FAULTS = (
     "benign.gdr-disabled",
 )
 # faults whose failing verdict explains a low busbw (the per-rail tests and config say where)
+# Host faults that leave NCCL fewer rails: they explain a low busbw and idle rails alike.
+RAIL_LEVEL = ("host.rail-down", "host.half-unused")
+
 EXPLAINERS = (
     "switch.offload-split-cage",
     "switch.offload-second-bridge",
@@ -93,8 +96,12 @@ def parse(obs: Observations, ctx: Context) -> NcclRun:
     config = nccl_config.judge(nccl_config.parse(obs, ctx), ctx)
     hca = _failing(config, "nccl.hca-filter")
     sock_config = _failing(config, "nccl.socket-fallback")
-    half = _failing(host_links.judge(host_links.parse(obs, ctx), ctx), "host.half-unused")
+    links = host_links.judge(host_links.parse(obs, ctx), ctx)
+    half = _failing(links, "host.half-unused")
     explained = _explainers(obs, ctx) if run is not None else ()
+    # rails down or a half unconfigured: NCCL has fewer devices to use, and the rails it
+    # cannot pair up idle for that reason (not a filter)
+    explained += tuple(f for f in RAIL_LEVEL if run is not None and _failing(links, f))
     switch_read = all(
         obs.switch(sw, "bridge_port") is not None or sw in obs.unreachable for sw in ctx.switches
     )
@@ -212,7 +219,14 @@ def judge(n: NcclRun, ctx: Context) -> list[Verdict]:
         else:
             hca.fail(dev_ev, target="cluster")
     t = n.traffic
-    if transport == "IB" and t is not None and t.idle and ctx.nccl_devices != "one":
+    rail_level = any(f in RAIL_LEVEL for f in n.explained)
+    if (
+        transport == "IB"
+        and t is not None
+        and t.idle
+        and ctx.nccl_devices != "one"
+        and not rail_level
+    ):
         # the counters say which rails NCCL left idle, whatever its log claims
         idle_rows = [r for r in nccl_traffic.evidence(t, ctx, cmd) if r.target in t.idle]
         into = half if n.half_config_bad and not n.hca_config_bad else hca
@@ -302,6 +316,7 @@ def _judge_busbw(
         and transport == "IB"
         and not hca_or_half
         and ctx.nccl_devices != "one"
+        and not any(f in RAIL_LEVEL for f in explained)
     ):
         explained = (*explained, "nccl.hca-filter")
     if explained:

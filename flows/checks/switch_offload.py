@@ -304,7 +304,24 @@ def _judge_lost(
             runtime_evidence(off.obs, sw, main, [p.interface for p in not_offloaded], ctx)
         )
     elif off.obs is not None:
-        if forwarding.cpu_busy(off.obs, sw.switch, max_cpu):
+        detour = _detouring(off.obs, ctx)
+        if forwarding.cpu_busy(off.obs, sw.switch, max_cpu) and detour:
+            # the blocked ISL sends cross-switch traffic out through the management uplink,
+            # and the CPU carries it there: that load says nothing of the fabric bridge
+            cpu = forwarding.cpu_evidence(off.obs, sw.switch, max_cpu)
+            lost.good.append(
+                replace(
+                    cpu,
+                    observed=f"{cpu.observed}: explained by switch.rstp-isl-blocked (the "
+                    f"cross-switch traffic detours through the uplinks: {listing(detour)})",
+                    status=Status.UNKNOWN,
+                )
+            )
+            lost.good.extend(
+                e if e.status == Status.PASS else replace(e, status=Status.UNKNOWN)
+                for e in runtime_evidence(off.obs, sw, main, None, ctx)[:-1]
+            )
+        elif forwarding.cpu_busy(off.obs, sw.switch, max_cpu):
             # every port shows H, yet the CPU works while traffic runs: not proven offloaded
             lost.fail(
                 forwarding.cpu_evidence(off.obs, sw.switch, max_cpu),
@@ -318,6 +335,14 @@ def _judge_lost(
                 e if e.status == Status.PASS else replace(e, status=Status.UNKNOWN)
                 for e in runtime_evidence(off.obs, sw, main, None, ctx)
             )
+
+
+def _detouring(obs: Observations, ctx: Context) -> list[str]:
+    """The switches whose inter-switch link RSTP blocks (switch.rstp-isl-blocked failing)."""
+    from flows.checks import switch_rstp
+
+    verdicts = switch_rstp.judge(switch_rstp.parse(obs, ctx), ctx)
+    return [t for v in verdicts if v.status == Status.FAIL for t in v.targets]
 
 
 def judge(off: Offload, ctx: Context) -> list[Verdict]:
