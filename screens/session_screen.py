@@ -205,13 +205,15 @@ class SessionScreen(Screen[None]):
         )
 
     def _open_elsewhere(self, step: StepView) -> list[str]:
-        """The faults whose latest verdict fails or warns, judged by another step."""
+        """The faults whose latest verdict fails or warns, judged by another step, that can
+        hold a rail test down (not NCCL's configuration, not what persists at boot)."""
         return [
             fault
             for fault, (at, v) in self.view.latest.items()
             if at != step.id
             and fault not in step.verdicts
             and v.status in (Status.FAIL, Status.WARN)
+            and not fault.startswith(("nccl.", "persist."))
         ]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
