@@ -108,6 +108,10 @@ class Expectations:
     # devices it uses can carry very unequal shares when something else sets the pace (behind
     # a CPU-forwarding switch one rail moved 4 % of the busiest: it took part)
     nccl_rail_idle_share: _Share = 0.01
+    # what a rail NCCL never opened carries during a run: background frames (ARP, LLDP); a rail
+    # under this (and under the share above) took no part, and a run whose busiest rail moved
+    # less moved nothing at all (no rail is singled out then: a stall everywhere)
+    nccl_rail_background_bytes: _Positive = 10_000_000
     # during a rail test, a receiver or switch leg that counted under this share of the frames
     # the sender sent saw none of its data (what it did count is background: LLDP, ARP)
     counter_flat_share: _Share = 0.01

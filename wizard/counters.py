@@ -67,7 +67,8 @@ def rails_command(rails: Sequence[Rail]) -> str:
 # on the node's own clock, whatever the SSH round trips took (a loaded client or network
 # stretches those, not this).
 NODE_CLOCK = "node_clock_cs"
-_UPTIME_LINE = re.compile(r"(\d+(?:\.\d+)?) \d+(?:\.\d+)?")
+# a line of /proc/uptime: seconds since boot (group 1), then idle seconds
+UPTIME = re.compile(r"^(\d+(?:\.\d+)?) \d+(?:\.\d+)?\s*$", re.M)
 
 
 def parse_rails(text: str, count: int) -> list[dict[str, int] | None]:
@@ -81,8 +82,8 @@ def parse_rails(text: str, count: int) -> list[dict[str, int] | None]:
     out: list[dict[str, int] | None] = []
     for part in parts:
         lines = part.splitlines()
-        first = _UPTIME_LINE.fullmatch(lines[0].strip()) if lines else None
-        last = _UPTIME_LINE.fullmatch(lines[-1].strip()) if len(lines) > 1 else None
+        first = UPTIME.fullmatch(lines[0]) if lines else None
+        last = UPTIME.fullmatch(lines[-1]) if len(lines) > 1 else None
         body = "\n".join(lines[1 if first else 0 : -1 if last else None])
         try:
             counters = parse_rail(body + "\n")

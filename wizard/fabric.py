@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
+from wizard.counters import UPTIME
 from wizard.errors import TransportError
 from wizard.events import Event, MeasurementTaken, RailSampled
 from wizard.inventory import Inventory
@@ -509,14 +510,11 @@ _XMIT = re.compile(
 )
 
 
-_UPTIME = re.compile(r"^(\d+(?:\.\d+)?) \d+(?:\.\d+)?\s*$", re.M)
-
-
 def _parse_counters(text: str) -> tuple[float, dict[str, int]] | None:
     """`cat /proc/uptime`, `grep -H .` of the counters, `cat /proc/uptime` -> (node time s,
     rdma -> words). The time is the midpoint of the two clock readings (the one there is, if
     the second is missing); none, or a clock that went back: no sample."""
-    clock = [float(m.group(1)) for m in _UPTIME.finditer(text)]
+    clock = [float(m.group(1)) for m in UPTIME.finditer(text)]
     if not clock or clock[-1] < clock[0]:
         return None
     uptime = (clock[0] + clock[-1]) / 2

@@ -180,7 +180,12 @@ class Round:
             self.opened.set()
             self.closed.set()
             window.cancel()
-        return [replace(m, extra={**m.extra, **self.extra}) if self.extra else m for m in results]
+        # the round's tests go with each result: its switch CPU samples are theirs together
+        tests = [
+            [s.client.node, s.client.netdev, s.server.node, s.server.netdev] for s in self.slots
+        ]
+        extra = {**self.extra, "round_tests": tests}
+        return [replace(m, extra={**m.extra, **extra}) for m in results]
 
     def _arrived(self) -> bool:
         if not self.slots:

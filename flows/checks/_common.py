@@ -23,7 +23,7 @@ from wizard.discovery import (
     SW_BRIDGE_HOST,
 )
 from wizard.errors import ParseError
-from wizard.model import Evidence, ProbeResult, Rail, Status, Verdict
+from wizard.model import Evidence, Measurement, ProbeResult, Rail, Status, Verdict
 
 if TYPE_CHECKING:
     from flows.base import Check
@@ -407,6 +407,31 @@ class Finding:
 
 def _with_status(ev: Evidence, status: Status) -> Evidence:
     return Evidence(ev.target, ev.command, ev.observed, ev.expected, status, ev.raw)
+
+
+def rail_switch(node: str, netdev: str, ctx: Context) -> str | None:
+    """The switch a node's rail is cabled to: the inventory's cabling, else the switch
+    discovery learned for that rail (None: not known)."""
+    hit = ctx.cabling.get(f"{node}/{netdev}")
+    if hit:
+        return str(hit[0])
+    return next(
+        (r.switch for r in ctx.rails.get(node, ()) if r.netdev == netdev and r.switch), None
+    )
+
+
+def crosses(client: tuple[str, str], server: tuple[str, str], ctx: Context) -> bool:
+    """Whether two rails ((node, netdev) each) are cabled to different switches: a test
+    between them crossed an ISL, or detoured around a blocked one."""
+    a, b = rail_switch(*client, ctx), rail_switch(*server, ctx)
+    return a is not None and b is not None and a != b
+
+
+def across_switches(m: Measurement, ctx: Context) -> bool:
+    """Whether a rail test's two ends are cabled to different switches."""
+    client = (str(m.extra.get("client", "")), str(m.extra.get("client_netdev", "")))
+    server = (str(m.extra.get("server", "")), str(m.extra.get("server_netdev", "")))
+    return crosses(client, server, ctx)
 
 
 def listing(items: Iterable[str], limit: int = 6) -> str:

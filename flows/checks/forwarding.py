@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from flows import loghistory
@@ -27,7 +27,7 @@ from flows.checks._common import (
     rows,
 )
 from wizard.mgmt import MANAGEMENT_PROBES, ManagementPath, management_ports, paths_from_rows
-from wizard.model import Evidence, Status
+from wizard.model import Evidence, Measurement, Status
 
 # CPU-attached ports per switch model (FAULTS.md, "The hardware in one paragraph"): they never
 # carry the switch-chip datapath.
@@ -126,11 +126,15 @@ def host_entries(obs: Observations, switch: str, ctx: Context) -> list[HostEntry
     return out
 
 
-def cpu_during_transfer(obs: Observations, switch: str) -> float | None:
-    """The highest `cpu-load` of `switch` sampled while a bandwidth test ran (None: none)."""
+def cpu_during_transfer(
+    obs: Observations, switch: str, keep: Callable[[Measurement], bool] | None = None
+) -> float | None:
+    """The highest `cpu-load` of `switch` sampled while a bandwidth test ran (None: none);
+    `keep`: only the tests it keeps count."""
     loads = [
         float(v)
         for m in obs.measurements
+        if keep is None or keep(m)
         for k, v in dict(m.extra.get("switch_cpu") or {}).items()
         if k == switch and isinstance(v, int | float)
     ]
@@ -228,8 +232,13 @@ def host_evidence(
     return out
 
 
-def cpu_evidence(obs: Observations, switch: str, max_pct: float) -> Evidence:
-    during = cpu_during_transfer(obs, switch)
+def cpu_evidence(
+    obs: Observations,
+    switch: str,
+    max_pct: float,
+    keep: Callable[[Measurement], bool] | None = None,
+) -> Evidence:
+    during = cpu_during_transfer(obs, switch, keep)
     expected = f"<= {max_pct:g} % during a transfer (~0 % at line rate)"
     if during is None:
         rest = cpu_at_rest(obs, switch)
@@ -250,8 +259,13 @@ def cpu_evidence(obs: Observations, switch: str, max_pct: float) -> Evidence:
     )
 
 
-def cpu_busy(obs: Observations, switch: str, max_pct: float) -> bool:
-    during = cpu_during_transfer(obs, switch)
+def cpu_busy(
+    obs: Observations,
+    switch: str,
+    max_pct: float,
+    keep: Callable[[Measurement], bool] | None = None,
+) -> bool:
+    during = cpu_during_transfer(obs, switch, keep)
     return during is not None and during > max_pct
 
 

@@ -28,14 +28,6 @@ class RunTraffic:
     nothing_moved: bool = False  # no rail carried the run's data: none is singled out as idle
 
 
-# What a rail NCCL never opened carries during a run: background frames (ARP, LLDP), kilobytes;
-# an all_reduce moves gigabytes over every device it uses. A rail under this took no part (when
-# it is also a sliver of the busiest rail's bytes); a run whose busiest rail moved less than
-# this moved nothing, and no rail is singled out then: a run that stalled everywhere (lossless
-# QoS, a dead path) cannot say which devices NCCL used.
-NOTHING_MOVED_BYTES = 10_000_000
-
-
 def read(run: Measurement, ctx: Context) -> RunTraffic | None:
     """The counters and CPU recorded around `run` (None: the run predates this evidence)."""
     counters = run.extra.get("rail_counters")
@@ -50,13 +42,16 @@ def read(run: Measurement, ctx: Context) -> RunTraffic | None:
         moved[str(key)] = int(d.get("tx_bytes_phy", 0)) + int(d.get("rx_bytes_phy", 0))
     busiest = max(moved.values(), default=0)
     share = ctx.expectations.nccl_rail_idle_share
-    nothing = bool(moved) and busiest < NOTHING_MOVED_BYTES
-    # idle: background frames only (under the floor) and a sliver of the busiest rail's bytes;
+    background = ctx.expectations.nccl_rail_background_bytes
+    # a run that stalled everywhere (lossless QoS, a dead path) cannot say which devices NCCL
+    # used; otherwise idle is background frames only and a sliver of the busiest rail's bytes:
     # a rail that moved gigabytes took part, however much more another carried (a ring held
-    # back by a detour or a CPU-forwarding switch beside one running at line rate)
-    floor = NOTHING_MOVED_BYTES
+    # back by a detour or a CPU-forwarding switch beside one at line rate)
+    nothing = bool(moved) and busiest < background
     idle = (
-        () if nothing else tuple(k for k, b in moved.items() if b < floor and b < share * busiest)
+        ()
+        if nothing
+        else tuple(k for k, b in moved.items() if b < background and b < share * busiest)
     )
     cpu = {
         str(k): float(v)

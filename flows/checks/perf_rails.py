@@ -28,7 +28,7 @@ from flows.checks import (
     switch_rstp,
     traffic_counters,
 )
-from flows.checks._common import Finding, listing, undrained
+from flows.checks._common import Finding, across_switches, listing, undrained
 from wizard.errors import ParseError
 from wizard.model import Evidence, FixPlan, Measurement, Status, Verdict
 from wizard.parsers.perftest import parse_perftest
@@ -203,7 +203,7 @@ def _judge_low(
     rate = m.value / 2 if m.extra.get("bidir") else m.value
     if rate < e.stall_max_gbps and _stall_cause(m, r, ev, sig, f):
         return True
-    if r.rstp_blocked and rate <= e.rstp_detour_max_gbps and _across(m, ctx):
+    if r.rstp_blocked and rate <= e.rstp_detour_max_gbps and across_switches(m, ctx):
         # across switches while RSTP blocks the ISL: the detour through the uplinks, whose
         # number does not move with the QP count either (not the switch CPU's forwarding)
         f["switch.rstp-isl-blocked"].fail(ev, target=m.target)
@@ -429,24 +429,6 @@ def _switched(m: Measurement, ctx: Context) -> bool:
     return any(
         r.switch for r in ctx.rails.get(node, ()) if r.netdev == m.extra.get("client_netdev")
     ) or (bool(ctx.switches) and not ctx.cabling)
-
-
-def _switch_of(node: str, netdev: str, ctx: Context) -> str | None:
-    """The switch a node's rail is cabled to (None: not known)."""
-    hit = ctx.cabling.get(f"{node}/{netdev}")
-    if hit:
-        return str(hit[0])
-    return next(
-        (r.switch for r in ctx.rails.get(node, ()) if r.netdev == netdev and r.switch), None
-    )
-
-
-def _across(m: Measurement, ctx: Context) -> bool:
-    """Whether the rail test's two ends are cabled to different switches (it crossed the ISL,
-    or its detour)."""
-    a = _switch_of(str(m.extra.get("client", "")), str(m.extra.get("client_netdev", "")), ctx)
-    b = _switch_of(str(m.extra.get("server", "")), str(m.extra.get("server_netdev", "")), ctx)
-    return a is not None and b is not None and a != b
 
 
 def _cpu(m: Measurement) -> float | None:

@@ -35,6 +35,7 @@ from flows.checks._common import (
     SW_RESOURCE,
     Finding,
     Unreadable,
+    crosses,
     default_names,
     fabric_port,
     is_cpu_port,
@@ -44,7 +45,7 @@ from flows.checks._common import (
     rows,
 )
 from wizard.mgmt import MANAGEMENT_PROBES
-from wizard.model import Evidence, FixPlan, Status, Verdict
+from wizard.model import Evidence, FixPlan, Measurement, Status, Verdict
 
 CMD = "/interface/bridge/port print"
 _CAGE = re.compile(r"^qsfp56-dd-(\d+)-(\d+)$")
@@ -223,7 +224,7 @@ def runtime_evidence(
 ) -> list[Evidence]:
     """What the switch says about who forwards `ports` of `bridge` (None: every port): the
     latest offload log line, the nodes' MACs learned there (E or D), cpu-load during a
-    transfer."""
+    transfer (`cpu_row`)."""
     if obs is None:
         return []
     return [
@@ -232,8 +233,25 @@ def runtime_evidence(
         ),
         *forwarding.host_evidence(obs, sw.switch, ctx, ports)[:8],
         forwarding.management_evidence(obs, sw.switch, ctx.management.get(sw.switch, ())),
-        forwarding.cpu_evidence(obs, sw.switch, ctx.expectations.switch_cpu_idle_max_pct),
+        cpu_row(obs, sw.switch, ctx),
     ]
+
+
+def cpu_row(obs: Observations, switch: str, ctx: Context) -> Evidence:
+    """The switch's cpu-load during the transfers that say something of its fabric bridge.
+    While RSTP blocks an ISL (switch.rstp-isl-blocked failing), cross-switch traffic detours
+    through the uplinks and the CPU may carry it there: only tests between two nodes of one
+    switch count then."""
+    max_cpu = ctx.expectations.switch_cpu_idle_max_pct
+    if not _detouring(obs, ctx):
+        return forwarding.cpu_evidence(obs, switch, max_cpu)
+
+    row = forwarding.cpu_evidence(obs, switch, max_cpu, lambda m: round_on_one_switch(m, ctx))
+    left_out = (
+        "; rounds with a test across switches left out: the blocked ISL sends that traffic "
+        "through the uplinks (switch.rstp-isl-blocked)"
+    )
+    return replace(row, observed=row.observed + left_out)
 
 
 def _split_cage(sw: SwitchBridges, main: str | None, ports: list[BridgePort], f: Finding) -> None:
@@ -292,7 +310,6 @@ def _judge_lost(
 ) -> None:
     """No modelled cause: ports without the H flag, or a busy CPU under traffic, are
     `switch.offload-lost`; otherwise the runtime rows are shown with the pass."""
-    max_cpu = ctx.expectations.switch_cpu_idle_max_pct
     if not_offloaded:
         # no H flag and none of the modelled causes: a failure on its own
         for p in not_offloaded[:8]:
@@ -304,30 +321,10 @@ def _judge_lost(
             runtime_evidence(off.obs, sw, main, [p.interface for p in not_offloaded], ctx)
         )
     elif off.obs is not None:
-        detour = _detouring(off.obs, ctx)
-        if forwarding.cpu_busy(off.obs, sw.switch, max_cpu) and detour:
-            # the blocked ISL sends cross-switch traffic out through the management uplink,
-            # and the CPU carries it there: that load says nothing of the fabric bridge
-            cpu = forwarding.cpu_evidence(off.obs, sw.switch, max_cpu)
-            lost.good.append(
-                replace(
-                    cpu,
-                    observed=f"{cpu.observed}: explained by switch.rstp-isl-blocked (the "
-                    f"cross-switch traffic detours through the uplinks: {listing(detour)})",
-                    status=Status.UNKNOWN,
-                )
-            )
-            lost.good.extend(
-                e if e.status == Status.PASS else replace(e, status=Status.UNKNOWN)
-                for e in runtime_evidence(off.obs, sw, main, None, ctx)[:-1]
-            )
-        elif forwarding.cpu_busy(off.obs, sw.switch, max_cpu):
+        cpu = cpu_row(off.obs, sw.switch, ctx)
+        if cpu.status == Status.FAIL:
             # every port shows H, yet the CPU works while traffic runs: not proven offloaded
-            lost.fail(
-                forwarding.cpu_evidence(off.obs, sw.switch, max_cpu),
-                target=f"{sw.switch}/{main}",
-                warn=True,
-            )
+            lost.fail(cpu, target=f"{sw.switch}/{main}", warn=True)
             lost.bad.extend(runtime_evidence(off.obs, sw, main, None, ctx)[:-1])
         else:
             # shown with the pass; a row that could not confirm is unknown, not a failure
@@ -335,6 +332,15 @@ def _judge_lost(
                 e if e.status == Status.PASS else replace(e, status=Status.UNKNOWN)
                 for e in runtime_evidence(off.obs, sw, main, None, ctx)
             )
+
+
+def round_on_one_switch(m: Measurement, ctx: Context) -> bool:
+    """A rail test whose round (every test that ran with it: the switch CPU samples are the
+    round's) stayed on one switch each."""
+    tests = m.extra.get("round_tests")
+    if m.kind != "rail" or not isinstance(tests, list):
+        return False
+    return not any(crosses((t[0], t[1]), (t[2], t[3]), ctx) for t in tests)
 
 
 def _detouring(obs: Observations, ctx: Context) -> list[str]:

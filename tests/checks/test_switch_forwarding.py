@@ -290,3 +290,39 @@ async def test_the_fix_guard_protects_the_port_the_switch_shows_not_only_the_inv
         for t in sws.values():
             await t.close()
     assert fabric.management_ports("crs804") == ("ether2", "ether1")
+
+
+def test_switch_cpu_counts_only_rounds_that_stayed_on_one_switch_when_asked() -> None:
+    """While RSTP blocks the ISL, cross-switch traffic detours through the uplinks and the
+    switch CPU may carry it: a round's CPU sample is the whole round's, so a round with one
+    test across switches says nothing of the fabric bridge; a round that stayed on one switch
+    still does (a busy CPU there is still offload-lost's proof)."""
+    from flows.checks._common import crosses
+
+    ctx = make_context(
+        Observations(),
+        nodes=["n1", "n2", "n3"],
+        switches=["a", "b"],
+        cabling={"n1/p0": ("a", "q1"), "n2/p0": ("a", "q2"), "n3/p0": ("b", "q1")},
+    )
+    assert crosses(("n1", "p0"), ("n3", "p0"), ctx)
+    assert not crosses(("n1", "p0"), ("n2", "p0"), ctx)
+    assert not crosses(("n1", "p0"), ("nx", "p9"), ctx)  # an end not known: not "across"
+
+    def rail(cpu: float, *tests: list[str]) -> Measurement:
+        return Measurement(
+            "rail", "t", 9.0, "Gb/s", extra={"switch_cpu": {"a": cpu}, "round_tests": list(tests)}
+        )
+
+    detoured = rail(100.0, ["n1", "p0", "n2", "p0"], ["n1", "p0", "n3", "p0"])
+    local = rail(35.0, ["n1", "p0", "n2", "p0"])
+    obs = Observations(measurements=(detoured, local))
+
+    def same_switch(m: Measurement) -> bool:
+        return switch_offload.round_on_one_switch(m, ctx)
+
+    assert not same_switch(detoured) and same_switch(local)
+    assert forwarding.cpu_during_transfer(obs, "a") == 100.0
+    assert forwarding.cpu_during_transfer(obs, "a", same_switch) == 35.0
+    row = forwarding.cpu_evidence(obs, "a", 10.0, same_switch)
+    assert row.status == Status.FAIL and row.observed == "35 % during a transfer"
