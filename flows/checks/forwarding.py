@@ -259,16 +259,6 @@ def cpu_evidence(
     )
 
 
-def cpu_busy(
-    obs: Observations,
-    switch: str,
-    max_pct: float,
-    keep: Callable[[Measurement], bool] | None = None,
-) -> bool:
-    during = cpu_during_transfer(obs, switch, keep)
-    return during is not None and during > max_pct
-
-
 def management(obs: Observations, switch: str) -> list[ManagementPath] | None:
     """The management paths `switch` shows (None: a probe it needs was not read)."""
     got: dict[str, tuple[dict[str, str], ...] | None] = {}
