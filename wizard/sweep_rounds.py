@@ -75,6 +75,9 @@ class Slot:
     data: float | None = None  # when its results header came: its data began
     ended: bool = False  # its client has returned: its data moves no more
     in_window: bool = False  # moving data when the round's window opened
+    # still moving data when the window closed: the window is inside its data phase (else
+    # the after-read came after its end, and the window holds some idle time as well)
+    inside: bool = False
 
 
 @dataclass(slots=True)
@@ -143,7 +146,8 @@ class Round:
 
     async def counters(self, slot: Slot) -> tuple[dict[str, dict[str, int]], float | None]:
         """The test's counter deltas per end over the round's window, and the window's length
-        in targets' seconds ({}, None: it moved no data while the window was open)."""
+        in targets' seconds ({}, None: it moved no data while the window was open); whether
+        the window closed while its data still moved is `slot.inside`."""
         await self.closed.wait()
         if not slot.in_window:
             return {}, None
@@ -261,6 +265,8 @@ class Round:
             samples = await sampler if sampler is not None else []
         self._window.after, ports_after = await self._read(rails)
         self.read_s = time.monotonic() - closing
+        for s in live:
+            s.inside = not s.ended
         # each read took its counters somewhere between its start and its answer: the
         # window runs from the middle of the one to the middle of the other
         self._window.seconds = ((closing + self.read_s / 2) - (t0 + opened) / 2) * self.clock

@@ -337,6 +337,8 @@ async def one_rail_test(sw: Sweeper, client: Rail, server: Rail, run: RailRun) -
     }
     if window_s is not None:
         extra["counter_window_s"] = round(window_s, 2)  # targets' seconds the deltas span
+        # False: the second read came after the data ended (a window longer than the data)
+        extra["counter_window_in_data"] = slot.inside
     return Measurement(
         kind="rail",
         target=target,

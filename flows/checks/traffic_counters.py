@@ -37,6 +37,8 @@ class Signature:
     link_downs: int  # link_down_events_phy, both ends
     switch_rx: int | None  # packets the client's switch leg received (None: leg unknown)
     window_s: float | None = None  # the targets' seconds of the transfer the deltas span
+    # False: the second read came after the test's data ended (the window holds idle time)
+    in_data: bool = True
     # a count under this share of `sent` is flat: none of the test's data (background frames)
     flat_share: float = 0.01
 
@@ -83,6 +85,7 @@ def signature(m: Measurement, ctx: Context) -> Signature | None:
         link_downs=sum(_get(s, "link_down_events_phy") for s in both),
         switch_rx=leg,
         window_s=_seconds(m.extra.get("counter_window_s")),
+        in_data=m.extra.get("counter_window_in_data") is not False,
         flat_share=ctx.expectations.counter_flat_share,
     )
 
@@ -109,7 +112,10 @@ def reading(sig: Signature, gbps: float, ctx: Context) -> str:
 
 def evidence(m: Measurement, sig: Signature, ctx: Context, status: Status) -> Evidence:
     leg = "unknown" if sig.switch_rx is None else f"+{sig.switch_rx}"
-    span = f"read {sig.window_s:g} s apart during the test: " if sig.window_s is not None else ""
+    span = ""
+    if sig.window_s is not None:
+        when = "while its data moved" if sig.in_data else "the second after its data ended"
+        span = f"read {sig.window_s:g} s apart, {when}: "
     observed = (
         f"{span}sender tx_packets_phy +{sig.sent}, local_ack_timeout_err +{sig.timeouts}; receiver "
         f"rx_packets_phy +{sig.received}; switch leg rx-packet {leg}; packet_seq_err/"

@@ -6,6 +6,7 @@ proven by traffic. On the lab, the addressing step measures before it offers the
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -63,10 +64,21 @@ def test_frames_that_vanish_prove_the_duplicate_counters_first() -> None:
     first = v.evidence[0]
     assert first.target == "a/p0->b/p0"
     assert first.observed.startswith(
-        "read 3.4 s apart during the test: sender tx_packets_phy +5423"
+        "read 3.4 s apart, while its data moved: sender tx_packets_phy +5423"
     )
     assert "receiver rx_packets_phy +3; switch leg rx-packet +0" in first.observed
     assert v.evidence[1].observed == "10.9.1.2 on 2 netdevs"
+
+
+def test_counters_read_after_the_data_ended_say_so() -> None:
+    # a machine too busy to read in time reads after the data: the window is longer than the
+    # data, and the evidence does not claim it was read while the data moved
+    run = _run("a", "b", sent=5423, received=3, leg=0)
+    late = replace(run, extra={**run.extra, "counter_window_in_data": False})
+    first = _verdict(late).evidence[0]
+    assert first.observed.startswith(
+        "read 3.4 s apart, the second after its data ended: sender tx_packets_phy +5423"
+    )
 
 
 def test_frames_a_switch_leg_counted_did_not_vanish() -> None:

@@ -166,9 +166,9 @@ async def test_a_server_that_ends_before_it_listens_gives_no_number() -> None:
 
 
 async def test_a_proof_run_reads_counters_inside_each_rounds_data_and_gids_once() -> None:
-    # -D 10 at 20x: half a second of data per round, long enough for every round to overlap
-    # the next one's connection with its data
-    async with Lab("healthy-4node-crs804", time_scale=20) as lab:
+    # -D 10 at 10x: a second of data per round, long enough for every round to overlap the
+    # next one's connection with its data, and for its window to close inside it
+    async with Lab("healthy-4node-crs804", time_scale=10) as lab:
         inv = load_inventory(lab.write_inventory())
         ssh = SshTransport([SshTarget.from_spec(n) for n in inv.nodes], ssh_config=None)
         ran: list[tuple[float, str]] = []
@@ -196,7 +196,7 @@ async def test_a_proof_run_reads_counters_inside_each_rounds_data_and_gids_once(
                 sink=events.append,
                 limits=DEFAULT,
             )
-            sw.clock_rate = 20.0
+            sw.clock_rate = 10.0
             await sw.sweep([])
             ran.clear()
             ms = await sw.rail_tests(duration_s=10, bidirectional=False)
@@ -208,9 +208,17 @@ async def test_a_proof_run_reads_counters_inside_each_rounds_data_and_gids_once(
     reads = [c for _t, c in ran if "/hw_counters/" in c]
     nodes_per_round = [len({f.split("/")[0] for f in flows}) for flows in plan.rounds]
     assert len(reads) == 2 * sum(nodes_per_round)
+    # (a machine too busy to read the counters in time reads them after the data: the window
+    # then says so, and spans the whole data phase)
+    inside = [m for m in ms if m.extra["counter_window_in_data"]]
+    assert len(inside) >= len(ms) // 2
     for m in ms:
         c, s = m.extra["counters"]["client"], m.extra["counters"]["server"]
         window = m.extra["counter_window_s"]
+        if m not in inside:
+            assert window > 9.5
+            assert c["tx_bytes_phy"] * 8 / window / 1e9 < m.value * 1.1
+            continue
         assert 0 < window < 10  # inside the test's data phase
         # what crossed the rails in the window is this test's data and nothing else: the
         # receiver counted what the sender sent, at the rate perftest reported (plus framing)
@@ -229,7 +237,10 @@ async def test_a_proof_run_reads_counters_inside_each_rounds_data_and_gids_once(
     order = sorted(spans)
     sizes = [len(r) for r in plan.rounds]
     rounds = [order[sum(sizes[:k]) : sum(sizes[: k + 1])] for k in range(len(sizes))]
-    for before, after in itertools.pairwise(rounds):
+    pipelined = {m.target for m in inside}
+    for k, (before, after) in enumerate(itertools.pairwise(rounds)):
+        if not set(plan.rounds[k]) <= pipelined:
+            continue  # read after its data: the next round connected after that
         assert min(t0 for t0, _t1 in after) < max(t1 for _t0, t1 in before)
     gids = [c for _t, c in ran if c == "show_gids"]
     assert len(gids) == len(inv.nodes)
