@@ -456,12 +456,33 @@ async def preflight_stalls(nodes: int, runs: int) -> tuple[list[float], list[flo
 
 
 async def main_async(args: argparse.Namespace) -> None:
+    def part(name: str) -> bool:
+        return args.only in (None, name)
+
+    if part("first-screen"):
+        await first_screen_part(args)
+    if part("preflight"):
+        await preflight_part(args)
+    if part("keys"):
+        med, worst = await key_latency(min(args.nodes, 16), 10 if args.quick else 20)
+        print(
+            f"key latency during rail tests: median {med * 1000:.0f} ms, "
+            f"worst {worst * 1000:.0f} ms"
+        )
+    if part("stalls"):
+        await stalls_part(args)
+
+
+async def first_screen_part(args: argparse.Namespace) -> None:
     fs = first_screen(args.runs)
     alone = first_screen(args.runs, FIRST_SCREEN_APP)
     print(
         f"first screen: {fs:.3f} s (`fabwiz demo`, process start to the first painted frame, "
         f"median); the app alone: {alone:.3f} s"
     )
+
+
+async def preflight_part(args: argparse.Namespace) -> None:
     tui, chk, paint = preflight_commands(args.nodes, args.runs)
     print(
         f"preflight at {args.nodes} nodes, whole commands: `fabwiz run` {tui:.2f} s to the "
@@ -473,8 +494,9 @@ async def main_async(args: argparse.Namespace) -> None:
         f"preflight at {args.nodes} nodes, in one process (imports done): TUI {tui:.2f} s, "
         f"check {chk:.2f} s, ratio {tui / chk:.2f}"
     )
-    med, worst = await key_latency(min(args.nodes, 16), 10 if args.quick else 20)
-    print(f"key latency during rail tests: median {med * 1000:.0f} ms, worst {worst * 1000:.0f} ms")
+
+
+async def stalls_part(args: argparse.Namespace) -> None:
     big = 8 if args.quick else 64
     first, again = await preflight_stalls(big, args.runs)
 
@@ -494,6 +516,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--nodes", type=int, default=32, help="lab size for the preflight timing")
     ap.add_argument("--quick", action="store_true", help="3 runs, 8 nodes, shorter samples")
+    ap.add_argument(
+        "--only",
+        choices=("first-screen", "preflight", "keys", "stalls", "gauges"),
+        help="measure this one part only",
+    )
     ap.add_argument("--gauges", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--seconds", type=float, default=6.0, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -513,7 +540,8 @@ def main() -> None:
     compile_fabwiz()
     print(describe())
     asyncio.run(main_async(args))
-    gauge_runs(args.quick)
+    if args.only in (None, "gauges"):
+        gauge_runs(args.quick)
 
 
 def gauge_runs(quick: bool) -> None:

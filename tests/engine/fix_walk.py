@@ -13,7 +13,7 @@ from tests.own_process import python
 def fix_walk(scenario: str, session_dir: Path, *, time_scale: float = 200) -> list[dict[str, Any]]:
     """The walk's session log, every event in order; the walk must end healthy. At
     `time_scale` (lab seconds per wall second): a walk that reads counters during a short
-    event (a stalled test gives up after 3 lab seconds) needs it lower than the default."""
+    event (a stalled test gives up after 0.54 lab seconds) needs it lower than the default."""
     proc = python(
         "-m",
         "screens.cli",

@@ -254,6 +254,49 @@ async def test_stalled_run_prints_the_results_header_then_the_error() -> None:
     assert "Failed status 12" in cerr
 
 
+@pytest.mark.parametrize(
+    ("timeout", "seconds"), [("", 0.537), ("-u 16", 2.147), ("-u 0x0c", 0.134)]
+)
+async def test_a_stalled_qp_gives_up_after_its_retries(timeout: str, seconds: float) -> None:
+    # RC: a QP waits 4.096 us x 2^timeout for an ACK, sends its window again, and after 7
+    # retries completes with "retry exceeded": 8 timeouts (perftest's -u, default 14)
+    w, n = lab("fault-switch-qos-pfc-stall")
+    clock = n["spark1"].clock
+    tx = w.nodes["spark1"].rails[0]
+    w.traffic.settle()
+    before = dict(tx.counters)
+    srv = await n["spark2"].serve(f"ib_write_bw -d rocep1s0f0 -x 3 -D 10 {timeout}")
+    client = n["spark1"].start(f"ib_write_bw -d rocep1s0f0 -x 3 -D 10 {timeout} 10.9.1.2")
+    t0 = clock.now()
+    # perftest's second of sleep once connected, then the stall; nothing ends before its time
+    await clock.run(asyncio.sleep(0))
+    while not client.done():
+        await clock.advance(0.001)
+    took = clock.now() - t0
+    assert took == pytest.approx(1.0 + seconds, abs=0.005)
+    cout, cerr, crc = client.result()
+    assert cout.splitlines()[-1].startswith(" #bytes")  # the header, then no row
+    assert crc == 1 and "Failed status 12" in cerr and "scnt=128, ccnt=0" in cerr
+    await clock.run(srv)
+    w.traffic.settle()
+    timeouts = tx.counters["local_ack_timeout_err"] - before["local_ack_timeout_err"]
+    assert timeouts == 7  # the eighth is the error completion, not a recoverable timeout
+    # each timeout sent the QP's window again: 128 writes of 64 KiB in 4 KiB frames
+    sent = tx.counters["tx_packets_phy"] - before["tx_packets_phy"]
+    assert sent == pytest.approx(8 * 2048, rel=0.01)
+
+
+def test_the_qp_timeout_is_read_as_perftest_reads_it() -> None:
+    # `(uint8_t)strtol(optarg, NULL, 0)`: any text, its leading number or 0, modulo 256
+    assert parse(["-u", "16"]).options.qp_timeout == 16
+    assert parse(["--qp-timeout=0x10"]).options.qp_timeout == 16
+    assert parse(["-u", "020"]).options.qp_timeout == 16
+    assert parse(["-u", "18abc"]).options.qp_timeout == 18
+    assert parse(["-u", "abc"]).options.qp_timeout == 0
+    assert parse(["-u", "270"]).options.qp_timeout == 14
+    assert parse([]).options.qp_timeout == 14
+
+
 async def test_bandwidth_depends_on_message_size() -> None:
     _w, n = lab("healthy-2node-direct")
     (cout, _ce, crc), _srv = await pair(

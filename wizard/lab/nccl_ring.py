@@ -20,7 +20,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from wizard.lab.physics import (
+    NCCL_QP_TIMEOUT,
     NCCL_RAIL,
+    NCCL_WINDOW_BYTES,
     SOCKET_NODE_GBPS,
     FlowSpec,
     hca_matches,
@@ -46,6 +48,14 @@ class Ring:
     error: str = ""
     channel_gbps: tuple[float, ...] = ()
     flows: tuple[FlowSpec, ...] = ()
+
+
+def _ib_timeout(env: dict[str, str]) -> int:
+    """The QP timeout NCCL gives its connections: NCCL_IB_TIMEOUT, else its default."""
+    try:
+        return int(env.get("NCCL_IB_TIMEOUT", NCCL_QP_TIMEOUT))
+    except ValueError:
+        return NCCL_QP_TIMEOUT  # NCCL warns of an invalid value and keeps its default
 
 
 def _wants_socket(env: dict[str, str]) -> bool:
@@ -74,7 +84,15 @@ def ring(world: World, nodes: list[str], envs: list[dict[str, str]]) -> Ring:
         return Ring("IB", hcas, filters, 0.0)
     nch = min(len(s) for s in sels)
     flows = [
-        FlowSpec(nodes[k], sels[k][c], nodes[(k + 1) % n], sels[(k + 1) % n][c], kind="nccl")
+        FlowSpec(
+            nodes[k],
+            sels[k][c],
+            nodes[(k + 1) % n],
+            sels[(k + 1) % n][c],
+            kind="nccl",
+            qp_timeout=_ib_timeout(envs[k]),
+            window_bytes=NCCL_WINDOW_BYTES,
+        )
         for c in range(nch)
         for k in range(n)
     ]

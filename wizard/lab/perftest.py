@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from wizard.lab import gids, perftest_args
 from wizard.lab.perftest_args import Options, Parsed
-from wizard.lab.physics import FlowSpec
+from wizard.lab.physics import FlowSpec, retry_exceeded_s
 from wizard.lab.world import NodeState, RailState, World
 
 RULE = "-" * 87
@@ -27,7 +27,7 @@ DEFAULT_PORT = 18515
 # perftest sleeps a second once its client and server are connected, before they exchange
 # versions and run the test (write_bw.c: `sleep(1)` after establish_connection)
 CONNECTED_SLEEP_S = 1.0
-STALL_SECONDS = 3.0  # simulated time a stalled QP retries before the retry counter runs out
+TX_DEPTH = 128  # DEF_TX_BW: the writes each QP keeps in flight (`-t`)
 QP_MSG_RATE = 9.0e6  # RDMA writes per second one CX7 QP posts and completes (small messages)
 CPU_PER_GBPS = 0.05  # % of the node's cores a busy-polling perftest burns per Gb/s
 SAMPLE_POINTS = 5  # the flows' rate is read this often across a timed run's sampled span
@@ -281,9 +281,33 @@ async def run_client(
         sess.done.set()
         err(client_err)
         return 1
-    specs = [FlowSpec(node.name, rail.netdev, server.name, srail.netdev, ip, o.qps)]
+    window = TX_DEPTH * o.size  # what each QP has in flight, and sends again on a timeout
+    specs = [
+        FlowSpec(
+            node.name,
+            rail.netdev,
+            server.name,
+            srail.netdev,
+            ip,
+            o.qps,
+            qp_timeout=o.qp_timeout,
+            window_bytes=window,
+        )
+    ]
     if bidir:
-        specs.append(FlowSpec(server.name, srail.netdev, node.name, rail.netdev, "", o.qps))
+        s_opts = sess.opts
+        specs.append(
+            FlowSpec(
+                server.name,
+                srail.netdev,
+                node.name,
+                rail.netdev,
+                "",
+                o.qps,
+                qp_timeout=s_opts.qp_timeout,
+                window_bytes=TX_DEPTH * s_opts.size,
+            )
+        )
     traffic = world.traffic
     ids = traffic.start(specs) if kind != "stall" else []
     first = traffic.result(ids[0]) if ids else None
@@ -332,14 +356,18 @@ def _connect(world: World, reg: Registry, ip: str, port: int, err: Write) -> Ses
 
 
 async def _stall(world: World, sess: Session, o: Options, err: Write) -> None:
-    """A run whose QP never completes: perftest gives up after its retries, and so does the
-    server's handshake."""
-    await world.sleep(min(o.duration or STALL_SECONDS, STALL_SECONDS))
+    """A run whose QP never completes: perftest gives up once its QPs' retries are exceeded
+    (`physics.retry_exceeded_s`: 0.54 s at `-u 14`), and so does the server's handshake; a QP
+    without an ACK timeout (`-u 0`) waits for ever, and so does the run."""
+    limit = retry_exceeded_s(o.qp_timeout)
+    while limit is None:
+        await world.sleep(3600.0)  # until the session goes away
+    await world.sleep(min(o.duration or limit, limit))
     sess.failed = EXCHANGE_FAILED
     sess.done.set()
     err(" Completion with error at client\n")
     err(" Failed status 12: wr_id 0 syndrom 0x81\n")
-    err(f"scnt={128 * o.qps}, ccnt=0\n")
+    err(f"scnt={TX_DEPTH * o.qps}, ccnt=0\n")
     err(" Failed to complete run_iter_bw function successfully\n")
 
 

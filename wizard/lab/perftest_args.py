@@ -10,6 +10,7 @@ accepted exactly when perftest accepts them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -93,6 +94,7 @@ class Options:
     rdma_cm: bool = False
     tos: int | None = None
     mtu: int | None = None
+    qp_timeout: int = 14  # DEF_QP_TIME: the QPs' ACK timeout, 4.096 us x 2^qp_timeout
     server_ip: str | None = None
     version: bool = False
     help: bool = False
@@ -140,6 +142,20 @@ def _strtol(text: str) -> int | None:
         return sign * int(t, 10)
     except ValueError:
         return None
+
+
+def _strtol_prefix(text: str) -> int:
+    """C `strtol(text, NULL, 0)`: the number the text begins with (0 when it begins with none)."""
+    m = re.match(r"\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)", text)
+    if m is None:
+        return 0
+    sign, digits = m.groups()
+    n = (
+        int(digits, 16)
+        if digits[:2].lower() == "0x"
+        else int(digits, 8 if digits[0] == "0" else 10)
+    )
+    return -n if sign == "-" else n
 
 
 def _short_specs() -> dict[str, int]:
@@ -334,6 +350,8 @@ def _apply(o: Options, name: str, v: str) -> Parsed | None:
         setattr(o, _SWITCHES[name], True)
     elif name == "ib-dev":
         o.device = v
+    elif name == "qp-timeout":
+        o.qp_timeout = _strtol_prefix(v) & 0xFF  # `(uint8_t)strtol(optarg, NULL, 0)`: no refusal
     elif name == "size":
         return _size(o, v)
     elif name == "force-link":

@@ -31,6 +31,11 @@ What stalls a flow (the connection forms, no data moves, retry exceeded):
   (seed 000 measured 9.5 Gb/s and 0.46 GB/s with its duplicates in place);
 - RoCE frames larger than the path's l2mtu, no L2 path at all, no IPv4 address.
 
+A stalled RC QP (the InfiniBand transport, as the CX7 runs it) waits 4.096 us x 2^timeout for an
+ACK, sends its whole window again (go-back-N), and after `retry_cnt` retries completes with
+`IBV_WC_RETRY_EXC_ERR` (perftest's "Failed status 12"): at perftest's `-u 14` and retry count 7,
+8 ACK timeouts of 67 ms, 0.54 s from the first frame to the error (`retry_exceeded_s`).
+
 Rates are shared by max-min fair progressive filling over these resources. A little seeded
 noise (+-0.15%) keeps repeated runs from printing identical numbers.
 """
@@ -60,11 +65,31 @@ DEGRADED = 12.8
 DETOUR = 4.47  # the campus LAN path of an RSTP-blocked ISL
 NCCL_RAIL = 98.04  # what NCCL's ring moves per half
 SOCKET_NODE_GBPS = 20.0  # NCCL over TCP sockets: the ARM cores, not the wire
+ACK_TIMEOUT_UNIT_S = 4.096e-6  # a QP's local ACK timeout is this x 2^timeout (IB spec)
+QP_RETRY_CNT = 7  # perftest's attr.retry_cnt, NCCL's NCCL_IB_RETRY_CNT default
+PERFTEST_QP_TIMEOUT = 14  # perftest's DEF_QP_TIME (`-u`)
+NCCL_QP_TIMEOUT = 20  # NCCL's NCCL_IB_TIMEOUT default
+PERFTEST_WINDOW_BYTES = 128 * 65536  # ib_write_bw in flight per QP: tx depth 128 x 64 KiB
+NCCL_WINDOW_BYTES = 4 * 1024 * 1024  # NCCL in flight per channel: NCCL_BUFFSIZE
 
 
 def pcie_half_gbps(width: int) -> float:
     """RDMA payload one PCIe Gen5 half of `width` lanes moves per direction."""
     return PCIE_GT_PER_LANE * width * PCIE_ENCODING * PCIE_TLP_EFFICIENCY
+
+
+def ack_timeout_s(timeout: int) -> float | None:
+    """How long a QP with this `timeout` field waits for an ACK before it sends its window
+    again (None: 0, it waits forever). The QP context keeps the field's low 5 bits."""
+    exponent = timeout & 0x1F
+    return None if exponent == 0 else ACK_TIMEOUT_UNIT_S * 2**exponent
+
+
+def retry_exceeded_s(timeout: int, retry_cnt: int = QP_RETRY_CNT) -> float | None:
+    """From a stalled QP's first frame to its retry-exceeded completion error: the first ACK
+    timeout, then one per retry (None: it never gives up)."""
+    period = ack_timeout_s(timeout)
+    return None if period is None else period * (retry_cnt + 1)
 
 
 def wire_goodput(rate_gbps: float, mtu: int = 4096, fec: str = "fec91") -> float:
@@ -87,6 +112,9 @@ class FlowSpec:
     dst_ip: str = ""
     qps: int = 1
     kind: str = "rdma"
+    qp_timeout: int = PERFTEST_QP_TIMEOUT  # each QP's ACK timeout field (`ack_timeout_s`)
+    window_bytes: int = PERFTEST_WINDOW_BYTES  # in flight per QP: what a retry sends again
+    retry_cnt: int = QP_RETRY_CNT  # retries before the QP completes in error
 
 
 @dataclass(frozen=True, slots=True)

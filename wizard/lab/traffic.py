@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 
 from wizard.lab import pause
-from wizard.lab.physics import FlowResult, FlowSpec, solve
+from wizard.lab.physics import ROCE_OVERHEAD, FlowResult, FlowSpec, ack_timeout_s, solve
 from wizard.lab.world import RailState, World
 
-STALL_RETRY_PPS = 2048.0  # one window of 64 KiB writes in 4 KiB frames per retry period
-STALL_TIMEOUTS_PER_S = 8.0  # local ACK timeouts per second on a stalled QP
 ISL_SHARED_SEQ_ERR_PER_S = 550.0  # DCQCN splitting: some packet_seq_err is normal (003)
 SOFTWARE_SEQ_ERR_PER_S = 900.0  # a CPU-forwarded path drops what it cannot carry (003)
 SOFTWARE_CNP_PER_S = 120.0
@@ -30,6 +29,7 @@ SOFTWARE_CNP_PER_S = 120.0
 class _Active:
     spec: FlowSpec
     result: FlowResult
+    expired: float = 0.0  # ACK timeouts its QPs have had while it stalled
 
 
 class Traffic:
@@ -131,25 +131,35 @@ class Traffic:
             if sr is None or dr is None:
                 continue
             if r.stalled:
-                self._settle_stalled(r, sr, dt)
+                self._settle_stalled(a, sr, dt)
                 continue
             self._settle_flowing(r, sr, dr, arriving[(spec.dst, spec.dst_rail)], dt)
 
-    def _settle_stalled(self, r: FlowResult, sr: RailState, dt: float) -> None:
-        """A stalled flow for `dt` seconds: its QP retries, and times out unless ARP flux sent
-        its frames to a wrong MAC; a lossless first hop keeps the sender paused."""
-        if r.path is None or not r.path.ok:
-            return
-        pk = STALL_RETRY_PPS * dt
+    def _settle_stalled(self, a: _Active, sr: RailState, dt: float) -> None:
+        """A stalled flow for `dt` seconds: each QP sends its window once per ACK timeout
+        (`physics.ack_timeout_s`: the first time, then once a retry) and counts each timeout it
+        recovers from by a retry (`local_ack_timeout_err`: mlx5 counts the ones under the retry
+        limit; the last one is the error completion) unless ARP flux sent its frames to a wrong
+        MAC; a lossless first hop keeps the sender paused."""
+        spec, r = a.spec, a.result
+        period = ack_timeout_s(spec.qp_timeout)
+        if r.path is None or not r.path.ok or period is None:
+            return  # (a QP without a timeout waits, silent, for ever)
+        expired = spec.qps * dt / period
+        limit = spec.qps * spec.retry_cnt
+        retries = min(a.expired + expired, limit) - min(a.expired, limit)
+        a.expired += expired
+        pk = expired * math.ceil(spec.window_bytes / r.mtu)
         sr.bump("tx_packets_phy", pk)
-        sr.bump("tx_bytes_phy", pk * 4154)
+        frame = r.mtu + ROCE_OVERHEAD
+        sr.bump("tx_bytes_phy", pk * frame)
         sr.bump("port_xmit_packets", pk)
-        sr.bump("port_xmit_data", pk * 4154 / 4)
+        sr.bump("port_xmit_data", pk * frame / 4)
         if not r.reason.startswith("duplicate IP"):
             # the QP's retries time out (a lossless-QoS stall); frames sent to a
             # MAC that ARP flux resolved wrongly just vanish (seed 000)
-            sr.bump("local_ack_timeout_err", STALL_TIMEOUTS_PER_S * dt)
-            sr.bump("roce_adp_retrans", STALL_TIMEOUTS_PER_S * dt)
+            sr.bump("local_ack_timeout_err", retries)
+            sr.bump("roce_adp_retrans", retries)
         first = r.path.hops[0] if r.path.hops else None
         if first is not None and first.lossless and first.offloaded:
             # the lossless queue never drains: the switch keeps the sender paused
@@ -164,7 +174,7 @@ class Traffic:
         frames of an incast onto `dr`."""
         world = self.world
         nbytes = r.gbps * 1e9 / 8 * dt
-        frame = r.mtu + 58
+        frame = r.mtu + ROCE_OVERHEAD
         pkts = nbytes / r.mtu
         wire = pkts * frame
         for rail, way in ((sr, "tx"), (dr, "rx")):
