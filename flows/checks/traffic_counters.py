@@ -114,7 +114,7 @@ def evidence(m: Measurement, sig: Signature, ctx: Context, status: Status) -> Ev
     leg = "unknown" if sig.switch_rx is None else f"+{sig.switch_rx}"
     span = ""
     if sig.window_s is not None:
-        when = "while its data moved" if sig.in_data else "the second after its data ended"
+        when = "while the test ran" if sig.in_data else "the second read after the test ended"
         span = f"read {sig.window_s:g} s apart, {when}: "
     observed = (
         f"{span}sender tx_packets_phy +{sig.sent}, local_ack_timeout_err +{sig.timeouts}; receiver "
