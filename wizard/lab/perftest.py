@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from wizard.lab import gids, perftest_args
 from wizard.lab.perftest_args import Options, Parsed
-from wizard.lab.physics import FlowSpec, retry_exceeded_s
+from wizard.lab.physics import PERFTEST_TX_DEPTH, FlowSpec, retry_exceeded_s
 from wizard.lab.world import NodeState, RailState, World
 
 RULE = "-" * 87
@@ -27,7 +27,6 @@ DEFAULT_PORT = 18515
 # perftest sleeps a second once its client and server are connected, before they exchange
 # versions and run the test (write_bw.c: `sleep(1)` after establish_connection)
 CONNECTED_SLEEP_S = 1.0
-TX_DEPTH = 128  # DEF_TX_BW: the writes each QP keeps in flight (`-t`)
 QP_MSG_RATE = 9.0e6  # RDMA writes per second one CX7 QP posts and completes (small messages)
 CPU_PER_GBPS = 0.05  # % of the node's cores a busy-polling perftest burns per Gb/s
 SAMPLE_POINTS = 5  # the flows' rate is read this often across a timed run's sampled span
@@ -281,7 +280,7 @@ async def run_client(
         sess.done.set()
         err(client_err)
         return 1
-    window = TX_DEPTH * o.size  # what each QP has in flight, and sends again on a timeout
+    window = PERFTEST_TX_DEPTH * o.size  # in flight per QP: sent again on each timeout
     specs = [
         FlowSpec(
             node.name,
@@ -305,7 +304,7 @@ async def run_client(
                 "",
                 o.qps,
                 qp_timeout=s_opts.qp_timeout,
-                window_bytes=TX_DEPTH * s_opts.size,
+                window_bytes=PERFTEST_TX_DEPTH * s_opts.size,
             )
         )
     traffic = world.traffic
@@ -367,7 +366,7 @@ async def _stall(world: World, sess: Session, o: Options, err: Write) -> None:
     sess.done.set()
     err(" Completion with error at client\n")
     err(" Failed status 12: wr_id 0 syndrom 0x81\n")
-    err(f"scnt={TX_DEPTH * o.qps}, ccnt=0\n")
+    err(f"scnt={PERFTEST_TX_DEPTH * o.qps}, ccnt=0\n")
     err(" Failed to complete run_iter_bw function successfully\n")
 
 

@@ -69,6 +69,7 @@ LONG: tuple[tuple[str, int, str], ...] = (
 )  # fmt: skip
 DEFAULT_PORT = 18515
 DEFAULT_ITERS = 5000
+DEF_QP_TIME = 14  # perftest's default `-u`: 4.096 us x 2^14, a 67 ms ACK timeout
 MAX_ITERS = 100_000_000
 MAX_SIZE = 2**32 // 2 - 1
 
@@ -94,7 +95,7 @@ class Options:
     rdma_cm: bool = False
     tos: int | None = None
     mtu: int | None = None
-    qp_timeout: int = 14  # DEF_QP_TIME: the QPs' ACK timeout, 4.096 us x 2^qp_timeout
+    qp_timeout: int = DEF_QP_TIME  # the QPs' ACK timeout field (`physics.ack_timeout_s`)
     server_ip: str | None = None
     version: bool = False
     help: bool = False

@@ -47,6 +47,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
+from wizard.lab.perftest_args import DEF_QP_TIME
 from wizard.lab.switchport import cpu_forwarding
 from wizard.lab.world import End, L2Path, NodeState, RailState, World
 
@@ -67,9 +68,10 @@ NCCL_RAIL = 98.04  # what NCCL's ring moves per half
 SOCKET_NODE_GBPS = 20.0  # NCCL over TCP sockets: the ARM cores, not the wire
 ACK_TIMEOUT_UNIT_S = 4.096e-6  # a QP's local ACK timeout is this x 2^timeout (IB spec)
 QP_RETRY_CNT = 7  # perftest's attr.retry_cnt, NCCL's NCCL_IB_RETRY_CNT default
-PERFTEST_QP_TIMEOUT = 14  # perftest's DEF_QP_TIME (`-u`)
+PERFTEST_QP_TIMEOUT = DEF_QP_TIME  # perftest's `-u` default
 NCCL_QP_TIMEOUT = 20  # NCCL's NCCL_IB_TIMEOUT default
-PERFTEST_WINDOW_BYTES = 128 * 65536  # ib_write_bw in flight per QP: tx depth 128 x 64 KiB
+PERFTEST_TX_DEPTH = 128  # perftest's DEF_TX_BW: the writes each QP keeps in flight (`-t`)
+PERFTEST_WINDOW_BYTES = PERFTEST_TX_DEPTH * 65536  # in flight per QP at the default 64 KiB
 NCCL_WINDOW_BYTES = 4 * 1024 * 1024  # NCCL in flight per channel: NCCL_BUFFSIZE
 
 
