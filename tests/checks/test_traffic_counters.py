@@ -141,9 +141,10 @@ STALL = "Completion with error"
 
 
 def test_qos_stall_signature_tx_and_ack_timeouts_climb_receiver_flat() -> None:
+    # one QP through a stall: 8 windows of 2048 frames, 7 timeouts it retried after
     m = _m(
         0.0,
-        {"tx_packets_phy": 31272, "local_ack_timeout_err": 121},
+        {"tx_packets_phy": 16384, "local_ack_timeout_err": 7},
         {"rx_packets_phy": 0},
         reason=STALL,
     )
@@ -158,7 +159,7 @@ def test_qos_stall_signature_tx_and_ack_timeouts_climb_receiver_flat() -> None:
         if v.fault == "switch.qos-pfc-stall"
     )
     row = next(e for e in v.evidence if e.command == traffic_counters.COMMAND)
-    assert "local_ack_timeout_err +121" in row.observed and "QoS stall" in row.observed
+    assert "local_ack_timeout_err +7" in row.observed and "QoS stall" in row.observed
 
 
 def test_frames_vanish_signature_is_addressing_even_with_lossless_qos_configured() -> None:

@@ -230,7 +230,7 @@ def test_a_fault_is_shown_proven_by_what_the_fabric_did(tmp_path: Path) -> None:
     stall = Evidence(
         "spark1/enp1s0f0np0->spark2/enp1s0f0np0",
         "counters read while the test's data moved",
-        "sender local_ack_timeout_err +21; receiver rx_packets_phy +0",
+        "sender local_ack_timeout_err +7; receiver rx_packets_phy +0",
         "receiver counts what the sender sends",
         Status.FAIL,
     )
@@ -251,4 +251,4 @@ def test_a_fault_is_shown_proven_by_what_the_fabric_did(tmp_path: Path) -> None:
     (fault,) = data["faults"]
     assert fault["step"] == "preflight"
     assert fault["proof"].startswith("spark1/enp1s0f0np0->spark2/enp1s0f0np0: counters read")
-    assert "local_ack_timeout_err +21" in fault["proof"]
+    assert "local_ack_timeout_err +7" in fault["proof"]
