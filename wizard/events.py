@@ -108,6 +108,15 @@ class OperatorAnswered(Event):
     answer: str
 
 
+# The questions the session's fold reads the answers of (the log's words for them).
+REBOOT_PROOF_QUESTION = "reboot proof"  # the persist step's offer to prove by a reboot
+
+
+def physical_question(kind: str) -> str:
+    """The question a physical action's answer (done, skip...) is recorded under."""
+    return f"physical:{kind}"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PhysicalActionRequested(Event):
     type: ClassVar[str] = "physical_action_requested"

@@ -83,7 +83,7 @@ def parse(obs: Observations, ctx: Context) -> RailRuns:
         )
     )
     off = [v.fault for v in _failing(switch_offload.judge(switch_offload.parse(obs, ctx), ctx))]
-    rstp = bool(_failing(switch_rstp.judge(switch_rstp.parse(obs, ctx), ctx)))
+    rstp = switch_rstp.isl_blocked(obs, ctx)
     qos = bool(_failing(switch_qos.judge(switch_qos.parse(obs, ctx), ctx)))
     dup: set[str] = set()
     for v in _failing(host_addressing.judge(host_addressing.parse(obs, ctx), ctx)):

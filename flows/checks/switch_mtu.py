@@ -79,10 +79,7 @@ def parse(obs: Observations, ctx: Context) -> SwitchMtu:
     if any(p.get("cross_switch") and not p.get("ok") for p in pings):
         from flows.checks import switch_rstp
 
-        blocked = any(
-            v.status in (Status.FAIL, Status.WARN)
-            for v in switch_rstp.judge(switch_rstp.parse(obs, ctx), ctx)
-        )
+        blocked = switch_rstp.isl_blocked(obs, ctx)
     return SwitchMtu(tuple(ports), tuple(bad), pings, blocked)
 
 

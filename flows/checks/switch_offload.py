@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from flows import plans
 from flows.base import Check, Context, Observations, PastedRule
-from flows.checks import forwarding
+from flows.checks import forwarding, switch_rstp
 from flows.checks._common import (
     SW_BRIDGE,
     SW_BRIDGE_HOST,
@@ -243,7 +243,7 @@ def cpu_row(obs: Observations, switch: str, ctx: Context) -> Evidence:
     through the uplinks and the CPU may carry it there: only tests between two nodes of one
     switch count then."""
     max_cpu = ctx.expectations.switch_cpu_idle_max_pct
-    if not _detouring(obs, ctx):
+    if not switch_rstp.isl_blocked(obs, ctx):
         return forwarding.cpu_evidence(obs, switch, max_cpu)
 
     row = forwarding.cpu_evidence(obs, switch, max_cpu, lambda m: round_on_one_switch(m, ctx))
@@ -341,14 +341,6 @@ def round_on_one_switch(m: Measurement, ctx: Context) -> bool:
     if m.kind != "rail" or not isinstance(tests, list):
         return False
     return not any(crosses((t[0], t[1]), (t[2], t[3]), ctx) for t in tests)
-
-
-def _detouring(obs: Observations, ctx: Context) -> list[str]:
-    """The switches whose inter-switch link RSTP blocks (switch.rstp-isl-blocked failing)."""
-    from flows.checks import switch_rstp
-
-    verdicts = switch_rstp.judge(switch_rstp.parse(obs, ctx), ctx)
-    return [t for v in verdicts if v.status == Status.FAIL for t in v.targets]
 
 
 def judge(off: Offload, ctx: Context) -> list[Verdict]:

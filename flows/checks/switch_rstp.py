@@ -21,7 +21,7 @@ from flows.checks._common import (
     is_true,
     rows,
 )
-from wizard.model import Evidence, FixPlan, Verdict
+from wizard.model import Evidence, FixPlan, Status, Verdict
 
 CMD = "/interface/bridge/port print"
 BLOCKING = ("alternate-port", "backup-port")
@@ -98,6 +98,12 @@ def judge(r: Rstp, ctx: Context) -> list[Verdict]:
             "management uplinks (~4.5 Gb/s, MTU 1500)",
         )
     ]
+
+
+def isl_blocked(obs: Observations, ctx: Context) -> bool:
+    """Whether RSTP blocks an inter-switch link (this check fails or warns): cross-switch
+    traffic then detours, and the checks that read it say so rather than blame the fabric."""
+    return any(v.status in (Status.FAIL, Status.WARN) for v in judge(parse(obs, ctx), ctx))
 
 
 def fix(r: Rstp, verdict: Verdict, ctx: Context) -> FixPlan | None:

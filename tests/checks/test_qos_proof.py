@@ -116,10 +116,10 @@ def _step_verdicts(events: list[dict[str, Any]], step: str, fault: str) -> list[
 
 @pytest.mark.lab
 def test_the_lab_walk_proves_the_stall_before_the_fix(tmp_path: Path) -> None:
-    # 10x: a stalled test gives up after 54 ms of wall time (8 ACK timeouts of 67 ms), room
-    # for its counters to be read while it retries (at 50x on a loaded machine, some end
-    # before their round is read)
-    events = fix_walk("fault-switch-qos-pfc-stall", tmp_path / "s", time_scale=10)
+    # 5x: a stalled test gives up after 107 ms of wall time (8 ACK timeouts of 67 ms), room
+    # for its counters to be read while it retries even on a loaded machine (at 10x with two
+    # suites sharing two cores, none was read)
+    events = fix_walk("fault-switch-qos-pfc-stall", tmp_path / "s", time_scale=5)
     qos = _step_verdicts(events, "qos", "switch.qos-pfc-stall")
     before, after = qos[0], qos[-1]
     # 8 tests stall; on a loaded machine a test can give up before its round is read (it then

@@ -19,6 +19,7 @@ from wizard.events import (
     OperatorAnswered,
     PhysicalActionDone,
     PhysicalActionRequested,
+    physical_question,
 )
 from wizard.model import PhysicalAction
 
@@ -75,7 +76,9 @@ class PhysicalMixin(EngineCore):
             hands = self.fabric.hands
             answer = await self.operator.physical_action(action, hands is not None)
             self.emit(
-                OperatorAnswered(step=self._step, question=f"physical:{action.kind}", answer=answer)
+                OperatorAnswered(
+                    step=self._step, question=physical_question(action.kind), answer=answer
+                )
             )
             if answer == "skip":
                 self.note(

@@ -13,7 +13,7 @@ from wizard.engine.bisection import BisectionMixin
 from wizard.engine.ports import CheckLike, Fabric, StepLike
 from wizard.engine.txn import export_taken
 from wizard.errors import FabwizError
-from wizard.events import OperatorAnswered
+from wizard.events import REBOOT_PROOF_QUESTION, OperatorAnswered
 from wizard.model import Evidence, PhysicalAction, Status, Verdict
 from wizard.probes import Observations
 
@@ -266,7 +266,7 @@ class StepsMixin(BisectionMixin):
         if self.fabric.hands is None:
             options.reverse()  # on a real rack the technician chooses it deliberately
         answer = await self.operator.choose(spec.id, question, options)
-        self.emit(OperatorAnswered(step=spec.id, question="reboot proof", answer=answer))
+        self.emit(OperatorAnswered(step=spec.id, question=REBOOT_PROOF_QUESTION, answer=answer))
         if not answer.startswith("reboot"):
             self.note(f"persistence not proven by a reboot: {answer}", "warn")
             return []

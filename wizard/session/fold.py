@@ -8,6 +8,7 @@ from typing import Any
 
 from wizard.drain import DrainGuard
 from wizard.events import (
+    REBOOT_PROOF_QUESTION,
     BisectionConcluded,
     Event,
     ExportTaken,
@@ -32,6 +33,7 @@ from wizard.events import (
     SessionStarted,
     StepChanged,
     VerdictReached,
+    physical_question,
 )
 from wizard.model import FixState, ProbeResult, Verdict
 from wizard.probes import Transition
@@ -344,10 +346,14 @@ class SessionState:
         reboot proof that was done (a rerun, a resumed session) settles it."""
         steps: list[tuple[float, str | None]] = []
         for a in self.answers:
-            if a.question == "reboot proof":
+            if a.question == REBOOT_PROOF_QUESTION:
                 if not a.answer.startswith("reboot"):
                     steps.append((a.at, f"the operator chose to {a.answer}"))
-            elif a.question == "physical:reboot" and a.step == "persist" and a.answer == "skip":
+            elif (
+                a.question == physical_question("reboot")
+                and a.step == "persist"
+                and a.answer == "skip"
+            ):
                 steps.append((a.at, "its reboot was skipped"))
         for d in self.physical_done:
             if d.kind == "reboot" and d.step == "persist":
