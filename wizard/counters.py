@@ -2,8 +2,8 @@
 
 What moved during a test tells causes apart where a bandwidth number cannot (seeds 000, 003):
 frames that leave the sender (`tx_packets_phy`) but reach no switch leg and no receiver
-(`rx_packets_phy` flat) vanished (addressing, ARP flux); a connection whose sender retries
-with `local_ack_timeout_err` climbing is stalled (lossless QoS on the path); `packet_seq_err`
+(`rx_packets_phy` flat), while the sender retries with `local_ack_timeout_err` climbing, are a
+stalled data path (lossless QoS on the path or ARP flux: the configuration tells which); `packet_seq_err`
 and CNPs near line rate under deliberate oversubscription are congestion control working, the
 same counter growing at single-digit Gb/s is a broken path; `link_down_events_phy` moving
 means the link bounced during the test. Sources: sysfs `hw_counters/` and `counters/` of the

@@ -10,24 +10,31 @@ A pasted `ip` output is judged as one node whose rails are its fabric netdevs; a
 
 The addresses say what should happen; the proof of ARP flux is what the rail tests to and from
 the netdevs that share an address did (`obs.measurements`, the counters read while each moved
-data): frames left the sender and neither its switch leg nor the receiver counted them, with no
-ACK timeout (seed 000). With no such test the verdict says it is not yet proven by traffic.
+data): frames left the sender and neither its switch leg nor the receiver counted them (seed
+000). No ACK comes back for such frames, so the sender's ACKs time out, exactly as in a
+lossless-QoS stall: a test proves ARP flux only where no lossless QoS port can be on its path
+(every switch's QoS read, its legs lossy). A stall on a path that crosses lossless ports is
+lossless QoS or ARP flux, and the traffic cannot tell which: the QoS step comes first in the
+bisection order, and the verdict says so. With no such test it is not yet proven by traffic.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from flows import netplan, plans
 from flows.base import Check, Context, Observations, PastedRule
-from flows.checks import traffic_counters
+from flows.checks import switch_qos, traffic_counters
 from flows.checks._common import (
     IBDEV,
     IP_ADDR,
     IP_LINK,
+    SW_ETHERNET,
+    SW_QOS_PORT,
     Finding,
     Unreadable,
+    address_owners,
     configured,
     listing,
     pasted_context,
@@ -50,6 +57,10 @@ class Addressing:
     rails: tuple[Rail, ...]
     unreadable: tuple[Unreadable, ...]
     runs: tuple[Measurement, ...] = ()  # the rail tests of this fabric state (the proof)
+    # the switch ports that are lossless (a stall through one may be QoS), and the switches
+    # whose QoS could not be read (any of their ports may be)
+    lossless: frozenset[tuple[str, str]] = frozenset()
+    qos_unread: frozenset[str] = frozenset()
 
 
 def parse(obs: Observations, ctx: Context) -> Addressing:
@@ -57,48 +68,86 @@ def parse(obs: Observations, ctx: Context) -> Addressing:
     # output cannot be read is unknown, never a silent pass.
     rails, bad = rails_judged_from(obs, ctx, IP_ADDR)
     runs = tuple(m for m in obs.measurements if m.kind == "rail" and m.valid)
-    return Addressing(tuple(rails), tuple(bad), runs)
+    if not runs:
+        return Addressing(tuple(rails), tuple(bad))
+    qos = switch_qos.parse(obs, ctx)
+    return Addressing(
+        tuple(rails),
+        tuple(bad),
+        runs,
+        switch_qos.lossless_ports(qos),
+        frozenset(w.target for w in qos.unreadable),
+    )
 
 
-def _vanishing(
-    runs: tuple[Measurement, ...], shared: set[str], ctx: Context
-) -> tuple[int, list[Evidence]]:
-    """The rail tests to or from a netdev whose address another netdev holds too: (how many,
-    those whose frames vanished: sent, counted by no switch leg and no receiver, no ACK
-    timeout)."""
-    through = 0
-    vanished: list[Evidence] = []
-    for m in runs:
+@dataclass
+class _Vanishing:
+    """The rail tests to or from a netdev whose address another netdev holds too."""
+
+    through: int = 0
+    proven: list[Evidence] = field(default_factory=list)  # vanished where QoS cannot stall
+    qos_too: list[Evidence] = field(default_factory=list)  # vanished across a lossless port
+
+
+def _vanishing(a: Addressing, shared: set[str], ctx: Context) -> _Vanishing:
+    """Those tests, and which of them sent frames that no switch leg and no receiver counted:
+    proof of ARP flux where neither leg can be a lossless port, else a stall that lossless QoS
+    explains as well."""
+    out = _Vanishing()
+    for m in a.runs:
         ends = {
             f"{m.extra.get(end, '')}/{m.extra.get(end + '_netdev', '')}"
             for end in ("client", "server")
         }
         if not ends & shared:
             continue
-        through += 1
+        out.through += 1
         sig = traffic_counters.signature(m, ctx)
         moved_nothing = m.value < ctx.expectations.stall_max_gbps
-        if sig is not None and moved_nothing and sig.vanished and not sig.timeouts:
-            vanished.append(traffic_counters.evidence(m, sig, ctx, Status.FAIL))
-    return through, vanished
+        if sig is None or not moved_nothing or not sig.vanished:
+            continue
+        ev = traffic_counters.evidence(m, sig, ctx, Status.FAIL)
+        (out.qos_too if _may_be_lossless(m, a, ctx) else out.proven).append(ev)
+    return out
+
+
+def _may_be_lossless(m: Measurement, a: Addressing, ctx: Context) -> bool:
+    """Whether a leg of the test can be a lossless QoS port: one is, a leg's port is not known
+    while some port is lossless, or its switch's QoS was not read."""
+    for end in ("client", "server"):
+        leg = ctx.cabling.get(f"{m.extra.get(end, '')}/{m.extra.get(end + '_netdev', '')}")
+        if leg is None:
+            if a.lossless or a.qos_unread:
+                return True
+        elif leg in a.lossless or leg[0] in a.qos_unread:
+            return True
+    return False
 
 
 def _duplicates_said(a: Addressing, f: Finding, ctx: Context) -> str:
-    """The duplicate-address verdict's words: proven by the frames that vanished, or not yet
-    proven by traffic (the proof's rows go first)."""
+    """The duplicate-address verdict's words: proven by the frames that vanished where no
+    lossless port could stall them, or not yet proven by traffic (the proof's rows go first)."""
     shared = {e.target for e in f.bad if e.command == ADDR_CMD}
     keys = {k.strip() for t in shared for k in t.split(",")}
-    through, vanished = _vanishing(a.runs, keys, ctx)
+    v = _vanishing(a, keys, ctx)
     head = f"the same IPv4 address sits on several fabric netdevs ({listing(f.targets)}): ARP flux"
-    if vanished:
-        f.bad[:0] = vanished[:4]  # what the fabric did first, then what the addresses say
+    if v.proven:
+        f.bad[:0] = v.proven[:4]  # what the fabric did first, then what the addresses say
         return (
-            f"{head} (proven: {len(vanished)} rail test(s) to or from them sent frames that no "
-            "switch leg and no receiver counted, with no ACK timeout)"
+            f"{head} (proven: {len(v.proven)} rail test(s) to or from them sent frames that no "
+            "switch leg and no receiver counted, on lossy switch ports)"
+        )
+    if v.qos_too:
+        f.bad[:0] = v.qos_too[:4]
+        return (
+            f"{head}, RDMA frames vanish; {len(v.qos_too)} rail test(s) to or from them stalled "
+            "(frames counted by no switch leg and no receiver), but across lossless QoS ports, "
+            "which stall the same way: not yet proven by traffic apart from QoS (make the "
+            "fabric lossy first, as the bisection order does, then test again)"
         )
     seen = (
-        f"the {through} rail test(s) to or from them show no frame vanishing"
-        if through
+        f"the {v.through} rail test(s) to or from them show no frame vanishing"
+        if v.through
         else "no rail test to or from them yet"
     )
     return f"{head}, RDMA frames vanish; not yet proven by traffic ({seen})"
@@ -106,11 +155,7 @@ def _duplicates_said(a: Addressing, f: Finding, ctx: Context) -> str:
 
 def _judge_duplicates(rails: tuple[Rail, ...], f: Finding) -> None:
     """Each fabric address on exactly one netdev (of any node)."""
-    owners: dict[str, list[Rail]] = {}
-    for r in rails:
-        for cidr in r.addresses:
-            owners.setdefault(cidr.split("/")[0], []).append(r)
-    for ip, holders in sorted(owners.items()):
+    for ip, holders in sorted(address_owners(rails).items()):
         ev = Evidence(
             ", ".join(h.key for h in holders),
             ADDR_CMD,
@@ -242,7 +287,8 @@ CHECK = Check(
     description=__doc__ or "",
     faults=FAULTS,
     step="addressing",
-    probes=(IBDEV, IP_ADDR, IP_LINK, netplan.PROBE),
+    # the switches' QoS tells a stall from ARP flux apart from one lossless QoS gives
+    probes=(IBDEV, IP_ADDR, IP_LINK, netplan.PROBE, SW_QOS_PORT, SW_ETHERNET),
     parse=parse,
     judge=judge,
     fix=fix,

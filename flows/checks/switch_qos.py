@@ -10,27 +10,35 @@ The configuration says what should happen; the proof is what the rail tests thro
 did (`obs.measurements`, the counters read while each moved data): a test that connected and stalled with
 the sender's ACK timeouts climbing and the receiver flat proves the stall; tests that ran at line
 rate through lossless ports say it is not what slows this fabric (a warning: lossy is still the
-accepted end state); with no test yet the verdict says it is not yet proven by traffic.
+accepted end state); with no test yet the verdict says it is not yet proven by traffic. ARP flux
+stalls a test the same way (no ACK comes back for frames sent to a wrong MAC), so a stalled test
+proves QoS only when neither end's address is shared or in a subnet another rail of its node is
+in (every node's addresses read); a stall between such ends is lossless QoS or ARP flux, and the
+verdict says the traffic cannot yet tell them apart.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from flows import plans
 from flows.base import Check, Context, Observations, PastedRule
 from flows.checks import traffic_counters
 from flows.checks._common import (
+    IBDEV,
+    IP_ADDR,
     PASTED,
     SW_ETHERNET,
     SW_QOS_PORT,
     Finding,
     Unreadable,
+    arp_flux_netdevs,
     default_names,
     is_cpu_port,
     listing,
     pasted_judge,
     pasted_routeros,
+    rails_judged_from,
     rows,
 )
 from wizard.model import Evidence, FixPlan, Measurement, Status, Verdict
@@ -51,6 +59,19 @@ class SwitchQos:
     ports: tuple[QosPort, ...]
     unreadable: tuple[Unreadable, ...]
     runs: tuple[Measurement, ...] = ()  # the rail tests of this fabric state (the proof)
+    # the ends (`node/netdev`) a stall could be ARP flux on, and the nodes whose addresses were
+    # not read (with one unread, any address may be shared: no stall is QoS alone)
+    flux: frozenset[str] = frozenset()
+    unaddressed: frozenset[str] = frozenset()
+
+
+def lossless(p: QosPort) -> bool:
+    return p.trust_l3 != "ignore" or p.pfc != "disabled"
+
+
+def lossless_ports(q: SwitchQos) -> frozenset[tuple[str, str]]:
+    """The (switch, port) pairs whose QoS is lossless."""
+    return frozenset((p.switch, p.name) for p in q.ports if lossless(p))
 
 
 def parse(obs: Observations, ctx: Context) -> SwitchQos:
@@ -71,15 +92,24 @@ def parse(obs: Observations, ctx: Context) -> SwitchQos:
                 continue
             ports.append(QosPort(sw, name, r.get("trust-l3", "ignore"), r.get("pfc", "disabled")))
     runs = tuple(m for m in obs.measurements if m.kind == "rail" and m.valid)
-    return SwitchQos(tuple(ports), tuple(bad), runs)
+    if not runs:
+        return SwitchQos(tuple(ports), tuple(bad))
+    rails, unread = rails_judged_from(obs, ctx, IP_ADDR)
+    return SwitchQos(
+        tuple(ports),
+        tuple(bad),
+        runs,
+        frozenset(arp_flux_netdevs(rails)),
+        frozenset(w.target for w in unread),
+    )
 
 
 def judge(q: SwitchQos, ctx: Context) -> list[Verdict]:
     f = Finding("switch.qos-pfc-stall")
     for w in q.unreadable:
         f.cannot_tell(w, "QoS of the fabric ports")
-    lossless = [p for p in q.ports if p.trust_l3 != "ignore" or p.pfc != "disabled"]
-    through, stalled, flowed = _through(q.runs, {(p.switch, p.name) for p in lossless}, ctx)
+    bad_ports = lossless_ports(q)
+    t = _through(q, bad_ports, ctx)
     for p in q.ports:
         ev = Evidence(
             f"{p.switch}/{p.name}",
@@ -87,31 +117,40 @@ def judge(q: SwitchQos, ctx: Context) -> list[Verdict]:
             f"trust-l3={p.trust_l3} pfc={p.pfc}",
             "trust-l3=ignore pfc=disabled",
         )
-        if p in lossless:
+        if (p.switch, p.name) in bad_ports:
             # tests ran through these ports at line rate, none stalled: configured, not biting
-            f.fail(ev, target=p.switch, warn=bool(flowed) and not stalled)
+            f.fail(ev, target=p.switch, warn=bool(t.flowed) and not (t.stalled or t.flux_too))
         else:
             f.ok(ev)
-    ports = listing(f"{p.switch}/{p.name}" for p in lossless)
-    if stalled:
-        f.bad[:0] = stalled[:4]  # what the fabric did first, then what the ports say
+    ports = listing(f"{p.switch}/{p.name}" for p in q.ports if (p.switch, p.name) in bad_ports)
+    if t.stalled:
+        f.bad[:0] = t.stalled[:4]  # what the fabric did first, then what the ports say
         bad = (
             f"lossless QoS on fabric ports ({ports}): RoCE connects but data stalls (proven: "
-            f"{len(stalled)} rail test(s) through them connected, then the sender's ACKs timed "
-            "out while the receiver counted nothing)"
+            f"{len(t.stalled)} rail test(s) through them connected, then the sender's ACKs timed "
+            "out while the receiver counted nothing, between ends with unique addresses)"
         )
-    elif flowed:
-        f.bad[:0] = flowed[:4]
+    elif t.flux_too:
+        f.bad[:0] = t.flux_too[:4]
         bad = (
-            f"lossless QoS configured on fabric ports ({ports}), yet {len(flowed)} rail test(s) "
+            f"lossless QoS on fabric ports ({ports}): RoCE connects, then stalls; "
+            f"{len(t.flux_too)} rail test(s) through them stalled (ACK timeouts, receiver flat), "
+            f"but {_flux_why(q)}, and ARP flux stalls a test the same way: not yet proven by "
+            "traffic apart from ARP flux (QoS comes first in the bisection order: make the "
+            "fabric lossy, then the addressing step tests again)"
+        )
+    elif t.flowed:
+        f.bad[:0] = t.flowed[:4]
+        bad = (
+            f"lossless QoS configured on fabric ports ({ports}), yet {len(t.flowed)} rail test(s) "
             "through them ran at line rate: not what slows this fabric (lossy RoCE is still the "
             "accepted end state)"
         )
     else:
         seen = (
-            f"the {through} rail test(s) through them show neither a stall with its counters "
+            f"the {t.count} rail test(s) through them show neither a stall with its counters "
             "nor line rate"
-            if through
+            if t.count
             else "no rail test through them yet"
         )
         bad = (
@@ -121,31 +160,42 @@ def judge(q: SwitchQos, ctx: Context) -> list[Verdict]:
     return [f.verdict(ok="the fabric ports are lossy (trust-l3=ignore, pfc=disabled)", bad=bad)]
 
 
-def _through(
-    runs: tuple[Measurement, ...], lossless: set[tuple[str, str]], ctx: Context
-) -> tuple[int, list[Evidence], list[Evidence]]:
-    """The rail tests whose legs cross a lossless port (a leg whose port is not known may):
-    (how many, those that stalled with the QoS signature, those that ran at line rate)."""
-    through = 0
-    stalled: list[Evidence] = []
-    flowed: list[Evidence] = []
-    if not lossless:
-        return through, stalled, flowed
+def _flux_why(q: SwitchQos) -> str:
+    """Why the stalls of `_Through.flux_too` may be ARP flux, in words."""
+    if q.unaddressed:
+        return f"the fabric addresses of {listing(sorted(q.unaddressed))} were not read"
+    return "an end of each shares its address or subnet with another rail"
+
+
+@dataclass
+class _Through:
+    """The rail tests whose legs cross a lossless port (a leg whose port is not known may)."""
+
+    count: int = 0
+    stalled: list[Evidence] = field(default_factory=list)  # the QoS signature, unique ends
+    flux_too: list[Evidence] = field(default_factory=list)  # the same, an end ARP flux may hit
+    flowed: list[Evidence] = field(default_factory=list)  # line rate
+
+
+def _through(q: SwitchQos, bad_ports: frozenset[tuple[str, str]], ctx: Context) -> _Through:
+    out = _Through()
+    if not bad_ports:
+        return out
     gate = ctx.expectations.rail_pass_gate_gbps
-    for m in runs:
-        legs = [
-            ctx.cabling.get(f"{m.extra.get(end, '')}/{m.extra.get(end + '_netdev', '')}")
-            for end in ("client", "server")
-        ]
-        if not any(leg is None or leg in lossless for leg in legs):
+    for m in q.runs:
+        ends = [f"{m.extra.get(end, '')}/{m.extra.get(end + '_netdev', '')}" for end in _ENDS]
+        legs = [ctx.cabling.get(key) for key in ends]
+        if not any(leg is None or leg in bad_ports for leg in legs):
             continue
-        through += 1
+        out.count += 1
         sig = traffic_counters.signature(m, ctx)
         stall = m.value < ctx.expectations.stall_max_gbps
         if sig is not None and stall and sig.stalled_with_timeouts:
-            stalled.append(traffic_counters.evidence(m, sig, ctx, Status.FAIL))
+            flux = bool(q.unaddressed) or any(key in q.flux for key in ends)
+            ev = traffic_counters.evidence(m, sig, ctx, Status.FAIL)
+            (out.flux_too if flux else out.stalled).append(ev)
         elif m.value >= gate and not m.reason:
-            flowed.append(
+            out.flowed.append(
                 Evidence(
                     m.target,
                     str(m.extra.get("command", "ib_write_bw")),
@@ -154,7 +204,10 @@ def _through(
                     Status.WARN,
                 )
             )
-    return through, stalled, flowed
+    return out
+
+
+_ENDS = ("client", "server")
 
 
 def fix(q: SwitchQos, verdict: Verdict, ctx: Context) -> FixPlan | None:
@@ -201,7 +254,8 @@ CHECK = Check(
     description=__doc__ or "",
     faults=("switch.qos-pfc-stall",),
     step="qos",
-    probes=(SW_QOS_PORT, SW_ETHERNET),
+    # the nodes' addresses tell a QoS stall from one ARP flux gives (both stall a test alike)
+    probes=(SW_QOS_PORT, SW_ETHERNET, IBDEV, IP_ADDR),
     parse=parse,
     judge=judge,
     fix=fix,

@@ -4,9 +4,11 @@ Deltas read by the sweep while each `ib_write_bw` moved data (`extra["counters"]
 over `extra["counter_window_s"]` seconds: no handshake, no other test in them) and the switch
 ports that moved (`extra["switch_ports"]`). A downstream count under `counter_flat_share` of
 what the sender sent is flat: background frames (LLDP, ARP), none of the test's data. The patterns:
-frames vanish (sender `tx_packets_phy` grows, no switch leg and no receiver counts them, no
-ACK timeouts): addressing / ARP flux (`host.duplicate-ip`); the connection forms but data
-stalls with `local_ack_timeout_err` climbing: lossless QoS on the path (`switch.qos-pfc-stall`);
+frames vanish (sender `tx_packets_phy` grows, no switch leg and no receiver counts them) and,
+with no ACK coming back, the sender's `local_ack_timeout_err` climbs: the data path stalls. Seed
+000 saw that signature twice, from lossless QoS on the path (`switch.qos-pfc-stall`) and from
+ARP flux (`host.duplicate-ip`): the counters cannot tell the two apart, the configuration along
+the test can (`switch_qos`, `host_addressing`);
 `packet_seq_err` growing near line rate under oversubscription is congestion control working,
 growing while throughput sits in single digits is a broken path; `link_down_events_phy`
 moving means the link bounced during the test (not evidence).
@@ -99,10 +101,15 @@ def reading(sig: Signature, gbps: float, ctx: Context) -> str:
     e = ctx.expectations
     if sig.link_downs:
         return "the link bounced during the test: not evidence"
+    if sig.vanished and sig.timeouts:
+        return (
+            "frames left the sender, nothing downstream counted them and its ACKs timed out: "
+            "the data path stalls (lossless QoS or ARP flux)"
+        )
     if sig.stalled_with_timeouts:
-        return "connection formed, data stalled: the sender's ACKs time out (a QoS stall)"
+        return "connection formed, data stalled: the sender's ACKs time out"
     if sig.vanished:
-        return "frames left the sender and nothing downstream counted them (addressing/ARP)"
+        return "frames left the sender and nothing downstream counted them"
     if sig.seq_err and gbps >= e.isl_shared_flow_gbps * e.warn_ratio:
         return "sequence errors near line rate: congestion control working"
     if sig.seq_err and gbps <= e.software_forwarding_max_gbps:

@@ -1,8 +1,10 @@
 """The duplicate-address verdict rests on what the fabric did, not only on `ip -j addr`
 (FAULTS.md, "What counts as proof"): a rail test to or from a netdev whose address another
-netdev holds, whose frames left the sender and reached neither its switch leg nor the receiver
-with no ACK timeout, proves the ARP flux; with no such test the verdict says it is not yet
-proven by traffic. On the lab, the addressing step measures before it offers the fix."""
+netdev holds, whose frames left the sender and reached neither its switch leg nor the receiver,
+proves the ARP flux where no lossless QoS port can be on its path (a lossless queue stalls a
+test the same way: frames vanish, the sender's ACKs time out); with no such test the verdict
+says it is not yet proven by traffic. On the lab, the addressing step measures before it offers
+the fix."""
 
 from __future__ import annotations
 
@@ -39,19 +41,19 @@ RAILS = (
 
 def _run(client: str, server: str, *, sent: int, received: int, leg: int) -> Measurement:
     """A test whose frames the sender sent, the receiver and the client's switch leg counted
-    (it moved no data: 0 Gb/s, no ACK timeout)."""
+    (it moved no data: 0 Gb/s; its QP retried 7 times, no ACK came back)."""
     return rail_run(
         client,
         server,
         0.0,
-        ({"tx_packets_phy": sent, "local_ack_timeout_err": 0}, {"rx_packets_phy": received}),
+        ({"tx_packets_phy": sent, "local_ack_timeout_err": 7}, {"rx_packets_phy": received}),
         counter_window_s=3.4,
         switch_ports={"sw": {"qsfp56-dd-1-1": {"rx-packet": leg}}},
     )
 
 
-def _verdict(*runs: Measurement) -> Verdict:
-    verdicts = host_addressing.judge(Addressing(RAILS, (), runs), CTX)
+def _verdict(*runs: Measurement, **qos: frozenset[object]) -> Verdict:
+    verdicts = host_addressing.judge(Addressing(RAILS, (), runs, **qos), CTX)  # type: ignore[arg-type]
     [v] = [v for v in verdicts if v.fault == "host.duplicate-ip"]
     return v
 
@@ -61,6 +63,7 @@ def test_frames_that_vanish_prove_the_duplicate_counters_first() -> None:
     v = _verdict(_run("a", "b", sent=5423, received=3, leg=0))
     assert v.status is Status.FAIL
     assert "proven: 1 rail test(s) to or from them sent frames that no switch leg" in v.summary
+    assert v.summary.endswith("on lossy switch ports)")
     first = v.evidence[0]
     assert first.target == "a/p0->b/p0"
     assert first.observed.startswith(
@@ -68,6 +71,31 @@ def test_frames_that_vanish_prove_the_duplicate_counters_first() -> None:
     )
     assert "receiver rx_packets_phy +3; switch leg rx-packet +0" in first.observed
     assert v.evidence[1].observed == "10.9.1.2 on 2 netdevs"
+
+
+def test_a_vanish_a_lossless_port_explains_too_is_not_proof_of_arp_flux() -> None:
+    # a lossless queue stalls a test exactly so (frames vanish, ACKs time out): across one,
+    # the traffic cannot tell ARP flux from QoS
+    run = _run("a", "b", sent=16384, received=0, leg=0)
+    for qos in (
+        {"lossless": frozenset({("sw", "qsfp56-dd-2-1")})},  # the server's leg
+        {"qos_unread": frozenset({"sw"})},  # the switch's QoS not read: any port may be
+    ):
+        v = _verdict(run, **qos)
+        assert v.status is Status.FAIL
+        assert "1 rail test(s) to or from them stalled" in v.summary
+        assert "not yet proven by traffic apart from QoS" in v.summary
+        assert v.evidence[0].target == "a/p0->b/p0"
+    # a lossless port elsewhere does not touch this test's legs
+    v = _verdict(run, lossless=frozenset({("sw", "qsfp56-dd-9-1")}))
+    assert "(proven: 1 rail test(s)" in v.summary
+    # a leg whose port is not known may be the lossless one
+    bare = replace(CTX, cabling={"a/p0": ("sw", "qsfp56-dd-1-1")})
+    verdicts = host_addressing.judge(
+        Addressing(RAILS, (), (run,), lossless=frozenset({("sw", "qsfp56-dd-9-1")})), bare
+    )
+    [v] = [v for v in verdicts if v.fault == "host.duplicate-ip"]
+    assert "not yet proven by traffic apart from QoS" in v.summary
 
 
 def test_counters_read_after_the_data_ended_say_so() -> None:
@@ -123,6 +151,8 @@ def test_the_lab_walk_proves_the_duplicate_before_the_fix(tmp_path: Path) -> Non
     before, after = step[0], step[-1]
     assert before["status"] == "fail" and "(proven: " in before["summary"]
     vanished = [ev for ev in before["evidence"] if "tx_packets_phy +" in ev["observed"]]
-    assert vanished and all("local_ack_timeout_err +0;" in ev["observed"] for ev in vanished)
+    assert before["summary"].endswith("on lossy switch ports)")
+    # no ACK comes back for frames sent to a wrong MAC: the sender's QP times out and retries
+    assert vanished and all("local_ack_timeout_err +0;" not in ev["observed"] for ev in vanished)
     assert all("rx_packets_phy +0;" in ev["observed"] for ev in vanished)
     assert after["status"] == "pass"

@@ -2,7 +2,9 @@
 counts as proof"): lossless ports with a rail test through them that connected and stalled
 (sender ACK timeouts, receiver flat) is proven; tests at line rate through them say the setting
 is not what slows the fabric (a warning); with no test yet it says "not yet proven by traffic".
-On the lab, the QoS step measures before it offers the fix, so its verdict carries the stall."""
+ARP flux stalls a test the same way, so a stall proves QoS only between ends whose addresses are
+unique. On the lab, the QoS step measures before it offers the fix, so its verdict carries the
+stall."""
 
 from __future__ import annotations
 
@@ -14,11 +16,12 @@ import pytest
 
 from flows.base import Context
 from flows.checks import switch_qos
+from flows.checks._common import arp_flux_netdevs
 from flows.checks.switch_qos import QosPort, SwitchQos
 from flows.expectations import DEFAULT
 from tests.checks.rail_run import rail_run
 from tests.engine.fix_walk import fix_walk
-from wizard.model import Measurement, Status
+from wizard.model import Measurement, Rail, Status
 
 CTX = Context(
     expectations=DEFAULT,
@@ -48,8 +51,13 @@ def _run(client: str, server: str, gbps: float, *, stalled: bool) -> Measurement
     )
 
 
-def _verdict(*runs: Measurement, ports: tuple[QosPort, ...] = (LOSSLESS, *LOSSY)):  # type: ignore[no-untyped-def]
-    [v] = switch_qos.judge(SwitchQos(ports, (), runs), CTX)
+def _verdict(  # type: ignore[no-untyped-def]
+    *runs: Measurement,
+    ports: tuple[QosPort, ...] = (LOSSLESS, *LOSSY),
+    flux: frozenset[str] = frozenset(),
+    unaddressed: frozenset[str] = frozenset(),
+):
+    [v] = switch_qos.judge(SwitchQos(ports, (), runs, flux, unaddressed), CTX)
     return v
 
 
@@ -65,6 +73,35 @@ def test_a_stall_through_a_lossless_port_proves_it_counters_first() -> None:
     assert v.evidence[1].observed == "trust-l3=keep pfc=pfc-tc3"
     # c->d never crossed the lossless port: it is not counted either way
     assert all(e.target != "c/p0->d/p0" for e in v.evidence)
+
+
+def test_a_stall_an_end_with_a_shared_address_explains_too_is_not_proof_of_qos() -> None:
+    # ARP flux sends the frames to a wrong MAC: no ACK comes back, the same signature
+    stalled = _run("a", "b", 0.0, stalled=True)
+    v = _verdict(stalled, flux=frozenset({"b/p0"}))
+    assert v.status == Status.FAIL
+    assert "1 rail test(s) through them stalled (ACK timeouts, receiver flat), but an end of " in (
+        v.summary
+    )
+    assert "not yet proven by traffic apart from ARP flux" in v.summary
+    assert v.evidence[0].target == "a/p0->b/p0"  # the stall is shown all the same
+    # with one node's addresses unread, any address may be shared
+    v = _verdict(stalled, unaddressed=frozenset({"d"}))
+    assert "but the fabric addresses of d were not read" in v.summary
+    # a shared address elsewhere does not touch this test's ends
+    v = _verdict(stalled, flux=frozenset({"c/p0", "d/p0"}))
+    assert "(proven: 1 rail test(s)" in v.summary
+
+
+def test_the_addresses_read_say_which_ends_arp_flux_may_hit() -> None:
+    rails = [
+        Rail("a", "p0", "rocep1s0f0", 0, "A", addresses=("10.9.0.1/24",)),
+        Rail("a", "p1", "rocep1s0f1", 0, "B", addresses=("10.9.1.1/24",)),
+        Rail("b", "p0", "rocep1s0f0", 0, "A", addresses=("10.9.0.2/24",)),
+        Rail("b", "p1", "rocep1s0f1", 0, "B", addresses=("10.9.0.3/24",)),  # b's subnet twice
+        Rail("c", "p0", "rocep1s0f0", 0, "A", addresses=("10.9.0.1/24",)),  # a's address
+    ]
+    assert arp_flux_netdevs(rails) == {"a/p0", "c/p0", "b/p0", "b/p1"}
 
 
 def test_line_rate_through_a_lossless_port_is_a_warning_not_a_stall() -> None:

@@ -139,8 +139,9 @@ class Traffic:
         """A stalled flow for `dt` seconds: each QP sends its window once per ACK timeout
         (`physics.ack_timeout_s`: the first time, then once a retry) and counts each timeout it
         recovers from by a retry (`local_ack_timeout_err`: mlx5 counts the ones under the retry
-        limit; the last one is the error completion) unless ARP flux sent its frames to a wrong
-        MAC; a lossless first hop keeps the sender paused."""
+        limit; the last one is the error completion). No ACK comes back whatever swallowed the
+        frames: a lossless queue that never drains or a MAC that ARP flux resolved wrongly both
+        leave the QP to time out. A lossless first hop keeps the sender paused."""
         spec, r = a.spec, a.result
         period = ack_timeout_s(spec.qp_timeout)
         if r.path is None or not r.path.ok or period is None:
@@ -148,18 +149,19 @@ class Traffic:
         expired = spec.qps * dt / period
         limit = spec.qps * spec.retry_cnt
         retries = min(a.expired + expired, limit) - min(a.expired, limit)
+        # a QP sends its window once, then once a retry; after the last it is in error and
+        # sends nothing more, however late its process reaps it
+        sends = spec.qps * (spec.retry_cnt + 1)
+        windows = min(a.expired + expired, sends) - min(a.expired, sends)
         a.expired += expired
-        pk = expired * math.ceil(spec.window_bytes / r.mtu)
+        pk = windows * math.ceil(spec.window_bytes / r.mtu)
         sr.bump("tx_packets_phy", pk)
         frame = r.mtu + ROCE_OVERHEAD
         sr.bump("tx_bytes_phy", pk * frame)
         sr.bump("port_xmit_packets", pk)
         sr.bump("port_xmit_data", pk * frame / 4)
-        if not r.reason.startswith("duplicate IP"):
-            # the QP's retries time out (a lossless-QoS stall); frames sent to a
-            # MAC that ARP flux resolved wrongly just vanish (seed 000)
-            sr.bump("local_ack_timeout_err", retries)
-            sr.bump("roce_adp_retrans", retries)
+        sr.bump("local_ack_timeout_err", retries)
+        sr.bump("roce_adp_retrans", retries)
         first = r.path.hops[0] if r.path.hops else None
         if first is not None and first.lossless and first.offloaded:
             # the lossless queue never drains: the switch keeps the sender paused
