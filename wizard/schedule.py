@@ -5,12 +5,14 @@ functions over names and rails; the sweep (`wizard.sweep`) runs the rounds."""
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 
 from wizard.model import Rail, SwitchMap
 
 __all__ = [
     "flow_uses",
+    "flux_last",
     "halves_rounds",
     "home_switches",
     "pack_rounds",
@@ -113,6 +115,32 @@ def round_robin(nodes: list[str]) -> list[list[tuple[str, str]]]:
             rounds.append(pairs)
         ring = [ring[0], ring[-1], *ring[1:-1]]
     return rounds
+
+
+def flux_last(nodes: Sequence[str], rails: Mapping[str, Sequence[Rail]]) -> list[str]:
+    """`nodes` in their order, those with a rail ARP flux may hit last: a rail whose IPv4
+    address another rail (of any node) holds too, or two rails of the node in one subnet.
+    `rail_pairs` then puts nodes with unique addresses together: lossless QoS and ARP flux
+    stall a test alike, and a stall between two such nodes is one that QoS alone explains,
+    where the first pairs in inventory order may each hold a suspect node."""
+    owners: dict[str, set[str]] = {}
+    suspect: set[str] = set()
+    for node in nodes:
+        nets: set[str] = set()
+        for r in rails.get(node, ()):
+            for cidr in r.addresses:
+                owners.setdefault(cidr.split("/")[0], set()).add(r.key)
+                try:
+                    net = str(ipaddress.ip_interface(cidr).network)
+                except ValueError:
+                    continue
+                if net in nets:
+                    suspect.add(node)
+                nets.add(net)
+    for holders in owners.values():
+        if len(holders) > 1:
+            suspect.update(key.split("/")[0] for key in holders)
+    return [n for n in nodes if n not in suspect] + [n for n in nodes if n in suspect]
 
 
 def rail_pairs(nodes: list[str]) -> list[list[tuple[str, str]]]:

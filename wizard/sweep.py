@@ -39,7 +39,7 @@ from wizard.events import Event, MeasurementTaken, ProbeAnswered, ProbeSent, Tra
 from wizard.model import Measurement, ProbeResult, Rail, SwitchMap
 from wizard.probes import HostProbe, Observations, Probe, SwitchProbe
 from wizard.readiness import NodeTools
-from wizard.schedule import pack_rounds, rail_pairs, round_robin
+from wizard.schedule import flux_last, pack_rounds, rail_pairs, round_robin
 from wizard.sweep_batch import (
     HostRunner,
     Section,
@@ -542,7 +542,11 @@ class Sweeper:
         out: list[Measurement] = []
         by_node = {n: self.rails.get(n, ()) for n in self.nodes}
         count = max((len(r) for r in by_node.values()), default=0)
-        schedule = rail_pairs(list(self.nodes)) if quick else round_robin(list(self.nodes))
+        schedule = (
+            rail_pairs(flux_last(self.nodes, self.rails))
+            if quick
+            else round_robin(list(self.nodes))
+        )
         flows: list[tuple[Rail, Rail]] = []
         for round_pairs in schedule:
             for idx in range(count):

@@ -14,6 +14,7 @@ from wizard.events import Event, TrafficPlanned
 from wizard.inventory import load_inventory, resolve_password
 from wizard.lab.lab import Lab
 from wizard.model import Measurement, Rail, Status
+from wizard.schedule import flux_last
 from wizard.sweep import Sweeper, rail_pairs, round_robin
 from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
 from wizard.transports.ssh import SshTarget, SshTransport
@@ -30,6 +31,32 @@ def test_round_robin_covers_every_pair_once_in_disjoint_rounds(n: int) -> None:
         used = [x for p in r for x in p]
         assert len(used) == len(set(used))  # a node is in one pair per round
     assert rail_pairs(nodes)[0] == [(nodes[i], nodes[i + 1]) for i in range(0, n - 1, 2)]
+
+
+def test_quick_pairs_put_nodes_with_unique_addresses_together() -> None:
+    # lossless QoS and ARP flux stall a test alike: a pair of two nodes whose addresses are
+    # unique is a stall QoS alone explains, so the nodes ARP flux may hit go last
+    def rails(node: str, *cidrs: str) -> tuple[Rail, ...]:
+        return tuple(
+            Rail(node, f"p{i}", f"r{i}", 0, "A", addresses=(c,)) for i, c in enumerate(cidrs)
+        )
+
+    nodes = ["s1", "s2", "s3", "s4"]
+    shared = {
+        "s1": rails("s1", "10.9.0.1/24", "10.9.1.1/24"),
+        "s2": rails("s2", "10.9.0.2/24", "10.9.1.2/24"),
+        "s3": rails("s3", "10.9.0.2/24", "10.9.1.3/24"),  # s2's address
+        "s4": rails("s4", "10.9.0.4/24", "10.9.1.4/24"),
+    }
+    assert flux_last(nodes, shared) == ["s1", "s4", "s2", "s3"]
+    assert rail_pairs(flux_last(nodes, shared)) == [[("s1", "s4"), ("s2", "s3")]]
+    # two rails of one node in one subnet: the node's own ARP flux
+    subnet = {**shared, "s3": rails("s3", "10.9.0.3/24", "10.9.1.3/24")}
+    subnet["s1"] = rails("s1", "10.9.0.1/24", "10.9.0.11/24")
+    assert flux_last(nodes, subnet) == ["s2", "s3", "s4", "s1"]
+    # nothing shared: the inventory's order, as before
+    clean = {**shared, "s3": rails("s3", "10.9.0.3/24", "10.9.1.3/24")}
+    assert flux_last(nodes, clean) == nodes
 
 
 def test_qp_invariance_is_said_so() -> None:
@@ -104,6 +131,25 @@ async def _sweeper(lab: Lab) -> tuple[Sweeper, SshTransport, dict[str, RouterOsT
     sweeper = Sweeper(ssh=ssh, nodes=[n.name for n in inv.nodes], switches=sws, limits=DEFAULT)
     await sweeper.sweep([])
     return sweeper, ssh, sws
+
+
+@pytest.mark.lab
+async def test_the_quick_plan_tests_the_nodes_with_unique_addresses_together() -> None:
+    # the flagship: spark2 and spark3 share an address; (spark1, spark2), (spark3, spark4)
+    # would put one of them in every test, and no stall would prove QoS apart from ARP flux
+    async with Lab("crs804-three-bugs", time_scale=1000.0) as lab:
+        sweeper, ssh, sws = await _sweeper(lab)
+        seen: list[Event] = []
+        sweeper.sink = seen.append
+        quick = await sweeper.rail_tests(duration_s=1, quick=True, bidirectional=False)
+        await ssh.close()
+        for t in sws.values():
+            await t.close()
+    [plan] = [e for e in seen if isinstance(e, TrafficPlanned)]
+    tests = [t for r in plan.rounds for t in r]
+    pairs = {frozenset(n.split("/")[0] for n in t.split("->")) for t in tests}
+    assert pairs == {frozenset({"spark1", "spark4"}), frozenset({"spark2", "spark3"})}
+    assert {frozenset((m.extra["client"], m.extra["server"])) for m in quick} == pairs
 
 
 @pytest.mark.lab
