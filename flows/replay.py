@@ -7,9 +7,12 @@ fixtures are harvested: a recorded answer whose replay agrees is a ready test ca
 
 Events are walked in order. At each recorded `VerdictReached`, the check that judged it (by its
 `check` id, else by fault id) is run on the observations known at that moment: the latest answer
-per (target, probe) of that step, over the latest of earlier steps, with the step's measurements
-and the link transitions and drains seen so far (the drain guard judges the same way). Nothing is
-sent anywhere: replay is pure.
+per (target, probe) of that step, over the latest of earlier steps, with the measurements the
+engine judged with, and the link transitions and drains seen so far (the drain guard judges the
+same way). The engine judges a sweep's answers alone, and a measurement with the valid results
+of that one measurement: the step's `measuring` phase begins a batch, its `probing` and
+`verifying` phases (a sweep) end it, so a verdict after a fix is never replayed with the numbers
+from before it. Nothing is sent anywhere: replay is pure.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 from flows.base import Check, Context, Observations
 from flows.expectations import DEFAULT, Expectations
 from wizard.errors import FabwizError
-from wizard.events import MeasurementTaken, ProbeAnswered, VerdictReached
+from wizard.events import MeasurementTaken, ProbeAnswered, StepChanged, VerdictReached
 from wizard.model import Measurement, ProbeResult, Rail, Status, Verdict
 from wizard.pipeline import is_check_failure, run_check
 from wizard.session import LoadedSession, SessionState
@@ -46,9 +49,14 @@ class ReplayRow:
     replayed_summary: str = ""
     at: float = 0.0
     note: str = ""  # why there is no replayed verdict, or the error a check raised
+    # False: a verdict the engine judges itself (not a check) from what no probe answer holds;
+    # replay does not judge it again, and it is no difference
+    compared: bool = True
 
     @property
     def agree(self) -> bool:
+        if not self.compared:
+            return True
         return (
             self.recorded is not None
             and self.recorded == self.replayed
@@ -80,6 +88,7 @@ class ReplayRow:
             "recorded_summary": self.recorded_summary,
             "replayed_summary": self.replayed_summary,
             "agree": self.agree,
+            "compared": self.compared,
             "difference": self.difference,
             "note": self.note,
         }
@@ -111,6 +120,15 @@ class ReplayResult:
 
 
 # --- the checks and the context ----------------------------------------------------------------
+
+# Verdicts the engine judges itself, by their `check`, and what they rest on: none of it is a
+# recorded probe answer a check could read again, so replay shows them and does not judge them.
+ENGINE_JUDGED = {
+    "persist.golden-export": "the switch's /file listing read after the golden export",
+    "bisection": "the drain and direct-connect bisection's before and after",
+    "persist-proof": "the reboot proof's rails that did not come back",
+    "sweep": "the sweep's connection attempts",
+}
 
 
 def _judged_at(step: str, fault: str) -> bool:
@@ -181,11 +199,23 @@ def _context_at(
         addressing=base.addressing,
         known_good_firmware=base.known_good_firmware,
     )
+    fixed: dict[str, tuple[str, ...]] = {}
+    for f in state.fixes.values():
+        if f.verified_ok:
+            for node in f.target.replace(",", " ").split():
+                fixed[node] = (*fixed.get(node, ()), f.fault)
     return replace(
         ctx,
         rails={**base.rails, **ctx.rails},
         transitions=state.all_transitions,
         drained_at=state.drained_at,
+        # what the session changed and when (older log lines are history) and what it fixed
+        # (the persistence checks ask for those files), as the engine's context has them
+        changed_at=dict(state.changed_at),
+        fixed=fixed,
+        nccl_devices=base.nccl_devices,
+        jobs=base.jobs,
+        job_processes=base.job_processes,
     )
 
 
@@ -247,7 +277,17 @@ def context_from_session(
         management=management,
         addressing=dict(addressing) if isinstance(addressing, Mapping) else {},
         known_good_firmware=firmware if isinstance(firmware, str) else exp.known_good_firmware,
+        nccl_devices=devices if isinstance(devices := ctx_opts.get("nccl_devices"), str) else None,
+        jobs=_names(ctx_opts.get("jobs")),
+        job_processes=_names(ctx_opts.get("job_processes")),
     )
+
+
+def _names(value: Any) -> dict[str, str]:
+    """A recorded `node -> name` map (anything else in its place: none)."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, str)}
 
 
 # --- observations ------------------------------------------------------------------------------
@@ -262,6 +302,30 @@ class _Recorded:
     measurements: dict[str, list[Measurement]] = field(default_factory=dict)
     version: int = 0
 
+    def take(self, ev: object) -> bool:
+        """Fold in a probe answer, a measurement or a phase (True: it was one of them)."""
+        if isinstance(ev, ProbeAnswered):
+            self.add(ev.step, ev.probe, ev.result)
+        elif isinstance(ev, MeasurementTaken):
+            self.measured(ev.step, ev.measurement)
+        elif isinstance(ev, StepChanged):
+            self.phase(ev.step, ev.phase)
+        else:
+            return False
+        return True
+
+    def phase(self, step: str, phase: str) -> None:
+        """A step's phase: a measurement begins a new batch, a sweep judges without one."""
+        if phase in _BATCH_PHASES and self.measurements.get(step):
+            self.measurements[step] = []
+            self.version += 1
+
+    def measured(self, step: str, m: Measurement) -> None:
+        """A measurement of the step's batch (the engine judges with the valid ones)."""
+        if m.valid:
+            self.measurements.setdefault(step, []).append(m)
+            self.version += 1
+
     def add(self, step: str, probe: str, result: ProbeResult) -> None:
         key = (result.kind, result.target, probe)
         self.by_step.setdefault(step, {})[key] = result
@@ -272,6 +336,11 @@ class _Recorded:
         merged = dict(self.latest)
         merged.update(self.by_step.get(step, {}))
         return observations_from(merged.items(), self.measurements.get(step, ()))
+
+
+# the phases after which the engine judges with other measurements than the step's last ones:
+# a new measurement, or a sweep (its observations carry none)
+_BATCH_PHASES = frozenset({"measuring", "probing", "verifying"})
 
 
 def observations_from(
@@ -338,29 +407,22 @@ def replay_session(
     group_step: dict[tuple[Any, ...], tuple[str, str, float]] = {}
     rows: list[ReplayRow] = []
     warnings: list[str] = []
-    transitions_version = 0
+    context_version = 0  # the drain guard's history and the session's changes, as of now
 
     for ev in loaded.events:
         state.apply(ev)
-        if ev.type in ("link_transition_seen", "node_drained"):
-            transitions_version += 1
-        if isinstance(ev, ProbeAnswered):
-            rec.add(ev.step, ev.probe, ev.result)
-            continue
-        if isinstance(ev, MeasurementTaken):
-            rec.measurements.setdefault(ev.step, []).append(ev.measurement)
-            rec.version += 1
-            continue
-        if not isinstance(ev, VerdictReached):
+        if ev.type in _CONTEXT_EVENTS:
+            context_version += 1
+        if rec.take(ev) or not isinstance(ev, VerdictReached):
             continue
         v = ev.verdict
-        check = by_id.get(v.check) or by_fault.get(v.fault)
+        check = by_id.get(v.check)
+        if check is None and v.check not in ENGINE_JUDGED:
+            check = by_fault.get(v.fault)
         if check is None:
-            rows.append(
-                _row(ev.step, v, None, check="", at=ev.at, note="no check in this build judges it")
-            )
+            rows.append(_not_judged(ev.step, v, ev.at))
             continue
-        key = (ev.step, check.id, rec.version, transitions_version)
+        key = (ev.step, check.id, rec.version, context_version)
         if key not in cache:
             obs = rec.observations(ev.step)
             ctx = _context_at(obs, base, state, recorded_cabling)
@@ -380,6 +442,22 @@ def replay_session(
         else:
             rows.extend(_unrecorded(replayed, group_step[key], recorded_in_group[key]))
     return ReplayResult(rows=tuple(rows), checks_run=len(cache), warnings=tuple(warnings))
+
+
+# the events after which the judging context differs (the drain guard, what was changed and fixed)
+_CONTEXT_EVENTS = frozenset(
+    {"link_transition_seen", "node_drained", "fix_applied", "fix_verified", "fix_rolled_back"}
+)
+
+
+def _not_judged(step: str, v: Verdict, at: float) -> ReplayRow:
+    """A recorded verdict no check judges: the engine's own (shown, no difference), or one no
+    check in this build reports (a difference)."""
+    what = ENGINE_JUDGED.get(v.check)
+    if what is None:
+        return _row(step, v, None, check="", at=at, note="no check in this build judges it")
+    note = f"judged by the engine from {what}, not by a check: not judged again"
+    return replace(_row(step, v, None, check="", at=at, note=note), compared=False)
 
 
 def _lookups(checks: tuple[Check, ...]) -> tuple[dict[str, Check], dict[str, Check]]:

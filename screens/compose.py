@@ -356,6 +356,10 @@ def _start_log(
                 "management": {s.name: list(s.management_ports) for s in inv.switches},
                 "addressing": {"pattern": inv.addressing_pattern},
                 "known_good_firmware": inv.known_good_firmware,
+                # where the real job runs, as the engine's checks read it (replay judges alike)
+                "jobs": {n.name: n.job_container for n in inv.nodes if n.job_container},
+                "job_processes": {n.name: n.job_process for n in inv.nodes if n.job_process},
+                "nccl_devices": inv.nccl_devices,
             },
             "lab": the_lab is not None,
         },

@@ -317,7 +317,7 @@ async def one_rail_test(sw: Sweeper, client: Rail, server: Rail, run: RailRun) -
         )
     finally:
         rnd.end(slot)
-    value, reason, lost = _bandwidth(cli, srv_res)
+    value, reason, lost, error_kind = _bandwidth(cli, srv_res)
     extra: dict[str, object] = {
         "client": client.node,
         "server": server.node,
@@ -335,6 +335,9 @@ async def one_rail_test(sw: Sweeper, client: Rail, server: Rail, run: RailRun) -
         "exit_status": cli.exit_status,
         "server_raw": srv_res.stdout,
     }
+    if error_kind:
+        # how perftest's run ended (`retry-exceeded`: connected, then no ACK came back)
+        extra["error_kind"] = error_kind
     if window_s is not None:
         extra["counter_window_s"] = round(window_s, 2)  # targets' seconds the deltas span
         # False: the second read came after the data ended (a window longer than the data)
@@ -485,16 +488,19 @@ async def _client(
         heard.cancel()
 
 
-def _bandwidth(cli: ProbeResult, srv_res: ProbeResult) -> tuple[float, str, str | None]:
-    """(Gb/s, reason, the lost session's error) of one ib_write_bw test."""
+def _bandwidth(cli: ProbeResult, srv_res: ProbeResult) -> tuple[float, str, str | None, str | None]:
+    """(Gb/s, reason, the lost session's error, perftest's error kind) of one ib_write_bw
+    test."""
     from wizard.parsers.perftest import parse_perftest
 
     value = 0.0
     reason = ""
+    kind: str | None = None
     try:
         parsed = parse_perftest(cli.stdout + ("\n" + cli.stderr if cli.stderr else ""))
         value = parsed.bw_avg_gbps or 0.0
         reason = parsed.error or ""
+        kind = parsed.error_kind
     except ParseError as exc:
         reason = f"unreadable ib_write_bw output: {exc}"
     # A broken SSH session or a command that never answered says nothing about the rail:
@@ -507,7 +513,7 @@ def _bandwidth(cli: ProbeResult, srv_res: ProbeResult) -> tuple[float, str, str 
         reason = cli.error
     if lost is not None:
         reason = f"no result: {lost}"
-    return value, reason, lost
+    return value, reason, lost, kind
 
 
 def peer_rail(mine: Rail | None, theirs: Sequence[Rail], idx: int) -> Rail | None:

@@ -161,6 +161,11 @@ def _stall_cause(
     elif sig is not None and sig.stalled_with_timeouts:
         # a switch leg counted the frames, the receiver did not: the switch held them
         f["switch.qos-pfc-stall"].fail(ev, target=m.target, warn=True)
+    elif sig is None and m.extra.get("error_kind") == "retry-exceeded":
+        # no counters read, but the test's own end: it connected and no ACK came back until
+        # its retries ran out, a stall (never a forwarding rate, however low the number)
+        f["switch.qos-pfc-stall"].fail(ev, target=m.target, warn=True)
+        f["host.duplicate-ip"].fail(ev, target=m.target, warn=True)
     else:
         return False
     return True

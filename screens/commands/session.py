@@ -118,16 +118,18 @@ def _print_replay(result: Any, where: str) -> None:
             "—" if row.recorded is None else str(row.recorded),
             "—" if row.replayed is None else str(row.replayed),
             targets,
-            row.difference or "agrees",
+            row.difference or ("agrees" if row.compared else row.note),
         )
         table.add_row(*(Text(clean(c)) for c in cells), style=style)
     console.print(table)
     n = len(result.differences)
     recorded = sum(1 for r in result.rows if r.recorded is not None)
+    engine = sum(1 for r in result.rows if not r.compared)
+    aside = f" ({engine} judged by the engine itself, not judged again)" if engine else ""
     console.print(
-        f"{recorded} recorded verdicts replayed: {n} differences"
+        f"{recorded} recorded verdicts replayed: {n} differences{aside}"
         if n
-        else f"all {recorded} recorded verdicts agree",
+        else f"all {recorded - engine} recorded verdicts a check judges agree{aside}",
         markup=False,
     )
     for w in result.warnings:

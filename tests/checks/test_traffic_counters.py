@@ -193,6 +193,32 @@ def test_a_stall_where_qos_and_duplicates_are_both_configured_names_both() -> No
     assert "host.duplicate-ip" not in got
 
 
+def test_a_test_that_ran_out_of_retries_is_a_stall_even_without_its_counters() -> None:
+    # the counters were not read (a stall at high time compression ends before its round is
+    # read): the test's own end still says it connected and no ACK came back
+    m = _m(0.0, {}, {}, reason=STALL)
+    bare = Measurement(
+        m.kind,
+        m.target,
+        0.0,
+        "Gb/s",
+        reason=STALL,
+        extra={
+            **{k: v for k, v in m.extra.items() if k != "counters"},
+            "error_kind": "retry-exceeded",
+        },
+    )
+    got = _verdicts(_runs(bare, offload_faults=()))
+    assert got["switch.qos-pfc-stall"] == Status.WARN
+    assert got["host.duplicate-ip"] == Status.WARN
+    # never the switch CPU's ~10 Gb/s signature, whatever the number
+    assert not any(k.startswith("switch.offload") for k in got)
+    # without the error kind a 0 Gb/s test with no counters says nothing of a stall
+    plain = Measurement(m.kind, m.target, 0.0, "Gb/s", reason=STALL, extra=dict(bare.extra))
+    del plain.extra["error_kind"]
+    assert "switch.qos-pfc-stall" not in _verdicts(_runs(plain))
+
+
 def test_seq_err_near_line_rate_is_congestion_control_working() -> None:
     m = _m(
         81.9,

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from flows.replay import replay_session
 from screens.compose import open_wizard
 from screens.terminal import TerminalOperator
 from wizard.engine import RunResult
@@ -27,6 +28,7 @@ from wizard.events import (
     StepChanged,
     VerdictReached,
 )
+from wizard.session import load_session
 
 pytestmark = pytest.mark.lab
 
@@ -92,6 +94,12 @@ async def test_three_bugs_walk_ends_at_line_rate(tmp_path: Path) -> None:
     types = [json.loads(line)["type"] for line in log]
     assert types[0] == "session_started" and types[-1] == "session_ended"
     assert types.count("export_taken") >= 3  # two pre-fix and the golden one
+    # Replayed offline with the same checks, every verdict a check judged comes out the same:
+    # each judged with the observations and the measurement the engine judged it with
+    replayed = replay_session(load_session(tmp_path / "session"))
+    assert replayed.differences == (), [r.to_json() for r in replayed.differences]
+    engine_only = [r for r in replayed.rows if not r.compared]
+    assert engine_only and {r.fault for r in engine_only} == {"persist.golden-export"}
 
 
 class SkipDrains(TerminalOperator):

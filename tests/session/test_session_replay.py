@@ -22,13 +22,14 @@ from flows.replay import (
 from wizard.events import (
     Event,
     LinkTransitionSeen,
+    MeasurementTaken,
     NodeDrained,
     ProbeAnswered,
     SessionStarted,
     StepChanged,
     VerdictReached,
 )
-from wizard.model import ProbeResult, Status, Verdict
+from wizard.model import Measurement, ProbeResult, Status, Verdict
 from wizard.session import LOG_VERSION, LoadedSession, SessionLog, load_session
 
 # --- a tiny check, so the mechanics are tested whatever the checks helper ships ----------------
@@ -166,6 +167,93 @@ def test_replay_shows_where_verdicts_differ(tmp_path: Path) -> None:
     assert wrong.replayed_targets == ("spark2",) and wrong.difference == "status pass -> fail"
     assert unknown.replayed is None and "no check" in unknown.difference
     assert result.to_json()["differences"] == 2
+
+
+def _slowest(obs: Observations, ctx: Context) -> list[float]:
+    return [m.value for m in obs.measurements if m.kind == "rail"]
+
+
+def _judge_rates(rates: list[float], ctx: Context) -> list[Verdict]:
+    status = Status.UNKNOWN if not rates else Status.FAIL if min(rates) < 80 else Status.PASS
+    return [Verdict(fault="host.cx7-degraded", status=status, summary=f"{rates}", check="rates")]
+
+
+RATES = Check(
+    id="rates",
+    title="Rates",
+    description="",
+    faults=("host.cx7-degraded",),
+    step="qos",
+    probes=(),
+    parse=_slowest,
+    judge=_judge_rates,
+)
+
+
+def _rate(step: str, gbps: float, *, valid: bool = True) -> MeasurementTaken:
+    return MeasurementTaken(
+        step=step,
+        measurement=Measurement("rail", f"a/p0->b/p{gbps:g}", gbps, "Gb/s", valid=valid),
+    )
+
+
+def _rates_verdict(step: str, status: Status) -> VerdictReached:
+    return VerdictReached(
+        step=step,
+        verdict=Verdict(fault="host.cx7-degraded", status=status, summary="", check="rates"),
+    )
+
+
+def test_replay_judges_each_verdict_with_the_measurement_the_engine_judged_it_with(
+    tmp_path: Path,
+) -> None:
+    # the engine judges a measurement's valid results alone, and a sweep (a fix's verification)
+    # with none: the numbers from before a fix never judge the verdicts after it
+    loaded = _save(
+        tmp_path,
+        [
+            _started(),
+            StepChanged(step="qos", phase="probing"),
+            _ans("qos", "spark1", "links", UP),
+            _rates_verdict("qos", Status.UNKNOWN),  # the sweep: no numbers yet
+            StepChanged(step="qos", phase="measuring"),
+            _rate("qos", 0.0),
+            _rate("qos", 3.0, valid=False),  # an undrained node's: not evidence, not judged
+            _rates_verdict("qos", Status.FAIL),
+            StepChanged(step="qos", phase="verifying"),
+            _ans("qos", "spark1", "links", UP),
+            _rates_verdict("qos", Status.UNKNOWN),  # the fix's verification: a sweep
+            StepChanged(step="qos", phase="measuring"),
+            _rate("qos", 109.2),
+            _rate("qos", 109.3),
+            _rates_verdict("qos", Status.PASS),  # after the fix: its own numbers only
+        ],
+    )
+    result = replay_session(loaded, checks=[RATES])
+    assert [(r.recorded, r.replayed) for r in result.rows] == [
+        (Status.UNKNOWN, Status.UNKNOWN),
+        (Status.FAIL, Status.FAIL),
+        (Status.UNKNOWN, Status.UNKNOWN),
+        (Status.PASS, Status.PASS),
+    ]
+    assert result.rows[1].replayed_summary == "[0.0]"
+    assert result.rows[3].replayed_summary == "[109.2, 109.3]"
+
+
+def test_a_verdict_the_engine_judges_itself_is_shown_not_judged_again(tmp_path: Path) -> None:
+    golden = Verdict(
+        fault="persist.golden-export",
+        status=Status.PASS,
+        summary="the golden export x.rsc is on crs804 (3378 bytes)",
+        targets=("crs804",),
+        check="persist.golden-export",
+    )
+    loaded = _save(tmp_path, [_started(), VerdictReached(step="persist", verdict=golden)])
+    result = replay_session(loaded, checks=[TINY])
+    [row] = result.rows
+    assert not row.compared and row.agree and result.agree and result.differences == ()
+    assert row.note.startswith("judged by the engine from the switch's /file listing")
+    assert result.to_json()["rows"][0]["compared"] is False
 
 
 def test_replay_uses_the_transitions_and_drains_known_at_the_verdict(tmp_path: Path) -> None:

@@ -296,20 +296,22 @@ class EngineCore:
     ) -> tuple[list[Measurement], list[Verdict]]:
         """Measure and judge with the step's traffic checks. With `explained`, a verdict the
         checks give under another fault id (the finding that explains a low number) is kept."""
+        checks = self._checks_for(faults, traffic=True)
+        if kind == "fabric":
+            # the checks that judge the ping matrix, on a fresh sweep of their own probes (the
+            # last sweep may have been a fix's verification, which read other probes), read
+            # before the traffic: the session log then holds the sweep, the measurement and
+            # the verdicts judged with both, in that order
+            checks = [
+                c for c in self._checks_for(faults) if c.needs_traffic or c.id == "switch.mtu"
+            ]
+            await self._sweep([c for c in checks if not c.needs_traffic])
         ms = await self._measure(kind)
         valid = tuple(m for m in ms if m.valid)
         seen = getattr(self.fabric, "traffic", None) if kind == "fabric" else None
         if not valid and not seen:
             return ms, []
-        checks = self._checks_for(faults, traffic=True)
         base = self._last_obs or Observations()
-        if kind == "fabric":
-            # the checks that judge the ping matrix, on a fresh sweep of their own probes (the
-            # last sweep may have been a fix's verification, which read other probes)
-            checks = [
-                c for c in self._checks_for(faults) if c.needs_traffic or c.id == "switch.mtu"
-            ]
-            base = await self._sweep([c for c in checks if not c.needs_traffic])
         obs = replace(base, measurements=valid)
         if isinstance(seen, Mapping) and seen:
             obs = replace(obs, traffic={**base.traffic, **seen})  # the ping matrix
