@@ -6,13 +6,12 @@ rack (a parser fixed since, a threshold changed, a check that judged wrong). It 
 fixtures are harvested: a recorded answer whose replay agrees is a ready test case.
 
 Events are walked in order. At each recorded `VerdictReached`, the check that judged it (by its
-`check` id, else by fault id) is run on the observations known at that moment: the latest answer
-per (target, probe) of that step, over the latest of earlier steps, with the measurements the
-engine judged with, and the link transitions and drains seen so far (the drain guard judges the
-same way). The engine judges a sweep's answers alone, and a measurement with the valid results
-of that one measurement: the step's `measuring` phase begins a batch, its `probing` and
-`verifying` phases (a sweep) end it, so a verdict after a fix is never replayed with the numbers
-from before it. Nothing is sent anywhere: replay is pure.
+`check` id, else by fault id) is run on what the engine judged it with: the answers of the last
+sweep (a step's `probing`, a fix's `verifying`: an answer read before, say before a drain, is
+not judged again), the valid results of the measurement since (a `measuring` phase begins one,
+a sweep ends it, so a verdict after a fix is never judged with the numbers from before it), the
+rails as discovered from every answer so far, and the link transitions, drains, changes and
+fixes seen so far. Nothing is sent anywhere: replay is pure.
 """
 
 from __future__ import annotations
@@ -128,6 +127,7 @@ ENGINE_JUDGED = {
     "bisection": "the drain and direct-connect bisection's before and after",
     "persist-proof": "the reboot proof's rails that did not come back",
     "sweep": "the sweep's connection attempts",
+    "drain-guard:refused": "the results it refused as not evidence (undrained nodes)",
 }
 
 
@@ -186,7 +186,8 @@ def _context_at(
     obs: Observations, base: Context, state: SessionState, recorded_cabling: bool
 ) -> Context:
     """The judging context at one verdict: the one the engine builds from a sweep
-    (`flows.registry.make_context`), with the drain guard's history as known at that moment."""
+    (`flows.registry.make_context`) on the rails discovered from every answer so far (`obs`),
+    with the drain guard's history as known at that moment."""
     from flows.registry import make_context
 
     ctx = make_context(
@@ -297,15 +298,17 @@ def _names(value: Any) -> dict[str, str]:
 class _Recorded:
     """Probe answers and measurements as known at a point of the walk."""
 
-    by_step: dict[str, dict[tuple[str, str, str], ProbeResult]] = field(default_factory=dict)
     latest: dict[tuple[str, str, str], ProbeResult] = field(default_factory=dict)
+    # the answers of the last sweep: what the engine judges with (a sweep reads its step's
+    # probes; an answer read steps ago, before a drain or a change, is not judged again)
+    current: dict[tuple[str, str, str], ProbeResult] = field(default_factory=dict)
     measurements: dict[str, list[Measurement]] = field(default_factory=dict)
     version: int = 0
 
     def take(self, ev: object) -> bool:
         """Fold in a probe answer, a measurement or a phase (True: it was one of them)."""
         if isinstance(ev, ProbeAnswered):
-            self.add(ev.step, ev.probe, ev.result)
+            self.add(ev.probe, ev.result)
         elif isinstance(ev, MeasurementTaken):
             self.measured(ev.step, ev.measurement)
         elif isinstance(ev, StepChanged):
@@ -315,32 +318,41 @@ class _Recorded:
         return True
 
     def phase(self, step: str, phase: str) -> None:
-        """A step's phase: a measurement begins a new batch, a sweep judges without one."""
+        """A step's phase: a sweep begins (its answers replace the last sweep's, and it judges
+        without numbers), or a measurement begins a new batch."""
+        if phase in _SWEEP_PHASES:
+            self.current = {}
+            self.version += 1
         if phase in _BATCH_PHASES and self.measurements.get(step):
             self.measurements[step] = []
             self.version += 1
 
     def measured(self, step: str, m: Measurement) -> None:
-        """A measurement of the step's batch (the engine judges with the valid ones)."""
-        if m.valid:
-            self.measurements.setdefault(step, []).append(m)
-            self.version += 1
+        self.measurements.setdefault(step, []).append(m)
+        self.version += 1
 
-    def add(self, step: str, probe: str, result: ProbeResult) -> None:
+    def add(self, probe: str, result: ProbeResult) -> None:
         key = (result.kind, result.target, probe)
-        self.by_step.setdefault(step, {})[key] = result
+        self.current[key] = result
         self.latest[key] = result
         self.version += 1
 
     def observations(self, step: str) -> Observations:
-        merged = dict(self.latest)
-        merged.update(self.by_step.get(step, {}))
-        return observations_from(merged.items(), self.measurements.get(step, ()))
+        """The last sweep's answers with the valid results of the step's batch (the checks
+        judge no other)."""
+        batch = [m for m in self.measurements.get(step, ()) if m.valid]
+        return observations_from(self.current.items(), batch)
+
+    def discovered(self) -> Observations:
+        """Every answer last read: the rails as the sweeper knows them (it keeps what it found)."""
+        return observations_from(self.latest.items())
 
 
+# a sweep of the engine (`_sweep`): the step's `probing`, or a fix's `verifying`
+_SWEEP_PHASES = frozenset({"probing", "verifying"})
 # the phases after which the engine judges with other measurements than the step's last ones:
 # a new measurement, or a sweep (its observations carry none)
-_BATCH_PHASES = frozenset({"measuring", "probing", "verifying"})
+_BATCH_PHASES = frozenset({"measuring", *_SWEEP_PHASES})
 
 
 def observations_from(
@@ -425,7 +437,7 @@ def replay_session(
         key = (ev.step, check.id, rec.version, context_version)
         if key not in cache:
             obs = rec.observations(ev.step)
-            ctx = _context_at(obs, base, state, recorded_cabling)
+            ctx = _context_at(rec.discovered(), base, state, recorded_cabling)
             replayed = run_check(check, obs, ctx)
             failed = next((r for r in replayed if is_check_failure(r)), None)
             cache[key] = (replayed, failed.summary if failed else "")

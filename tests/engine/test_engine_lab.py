@@ -196,6 +196,10 @@ async def test_every_builtin_scenario_ends_healthy_with_the_right_fix(
     injected = [f.id for f in scenario.faults if not f.id.startswith("benign.")]
     injected += [FROM_FACTS[name]] if name in FROM_FACTS else []
     result, events = await walk(name, tmp_path, time_scale=200.0)
+    # replayed offline with the same checks, no verdict differs: each is judged with what the
+    # walk judged it with (the last sweep, the measurement since, the changes and drains)
+    replayed = replay_session(load_session(tmp_path / "session"))
+    assert replayed.differences == (), [r.to_json() for r in replayed.differences]
     n = scenario.topology.nodes
     if len(scenario.topology.switches) > 1 and n > 2:
         # across switches each pair has its own path: the direct-connect step measures them all

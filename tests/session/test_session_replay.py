@@ -240,6 +240,27 @@ def test_replay_judges_each_verdict_with_the_measurement_the_engine_judged_it_wi
     assert result.rows[3].replayed_summary == "[109.2, 109.3]"
 
 
+def test_a_sweep_is_judged_with_its_own_answers_not_with_older_ones(tmp_path: Path) -> None:
+    # the engine judges a sweep's answers: one that did not read spark2 again (another step's
+    # probes) is not judged with what spark2 said steps ago, before a drain or a change
+    loaded = _save(
+        tmp_path,
+        [
+            _started(),
+            StepChanged(step="preflight", phase="probing"),
+            _ans("preflight", "spark1", "links", UP),
+            _ans("preflight", "spark2", "links", DOWN),
+            _verdict("preflight", "host.rail-down", Status.FAIL, "spark2"),
+            StepChanged(step="qos", phase="probing"),
+            _ans("qos", "spark1", "links", UP),
+            _verdict("qos", "host.rail-down", Status.PASS),
+        ],
+    )
+    result = replay_session(loaded, checks=[TINY])
+    assert result.agree, [r.to_json() for r in result.differences]
+    assert [r.replayed for r in result.rows] == [Status.FAIL, Status.PASS]
+
+
 def test_a_verdict_the_engine_judges_itself_is_shown_not_judged_again(tmp_path: Path) -> None:
     golden = Verdict(
         fault="persist.golden-export",

@@ -285,7 +285,7 @@ class EngineCore:
                             )
                             for m in invalid
                         ),
-                        check="drain-guard",
+                        check="drain-guard:refused",  # the engine's own, from the results
                     )
                 ]
             )
