@@ -12,6 +12,7 @@ from flows.base import Context
 from flows.checks import perf_rails, traffic_counters
 from flows.checks.perf_rails import RailRuns
 from flows.expectations import DEFAULT
+from tests.checks.lab_sweeper import lab_sweeper
 from wizard.counters import (
     NODE_CLOCK,
     deltas,
@@ -22,12 +23,7 @@ from wizard.counters import (
     switch_deltas,
     switch_ports,
 )
-from wizard.inventory import load_inventory, resolve_password
-from wizard.lab.lab import Lab
 from wizard.model import Measurement, Rail, Status
-from wizard.sweep import Sweeper
-from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
-from wizard.transports.ssh import SshTarget, SshTransport
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT.parent / "shared" / "fixtures" / "real"
@@ -259,20 +255,8 @@ async def test_lab_counters_move_with_the_simulated_traffic(scenario: str) -> No
     # 5x: a 5 s test is a second, and a stalled one gives up after its 8 ACK timeouts of
     # 67 ms (0.54 s: 107 ms), room for its counters to be read while it retries even on a
     # loaded machine
-    async with Lab(scenario, time_scale=5.0) as lab:
-        inv = load_inventory(lab.inventory_path)
-        ssh = SshTransport([SshTarget.from_spec(n) for n in inv.nodes], ssh_config=None)
-        sws = {
-            s.name: RouterOsTransport(RouterOsTarget.from_spec(s, resolve_password(s)))
-            for s in inv.switches
-        }
-        sweeper = Sweeper(ssh=ssh, nodes=[n.name for n in inv.nodes], switches=sws, limits=DEFAULT)
-        sweeper.clock_rate = lab.time_scale
-        await sweeper.sweep([])
+    async with lab_sweeper(scenario, time_scale=5.0) as sweeper:
         ms = await sweeper.rail_tests(duration_s=5)
-        await ssh.close()
-        for t in sws.values():
-            await t.close()
     healthy = [m for m in ms if m.value > 100]
     stalled = [m for m in ms if m.value == 0.0 and m.valid]
     assert stalled, "the scenario stalls some rail"

@@ -10,14 +10,11 @@ from flows.base import Context
 from flows.checks import rail_matrix, switch_mtu
 from flows.checks.switch_mtu import SwitchMtu
 from flows.expectations import DEFAULT
+from tests.checks.lab_sweeper import lab_sweeper
 from wizard.events import Event, TrafficPlanned
-from wizard.inventory import load_inventory, resolve_password
-from wizard.lab.lab import Lab
 from wizard.model import Measurement, Rail, Status
 from wizard.schedule import flux_last
-from wizard.sweep import Sweeper, rail_pairs, round_robin
-from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
-from wizard.transports.ssh import SshTarget, SshTransport
+from wizard.sweep import rail_pairs, round_robin
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 6, 8])
@@ -121,30 +118,14 @@ def test_ping_matrix_failure_is_switch_mtu_unless_a_host_or_rstp_explains_it() -
     assert "at any size: reachability, not MTU" in unseen.evidence[0].observed
 
 
-async def _sweeper(lab: Lab) -> tuple[Sweeper, SshTransport, dict[str, RouterOsTransport]]:
-    inv = load_inventory(lab.inventory_path)
-    ssh = SshTransport([SshTarget.from_spec(n) for n in inv.nodes], ssh_config=None)
-    sws = {
-        s.name: RouterOsTransport(RouterOsTarget.from_spec(s, resolve_password(s)))
-        for s in inv.switches
-    }
-    sweeper = Sweeper(ssh=ssh, nodes=[n.name for n in inv.nodes], switches=sws, limits=DEFAULT)
-    await sweeper.sweep([])
-    return sweeper, ssh, sws
-
-
 @pytest.mark.lab
 async def test_the_quick_plan_tests_the_nodes_with_unique_addresses_together() -> None:
     # the flagship: spark2 and spark3 share an address; (spark1, spark2), (spark3, spark4)
     # would put one of them in every test, and no stall would prove QoS apart from ARP flux
-    async with Lab("crs804-three-bugs", time_scale=1000.0) as lab:
-        sweeper, ssh, sws = await _sweeper(lab)
+    async with lab_sweeper("crs804-three-bugs") as sweeper:
         seen: list[Event] = []
         sweeper.sink = seen.append
         quick = await sweeper.rail_tests(duration_s=1, quick=True, bidirectional=False)
-        await ssh.close()
-        for t in sws.values():
-            await t.close()
     [plan] = [e for e in seen if isinstance(e, TrafficPlanned)]
     tests = [t for r in plan.rounds for t in r]
     pairs = {frozenset(n.split("/")[0] for n in t.split("->")) for t in tests}
@@ -154,16 +135,12 @@ async def test_the_quick_plan_tests_the_nodes_with_unique_addresses_together() -
 
 @pytest.mark.lab
 async def test_full_plan_on_four_nodes_every_pair_every_plane_plus_bidir() -> None:
-    async with Lab("healthy-4node-crs804", time_scale=1000.0) as lab:
-        sweeper, ssh, sws = await _sweeper(lab)
+    async with lab_sweeper("healthy-4node-crs804") as sweeper:
         seen: list[Event] = []
         sweeper.sink = seen.append
         full = await sweeper.rail_tests(duration_s=1)
         quick = await sweeper.rail_tests(duration_s=1, quick=True, bidirectional=False)
         pings = await sweeper.ping_matrix()
-        await ssh.close()
-        for t in sws.values():
-            await t.close()
     uni = [m for m in full if not m.extra.get("bidir")]
     # 4 planes (rail indexes) x 6 pairs; quick: 4 planes x 2 disjoint pairs
     assert len(uni) == 24 and len(quick) == 8
@@ -196,13 +173,9 @@ async def test_full_plan_on_four_nodes_every_pair_every_plane_plus_bidir() -> No
 
 @pytest.mark.lab
 async def test_two_switches_isl_shared_flows_and_cross_switch_pings() -> None:
-    async with Lab("crs812-six-node", time_scale=1000.0) as lab:
-        sweeper, ssh, sws = await _sweeper(lab)
+    async with lab_sweeper("crs812-six-node") as sweeper:
         isl = await sweeper.isl_shared_test(duration_s=1, delay=0.05, timeout_s=30)
         pings = await sweeper.ping_matrix()
-        await ssh.close()
-        for t in sws.values():
-            await t.close()
     assert len(isl) == 2 and all(m.extra["isl_shared"] for m in isl)
     clients = {m.extra["client"] for m in isl}
     servers = {m.extra["server"] for m in isl}

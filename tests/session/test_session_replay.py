@@ -122,15 +122,21 @@ def _verdict(step: str, fault: str, status: Status, *targets: str) -> VerdictRea
     )
 
 
+# a preflight sweep that finds spark2's half-B rail down, and its verdict
+_PREFLIGHT_SPARK2_DOWN = (
+    _started(),
+    StepChanged(step="preflight", phase="probing"),
+    _ans("preflight", "spark1", "links", UP),
+    _ans("preflight", "spark2", "links", DOWN),
+    _verdict("preflight", "host.rail-down", Status.FAIL, "spark2"),
+)
+
+
 def test_replay_agrees_when_the_recorded_verdicts_follow_from_the_outputs(tmp_path: Path) -> None:
     loaded = _save(
         tmp_path,
         [
-            _started(),
-            StepChanged(step="preflight", phase="probing"),
-            _ans("preflight", "spark1", "links", UP),
-            _ans("preflight", "spark2", "links", DOWN),
-            _verdict("preflight", "host.rail-down", Status.FAIL, "spark2"),
+            *_PREFLIGHT_SPARK2_DOWN,
             # later the rail came back: a second sweep, a second verdict
             _ans("verify", "spark2", "links", UP),
             _verdict("verify", "host.rail-down", Status.PASS),
@@ -246,11 +252,7 @@ def test_a_sweep_is_judged_with_its_own_answers_not_with_older_ones(tmp_path: Pa
     loaded = _save(
         tmp_path,
         [
-            _started(),
-            StepChanged(step="preflight", phase="probing"),
-            _ans("preflight", "spark1", "links", UP),
-            _ans("preflight", "spark2", "links", DOWN),
-            _verdict("preflight", "host.rail-down", Status.FAIL, "spark2"),
+            *_PREFLIGHT_SPARK2_DOWN,
             StepChanged(step="qos", phase="probing"),
             _ans("qos", "spark1", "links", UP),
             _verdict("qos", "host.rail-down", Status.PASS),
