@@ -9,13 +9,16 @@ from collections.abc import AsyncIterator
 from flows.expectations import DEFAULT
 from wizard.inventory import load_inventory, resolve_password
 from wizard.lab.lab import Lab
+from wizard.lab.scenarios import Scenario
 from wizard.sweep import Sweeper
 from wizard.transports.routeros import RouterOsTarget, RouterOsTransport
 from wizard.transports.ssh import SshTarget, SshTransport
 
 
 @contextlib.asynccontextmanager
-async def lab_sweeper(scenario: str, time_scale: float = 1000.0) -> AsyncIterator[Sweeper]:
+async def lab_sweeper(
+    scenario: str | Scenario, time_scale: float = 1000.0
+) -> AsyncIterator[Sweeper]:
     """The sweeper on `scenario`'s lab at `time_scale`, its clock read at that rate."""
     async with Lab(scenario, time_scale=time_scale) as lab:
         inv = load_inventory(lab.inventory_path)

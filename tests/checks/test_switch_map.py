@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.checks.lab_sweeper import lab_sweeper
 from wizard.discovery import cabling_from_host_tables, switch_map
 from wizard.events import Event, TrafficPlanned
 from wizard.lab import scenarios
@@ -130,20 +131,12 @@ async def test_rail_matrix_on_a_chain_of_three_switches_shares_no_isl_direction(
     """4 + 4 + 1 nodes: every switch learns every MAC, the lone node on the far switch is
     placed on its leg, and no test of the matrix shares an ISL direction: each measures its
     rail (~109 Gb/s), in as few rounds as the busiest ISL direction needs."""
-    from tests.checks.test_traffic_plan import _sweeper
-
     scen = scenarios.load_text(CHAIN9, path="chain-9.yaml")
-    async with Lab(scen, time_scale=1000.0) as lab:
-        sweeper, ssh, sws = await _sweeper(lab)
+    async with lab_sweeper(scen) as sweeper:
         seen: list[Event] = []
         sweeper.sink = seen.append
-        try:
-            switches = {r.switch for rs in sweeper.rails.values() for r in rs if r.up}
-            ms = await sweeper.rail_tests(duration_s=1, bidirectional=False)
-        finally:
-            await ssh.close()
-            for t in sws.values():
-                await t.close()
+        switches = {r.switch for rs in sweeper.rails.values() for r in rs if r.up}
+        ms = await sweeper.rail_tests(duration_s=1, bidirectional=False)
     homes = {n: {r.switch for r in rs if r.up} for n, rs in sweeper.rails.items()}
     assert homes["spark9"] == {"crs812-c"} and homes["spark1"] == {"crs812-a"}
     assert switches == {"crs812-a", "crs812-b", "crs812-c"}
@@ -223,19 +216,12 @@ async def test_nccl_ranks_follow_the_switches_whatever_the_inventory_order() -> 
     reads the ISL's share of the 4-node busbw, above the cross-switch gate (4.9 GB/s in the
     inventory's order)."""
     from flows.expectations import DEFAULT
-    from tests.checks.test_traffic_plan import _sweeper
 
     scen = scenarios.load_text(CHAIN9, path="chain-9.yaml")
-    async with Lab(scen, time_scale=1000.0) as lab:
-        sweeper, ssh, sws = await _sweeper(lab)
+    async with lab_sweeper(scen) as sweeper:
         interleaved = ["spark1", "spark5", "spark9", "spark2", "spark6", "spark3", "spark7"]
         sweeper.nodes = [*interleaved, "spark4", "spark8"]
-        try:
-            m, _res = await sweeper.nccl_test()
-        finally:
-            await ssh.close()
-            for t in sws.values():
-                await t.close()
+        m, _res = await sweeper.nccl_test()
     assert m.valid and m.value >= DEFAULT.nccl_gate(9, 3), m.value
     hosts = [line.split()[0] for line in str(m.extra["hostfile"]).splitlines() if line.strip()]
     by_address = {sweeper.mgmt[n][1]: n for n in sweeper.nodes}  # (netdev, address)
