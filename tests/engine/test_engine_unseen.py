@@ -8,9 +8,11 @@ verdicts the engine emitted, not in the session log, not in replay, not in the r
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import socket
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,17 +34,37 @@ pytestmark = pytest.mark.lab
 SWITCH_FAULTS = ("switch.offload-split-cage", "switch.qos-pfc-stall")
 
 
-def closed_port() -> int:
-    """A 127.0.0.1 port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
+@contextlib.contextmanager
+def closed_ports() -> Iterator[Callable[[], int]]:
+    """Hands out 127.0.0.1 ports nothing listens on, held until the block ends: each is bound
+    and never listened on, so a connection is refused, and no other test's server (a lab of
+    another worker) can take it meanwhile (a port released at once could be)."""
+    held: list[socket.socket] = []
+
+    def port() -> int:
+        s = socket.socket()
+        held.append(s)
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
+    try:
+        yield port
+    finally:
+        for s in held:
+            s.close()
+
 
 async def walk_broken(tmp_path: Path, breakage: str) -> tuple[RunResult, list[Event], Path]:
+    events: list[Event] = []
+    with closed_ports() as closed_port:
+        return await _walk_broken(tmp_path, breakage, events, closed_port)
+
+
+async def _walk_broken(
+    tmp_path: Path, breakage: str, events: list[Event], closed_port: Callable[[], int]
+) -> tuple[RunResult, list[Event], Path]:
     from wizard.lab import Lab
 
-    events: list[Event] = []
     async with Lab("crs804-three-bugs", time_scale=100.0) as lab:
         inv = yaml.safe_load(lab.inventory_path.read_text())
         if breakage == "password":

@@ -8,6 +8,7 @@ verdict panel and the end of the session must say "not checked" with the reason.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from screens.app import FabwizApp
 from screens.modals import ChoiceModal, ErrorModal, FixConfirmModal, PhysicalActionModal
 from screens.ports import TuiPorts
 from screens.widgets.steps import StepList
-from tests.engine.test_engine_unseen import closed_port
+from tests.engine.test_engine_unseen import closed_ports
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -61,9 +62,16 @@ class Walked:
 async def walk(tmp_path: Path, breakage: str) -> Walked:
     """Walk to the end by keys: error -> OK, fix -> apply, choice -> first option, hands ->
     perform, question -> next."""
+    errors: list[str] = []
+    with closed_ports() as closed_port:
+        return await _walk(tmp_path, breakage, errors, closed_port)
+
+
+async def _walk(
+    tmp_path: Path, breakage: str, errors: list[str], closed_port: Callable[[], int]
+) -> Walked:
     from wizard.lab import Lab
 
-    errors: list[str] = []
     async with Lab("crs804-three-bugs", time_scale=100.0) as lab:
         inv = yaml.safe_load(lab.inventory_path.read_text())
         if breakage == "password":
