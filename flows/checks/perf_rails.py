@@ -555,7 +555,22 @@ CHECK = Check(
     description=__doc__ or "",
     faults=FAULTS,
     step="direct_connect",
-    probes=(),
+    # what explains a low or stalled rail is read just before the tests run (the offload, RSTP,
+    # QoS, the addresses, the PCIe link and firmware, the switch MTU)
+    probes=tuple(
+        dict.fromkeys(
+            p
+            for check in (
+                switch_offload,
+                switch_rstp,
+                switch_qos,
+                host_addressing,
+                host_pcie,
+                switch_mtu,
+            )
+            for p in check.CHECK.probes
+        )
+    ),
     parse=parse,
     judge=judge,
     fix=fix,

@@ -306,12 +306,12 @@ class EngineCore:
                 c for c in self._checks_for(faults) if c.needs_traffic or c.id == "switch.mtu"
             ]
             await self._sweep([c for c in checks if not c.needs_traffic])
+        base = await self._read_for(checks)
         ms = await self._measure(kind)
         valid = tuple(m for m in ms if m.valid)
         seen = getattr(self.fabric, "traffic", None) if kind == "fabric" else None
         if not valid and not seen:
             return ms, []
-        base = self._last_obs or Observations()
         obs = replace(base, measurements=valid)
         if isinstance(seen, Mapping) and seen:
             obs = replace(obs, traffic={**base.traffic, **seen})  # the ping matrix
@@ -324,6 +324,35 @@ class EngineCore:
         verdicts = [v for v in verdicts if v.fault not in settle or v.status is Status.PASS]
         self._record_verdicts(verdicts)
         return ms, verdicts
+
+    async def _read_for(self, checks: Sequence[CheckLike]) -> Observations:
+        """What the traffic checks read besides the numbers (the QoS table, the addresses, the
+        bridge that explain a stall or a low rail), read again just before the tests run, over
+        the last sweep: a step's sweep reads only its own checks' probes. Part of the last
+        sweep, not a sweep of its own (no phase: the session log holds these answers after
+        that sweep's, and replay reads them the same way)."""
+        base = self._last_obs or Observations()
+        probes: dict[str, Probe] = {}
+        for c in checks:
+            for p in c.probes:
+                probes.setdefault(p.name, p)
+        if not probes:
+            return base
+        got = await self.fabric.sweep(list(probes.values()))
+        nodes = {t: {**base.nodes.get(t, {}), **a} for t, a in got.nodes.items()}
+        switches = {t: {**base.switches.get(t, {}), **a} for t, a in got.switches.items()}
+        merged = replace(
+            base,
+            nodes={**base.nodes, **nodes},
+            switches={**base.switches, **switches},
+            # a target this read reached (or not) is as it says; the others as the sweep said
+            unreachable={
+                **{t: e for t, e in base.unreachable.items() if t not in {*nodes, *switches}},
+                **got.unreachable,
+            },
+        )
+        self._last_obs = merged
+        return merged
 
     async def _verify(self, plan: FixPlan) -> tuple[bool, str]:
         faults = plan.verify_checks or (plan.fault,)
