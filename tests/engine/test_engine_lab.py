@@ -24,6 +24,7 @@ from wizard.events import (
     NodeDrained,
     PhysicalActionDone,
     PhysicalActionRequested,
+    ProbeAnswered,
     RollbackArmed,
     StepChanged,
     VerdictReached,
@@ -94,6 +95,16 @@ async def test_three_bugs_walk_ends_at_line_rate(tmp_path: Path) -> None:
     types = [json.loads(line)["type"] for line in log]
     assert types[0] == "session_started" and types[-1] == "session_ended"
     assert types.count("export_taken") >= 3  # two pre-fix and the golden one
+    # The rails measured at the offload step after its fix still stall (QoS is next): they are
+    # judged with the switches' QoS table and the nodes' addresses read just before the tests,
+    # though the offload step's own sweep reads neither.
+    applied = next(
+        i for i, e in enumerate(events) if isinstance(e, FixApplied) and e.step == "offload"
+    )
+    after = events[applied:]
+    first = next(i for i, e in enumerate(after) if isinstance(e, MeasurementTaken))
+    read = {e.probe for e in after[:first] if isinstance(e, ProbeAnswered)}
+    assert {"qos_port", "ip_addr"} <= read, sorted(read)
     # Replayed offline with the same checks, every verdict a check judged comes out the same:
     # each judged with the observations and the measurement the engine judged it with
     replayed = replay_session(load_session(tmp_path / "session"))
