@@ -6,11 +6,13 @@ functions over names and rails; the sweep (`wizard.sweep`) runs the rounds."""
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from wizard.model import Rail, SwitchMap
 
 __all__ = [
+    "address_owners",
+    "arp_flux_netdevs",
     "flow_uses",
     "flux_last",
     "halves_rounds",
@@ -117,29 +119,41 @@ def round_robin(nodes: list[str]) -> list[list[tuple[str, str]]]:
     return rounds
 
 
+def address_owners(rails: Iterable[Rail]) -> dict[str, list[Rail]]:
+    """Each fabric IPv4 address and the rails (of any node) that hold it."""
+    owners: dict[str, list[Rail]] = {}
+    for r in rails:
+        for cidr in r.addresses:
+            owners.setdefault(cidr.split("/")[0], []).append(r)
+    return owners
+
+
+def arp_flux_netdevs(rails: Iterable[Rail]) -> set[str]:
+    """The netdevs (`node/netdev`) whose RoCE frames ARP flux may send to a wrong MAC: one whose
+    address another fabric netdev holds too (`host.duplicate-ip`), or one in a subnet another
+    rail of its node is in (`host.same-subnet-rails`). A test to or from one stalls exactly as
+    lossless QoS stalls it: frames leave, nothing downstream counts them, the ACKs time out."""
+    rails = list(rails)
+    out = {r.key for holders in address_owners(rails).values() if len(holders) > 1 for r in holders}
+    nets: dict[tuple[str, str], set[str]] = {}
+    for r in rails:
+        for cidr in r.addresses:
+            try:
+                net = str(ipaddress.ip_interface(cidr).network)
+            except ValueError:
+                continue
+            nets.setdefault((r.node, net), set()).add(r.key)
+    out.update(k for keys in nets.values() if len(keys) > 1 for k in keys)
+    return out
+
+
 def flux_last(nodes: Sequence[str], rails: Mapping[str, Sequence[Rail]]) -> list[str]:
-    """`nodes` in their order, those with a rail ARP flux may hit last: a rail whose IPv4
-    address another rail (of any node) holds too, or two rails of the node in one subnet.
+    """`nodes` in their order, those with a rail ARP flux may hit (`arp_flux_netdevs`) last.
     `rail_pairs` then puts nodes with unique addresses together: lossless QoS and ARP flux
     stall a test alike, and a stall between two such nodes is one that QoS alone explains,
     where the first pairs in inventory order may each hold a suspect node."""
-    owners: dict[str, set[str]] = {}
-    suspect: set[str] = set()
-    for node in nodes:
-        nets: set[str] = set()
-        for r in rails.get(node, ()):
-            for cidr in r.addresses:
-                owners.setdefault(cidr.split("/")[0], set()).add(r.key)
-                try:
-                    net = str(ipaddress.ip_interface(cidr).network)
-                except ValueError:
-                    continue
-                if net in nets:
-                    suspect.add(node)
-                nets.add(net)
-    for holders in owners.values():
-        if len(holders) > 1:
-            suspect.update(key.split("/")[0] for key in holders)
+    flux = arp_flux_netdevs(r for n in nodes for r in rails.get(n, ()))
+    suspect = {key.split("/")[0] for key in flux}
     return [n for n in nodes if n not in suspect] + [n for n in nodes if n in suspect]
 
 

@@ -5,7 +5,6 @@ a small builder that turns evidence into one verdict per fault id.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -353,40 +352,6 @@ def node_rails(ctx: Context, node: str) -> tuple[Rail, ...]:
 def configured(rail: Rail) -> bool:
     """A rail the operator set up for the fabric: it carries an IPv4 address."""
     return bool(rail.addresses)
-
-
-def address_owners(rails: Iterable[Rail]) -> dict[str, list[Rail]]:
-    """Each fabric IPv4 address and the netdevs (of any node) that hold it."""
-    owners: dict[str, list[Rail]] = {}
-    for r in rails:
-        for cidr in r.addresses:
-            owners.setdefault(cidr.split("/")[0], []).append(r)
-    return owners
-
-
-def subnet(cidr: str) -> str | None:
-    """The network of an `address/prefix` (None: not an address)."""
-    try:
-        return str(ipaddress.ip_interface(cidr).network)
-    except ValueError:
-        return None
-
-
-def arp_flux_netdevs(rails: Iterable[Rail]) -> set[str]:
-    """The netdevs (`node/netdev`) whose RoCE frames ARP flux may send to a wrong MAC: one whose
-    address another fabric netdev holds too (`host.duplicate-ip`), or one in a subnet another
-    rail of its node is in (`host.same-subnet-rails`). A test to or from one stalls exactly as
-    lossless QoS stalls it: frames leave, nothing downstream counts them, the ACKs time out."""
-    rails = list(rails)
-    out = {r.key for holders in address_owners(rails).values() if len(holders) > 1 for r in holders}
-    nets: dict[tuple[str, str], set[str]] = {}
-    for r in rails:
-        for cidr in r.addresses:
-            net = subnet(cidr)
-            if net is not None:
-                nets.setdefault((r.node, net), set()).add(r.key)
-    out.update(k for keys in nets.values() if len(keys) > 1 for k in keys)
-    return out
 
 
 # --- verdict building -------------------------------------------------------------------------

@@ -34,7 +34,6 @@ from flows.checks._common import (
     SW_QOS_PORT,
     Finding,
     Unreadable,
-    address_owners,
     configured,
     listing,
     pasted_context,
@@ -46,6 +45,7 @@ from flows.checks._common import (
 from wizard.errors import ParseError
 from wizard.model import Evidence, FixPlan, Measurement, Rail, Status, Verdict
 from wizard.parsers.ping import parse_ping
+from wizard.schedule import address_owners
 
 ADDR_CMD = IP_ADDR.command
 LINK_CMD = IP_LINK.command

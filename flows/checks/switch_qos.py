@@ -32,7 +32,6 @@ from flows.checks._common import (
     SW_QOS_PORT,
     Finding,
     Unreadable,
-    arp_flux_netdevs,
     default_names,
     is_cpu_port,
     listing,
@@ -42,6 +41,7 @@ from flows.checks._common import (
     rows,
 )
 from wizard.model import Evidence, FixPlan, Measurement, Status, Verdict
+from wizard.schedule import arp_flux_netdevs
 
 CMD = "/interface/ethernet/switch/qos/port print"
 

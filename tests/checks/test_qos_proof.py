@@ -16,12 +16,12 @@ import pytest
 
 from flows.base import Context
 from flows.checks import switch_qos
-from flows.checks._common import arp_flux_netdevs
 from flows.checks.switch_qos import QosPort, SwitchQos
 from flows.expectations import DEFAULT
 from tests.checks.rail_run import rail_run
 from tests.engine.fix_walk import fix_walk
 from wizard.model import Measurement, Rail, Status
+from wizard.schedule import arp_flux_netdevs
 
 CTX = Context(
     expectations=DEFAULT,
