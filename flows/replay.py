@@ -22,6 +22,7 @@ from typing import Any
 
 from flows.base import Check, Context, Observations
 from flows.expectations import DEFAULT, Expectations
+from wizard.changes import fixed_by_node
 from wizard.errors import FabwizError
 from wizard.events import MeasurementTaken, ProbeAnswered, StepChanged, VerdictReached
 from wizard.model import Measurement, ProbeResult, Rail, Status, Verdict
@@ -200,11 +201,7 @@ def _context_at(
         addressing=base.addressing,
         known_good_firmware=base.known_good_firmware,
     )
-    fixed: dict[str, tuple[str, ...]] = {}
-    for f in state.fixes.values():
-        if f.verified_ok:
-            for node in f.target.replace(",", " ").split():
-                fixed[node] = (*fixed.get(node, ()), f.fault)
+    fixed = fixed_by_node((f.target, f.fault) for f in state.fixes.values() if f.verified_ok)
     return replace(
         ctx,
         rails={**base.rails, **ctx.rails},

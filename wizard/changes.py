@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 from wizard.fixes import RouterOsApi, parse_switch_clock
 from wizard.model import ProbeResult
@@ -107,3 +107,14 @@ def replay(changed_at: dict[str, float], stamped: Mapping[str, object]) -> None:
             changed_at[str(target)] = float(at)
         else:
             changed_at.pop(str(target), None)
+
+
+def fixed_by_node(verified: Iterable[tuple[str, str]]) -> dict[str, tuple[str, ...]]:
+    """node -> the fault ids of the verified fixes on it, from (target, fault) pairs (a fix's
+    target names its nodes, comma or space separated): what the persistence checks ask the
+    next boot to bring back. The engine and replay read it alike."""
+    fixed: dict[str, tuple[str, ...]] = {}
+    for target, fault in verified:
+        for node in target.replace(",", " ").split():
+            fixed[node] = (*fixed.get(node, ()), fault)
+    return fixed

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypedDict, Unpack
 
-from wizard import recable
+from wizard import changes, recable
 from wizard.drain import CARRIER_PROBE, ENGINE_PROBES, PHY_PROBE, DrainGuard, link_downs
 from wizard.drain import FAULT_ID as UNDRAINED
 from wizard.engine.machine import Phase, StepLifecycle
@@ -389,11 +389,7 @@ class EngineCore:
     def _with_session(self, ctx: Any) -> Any:
         """The judges' context with what this session fixed (node -> fault ids of verified
         fixes): the persistence checks ask for the files those fixes need at boot."""
-        fixed: dict[str, tuple[str, ...]] = {}
-        for f in self.result.fixes:
-            if f.verified:
-                for n in f.target.replace(",", " ").split():
-                    fixed[n] = (*fixed.get(n, ()), f.fault)
+        fixed = changes.fixed_by_node((f.target, f.fault) for f in self.result.fixes if f.verified)
         if not fixed or not hasattr(ctx, "fixed"):
             return ctx
         return replace(ctx, fixed=fixed)
