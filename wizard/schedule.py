@@ -22,6 +22,7 @@ __all__ = [
     "ring_order",
     "round_robin",
     "rounds_bound",
+    "subnet_members",
 ]
 
 
@@ -135,16 +136,24 @@ def arp_flux_netdevs(rails: Iterable[Rail]) -> set[str]:
     lossless QoS stalls it: frames leave, nothing downstream counts them, the ACKs time out."""
     rails = list(rails)
     out = {r.key for holders in address_owners(rails).values() if len(holders) > 1 for r in holders}
-    nets: dict[tuple[str, str], set[str]] = {}
+    for members in subnet_members(rails).values():
+        keys = {r.key for r, _ip in members}
+        if len(keys) > 1:
+            out.update(keys)
+    return out
+
+
+def subnet_members(rails: Iterable[Rail]) -> dict[tuple[str, str], list[tuple[Rail, str]]]:
+    """(node, IPv4 network) -> the node's rails in it, each with its address there."""
+    nets: dict[tuple[str, str], list[tuple[Rail, str]]] = {}
     for r in rails:
         for cidr in r.addresses:
             try:
                 net = str(ipaddress.ip_interface(cidr).network)
             except ValueError:
                 continue
-            nets.setdefault((r.node, net), set()).add(r.key)
-    out.update(k for keys in nets.values() if len(keys) > 1 for k in keys)
-    return out
+            nets.setdefault((r.node, net), []).append((r, cidr.split("/")[0]))
+    return nets
 
 
 def flux_last(nodes: Sequence[str], rails: Mapping[str, Sequence[Rail]]) -> list[str]:

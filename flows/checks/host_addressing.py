@@ -20,7 +20,6 @@ bisection order, and the verdict says so. With no such test it is not yet proven
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 
 from flows import netplan, plans
@@ -45,7 +44,7 @@ from flows.checks._common import (
 from wizard.errors import ParseError
 from wizard.model import Evidence, FixPlan, Measurement, Rail, Status, Verdict
 from wizard.parsers.ping import parse_ping
-from wizard.schedule import address_owners
+from wizard.schedule import address_owners, subnet_members
 
 ADDR_CMD = IP_ADDR.command
 LINK_CMD = IP_LINK.command
@@ -173,15 +172,7 @@ def _judge_duplicates(rails: tuple[Rail, ...], f: Finding) -> None:
 
 def _judge_subnets(node: str, rails: list[Rail], f: Finding) -> None:
     """One subnet per rail of a node (the same address twice is host.duplicate-ip instead)."""
-    nets: dict[str, list[tuple[Rail, str]]] = {}
-    for r in rails:
-        for cidr in r.addresses:
-            try:
-                net = str(ipaddress.ip_interface(cidr).network)
-            except ValueError:
-                continue
-            nets.setdefault(net, []).append((r, cidr.split("/")[0]))
-    for net, members in nets.items():
+    for (_node, net), members in subnet_members(rails).items():
         distinct = {ip for _r, ip in members}
         netdevs = sorted({r.netdev for r, _ip in members})
         ev = Evidence(node, ADDR_CMD, f"{net} on {', '.join(netdevs)}", "one subnet per rail")
