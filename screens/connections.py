@@ -67,6 +67,17 @@ class EarlyConnections:
     # the preflight's sweep, begun with them (`begin(prefetch=True)`): the wizard's sweeper
     sweeper: Sweeper | None = None
 
+    async def opened(self, timeout: float) -> bool:
+        """Wait until every handshake and login `begin` began has ended (either way), at most
+        `timeout` seconds in all. True when they all have."""
+        import asyncio
+
+        waits = [
+            self.ssh.started(timeout),
+            *(api.started(timeout) for api in self.switches.values()),
+        ]
+        return all(await asyncio.gather(*waits))
+
     async def release(self) -> None:
         """Close them unless a wizard took them over (the app closed before its engine, or the
         engine could not be built). Once is enough: a second call does nothing."""

@@ -80,6 +80,12 @@ class WizardFactory:
         _load_transports()
         self._connect(None, prefetch=True)
 
+    async def opened(self, timeout: float) -> None:
+        """Wait until the handshakes and logins `connect_now` began have ended, at most
+        `timeout` seconds (nothing to wait for when none began)."""
+        if self.early is not None:
+            await self.early.opened(timeout)
+
     def _connect(self, stack: AsyncExitStack | None, *, prefetch: bool = False) -> None:
         if self.early is None and self.inventory is not None and self.lab is None:
             from screens.connections import begin
@@ -126,11 +132,21 @@ class WizardFactory:
         return wiring.engine
 
 
+# How long `fabwiz run` lets the handshakes go first before Textual loads (and its first screen
+# comes): enough for a rack's handshakes, short enough that a node that does not answer delays
+# the screen by no more than this.
+HANDSHAKES_FIRST_S = 0.3
+
+
 async def _before_the_app(factory: WizardFactory, selector: _LoopSelector) -> None:
-    """`fabwiz run` before its app: the connections and the preflight's sweep begin, then
-    Textual and the screens load in a thread while their round trips go on. The loop's work
-    goes first: the thread loads its next module only when the loop waits (`_Yielding`)."""
+    """`fabwiz run` before its app: the connections and the preflight's sweep begin; once the
+    handshakes are through (or `HANDSHAKES_FIRST_S` has passed), Textual and the screens load in
+    a thread while the nodes run the sweep's scripts. The handshakes are round trip after round
+    trip, each delayed by a module that holds the interpreter; a script's answer is one, and the
+    nodes take longer to run the scripts than Textual to load. The loop's work still goes first:
+    the thread loads its next module only when the loop waits (`_Yielding`)."""
     factory.connect_now()
+    await factory.opened(HANDSHAKES_FIRST_S)
 
     def load() -> None:
         hook = _Yielding(selector)

@@ -385,3 +385,20 @@ async def test_against_the_lab_switch(tls: bool, tmp_path: object) -> None:
             assert bad.error is not None and "no such item" in bad.error
     finally:
         await server.stop()
+
+
+async def test_started_says_when_the_begun_login_has_ended(fake: tuple[FakeSwitch, int]) -> None:
+    _sw, port = fake
+    async with RouterOsTransport(target(port)) as t:
+        assert await t.started(0.01)  # none begun
+        t.start()
+        taken = asyncio.ensure_future(t.connect())  # a sweep takes it over at once
+        await asyncio.sleep(0)
+        assert await t.started(5.0) and await taken is None and t.logins == 1
+    silent = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    try:
+        async with RouterOsTransport(target(silent.sockets[0].getsockname()[1])) as hung:
+            hung.start()
+            assert not await hung.started(0.1)  # a switch that never answers the login
+    finally:
+        silent.close()

@@ -270,3 +270,28 @@ async def test_close_cancels_handshakes_nobody_waited_for(server: Server) -> Non
     await t.close()
     assert started and all(f.done() for f in started)
     assert t._conns == {} and t._starting == {}
+
+
+async def test_started_says_when_the_begun_handshakes_have_ended_within_its_bound(
+    server: Server,
+) -> None:
+    # a daemon that accepts and never sends its banner: its handshake hangs (a node half up)
+    silent = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    silent_port = silent.sockets[0].getsockname()[1]
+    targets = [_target(server, "spark1"), _target(server, "half-up", silent_port)]
+    try:
+        async with SshTransport(targets, ssh_config=None) as t:
+            assert await t.started(0.01)  # nothing begun: nothing to wait for
+            t.start(["spark1"])
+            taken = asyncio.ensure_future(t.connect("spark1"))  # a sweep takes it over at once
+            await asyncio.sleep(0)
+            assert t._starting == {}
+            assert await t.started(5.0)  # still the one it waits for: ended
+            assert "spark1" in t._conns and await taken is None
+            t.start(["half-up"])
+            loop = asyncio.get_running_loop()
+            began = loop.time()
+            assert not await t.started(0.2)  # bounded: the hanging handshake is not waited out
+            assert 0.15 < loop.time() - began < 2.0
+    finally:
+        silent.close()

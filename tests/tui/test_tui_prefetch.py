@@ -393,3 +393,37 @@ async def test_a_prefetched_preflight_judges_as_one_swept_by_the_engine(tmp_path
     failing = {f for f, (status, _t) in with_prefetch.items() if status == "fail"}
     # the scenario's three bugs, found either way
     assert {"switch.offload-split-cage", "switch.qos-pfc-stall", "host.duplicate-ip"} <= failing
+
+
+async def test_textual_loads_once_the_handshakes_are_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each handshake is round trip after round trip, and a module loading holds each one up;
+    so `fabwiz run` lets them through first, then loads Textual while the nodes run the
+    sweep's scripts."""
+    from screens.commands import run as run_mod
+
+    seen: list[tuple[str, set[str]]] = []
+    real = run_mod.importlib.import_module
+
+    async with Lab("healthy-2node-direct", time_scale=100.0) as lab:
+        factory = WizardFactory(inventory=lab.inventory_path, session_dir=tmp_path / "s")
+
+        def import_module(name: str) -> Any:  # the thread's import of the app, recorded
+            if name != "screens.app":
+                return real(name)
+            assert factory.early is not None
+            seen.append((name, set(factory.early.ssh._conns)))
+            return None
+
+        monkeypatch.setattr(run_mod.importlib, "import_module", import_module)
+        selector = run_mod._LoopSelector()
+        try:
+            await run_mod._before_the_app(factory, selector)
+            assert seen == [("screens.app", set(lab.world.nodes))]  # every node connected
+            assert factory.early is not None
+            assert all(api._api is not None for api in factory.early.switches.values())
+        finally:
+            selector.close()
+            if factory.early is not None:
+                await factory.early.release()

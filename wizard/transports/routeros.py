@@ -65,6 +65,7 @@ class RouterOsTransport:
         self._api: Any = None
         self._lock = asyncio.Lock()
         self._starting: asyncio.Future[str | None] | None = None  # a login begun by start()
+        self._begun: asyncio.Future[str | None] | None = None  # the same, kept once connect took it
         self.logins = 0
         # API-SSL certificates trusted on first use (only when the operator asked)
         self.known_certs: Path | None = None
@@ -84,7 +85,15 @@ class RouterOsTransport:
         """Begin the login now, in the background, so that a caller overlaps its round trips
         with work of its own; the next `connect` waits for that login (still one try)."""
         if self._starting is None and self._api is None:
-            self._starting = asyncio.ensure_future(self._connect())
+            self._starting = self._begun = asyncio.ensure_future(self._connect())
+
+    async def started(self, timeout: float) -> bool:
+        """Wait until the login `start` began has ended (either way), at most `timeout` seconds.
+        True when it has (or none was begun)."""
+        begun = self._begun
+        if begun is not None and not begun.done():
+            await asyncio.wait([begun], timeout=timeout)
+        return begun is None or begun.done()
 
     async def connect(self) -> str | None:
         """Log in now. Returns None, or the error text."""

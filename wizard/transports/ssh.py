@@ -193,6 +193,7 @@ class SshTransport:
         self.retried_handshakes = 0  # handshakes dropped by the server and tried again
         self._locks: dict[str, asyncio.Lock] = {}
         self._starting: dict[str, asyncio.Future[str | None]] = {}  # handshakes begun by start()
+        self._begun: list[asyncio.Future[str | None]] = []  # the same, kept once connect took them
         self.handshakes = 0  # connections opened, for tests and the bench
         self.max_concurrent_handshakes = 0
         self._in_handshake = 0
@@ -223,6 +224,16 @@ class SshTransport:
         for name in names:
             if name not in self._starting and name not in self._conns:
                 self._starting[name] = asyncio.ensure_future(self._connect(name))
+                self._begun.append(self._starting[name])
+
+    async def started(self, timeout: float) -> bool:
+        """Wait until every handshake `start` began has ended (either way), at most `timeout`
+        seconds. True when they all have."""
+        self._begun = [f for f in self._begun if not f.done()]
+        if self._begun:
+            await asyncio.wait(self._begun, timeout=timeout)
+            self._begun = [f for f in self._begun if not f.done()]
+        return not self._begun
 
     async def connect(self, name: str) -> str | None:
         """Open (or reuse) the connection to `name`. Returns None, or the error text."""
