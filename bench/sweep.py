@@ -14,7 +14,8 @@ commands, start-up and judging included, in alternating runs, and prints medians
   ansible   `ansible all -m raw -f 32`, the same commands, OpenSSH without ControlPersist.
 
 The fan-out tools only run the node commands; fabwiz also reads every switch over its API and
-judges. Each tool's output is checked to hold every node's every section before it counts.
+judges. mpirun's login check is a real login in both: fabwiz's launch node logs in to each
+peer; the tools' one command has each node log in to the launch node (as many logins). Each tool's output is checked to hold every node's every section before it counts.
 Beside the medians it prints the ratio within each alternation (fabwiz and the tool timed back
 to back): this machine's speed drifts between rounds, and a paired ratio is what that sways least.
 They run from a bench-only virtualenv (`.venv-bench`, or $FABWIZ_BENCH_VENV):
@@ -42,6 +43,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -115,12 +117,43 @@ def node_script(inventory: Path) -> tuple[str, list[str], str]:
         Rail(node=first["name"], netdev=r["netdev"], rdma=r["rdma"], port=r["port"], half=r["half"])
         for r in first["rails"]
     ]
-    sections = [Section(p.name, _fill(p, None)) for p in probes if not p.per_rail]
+    launch = asyncio.run(_management_address(inventory, first["name"]))
+    sections = [Section(p.name, _by_hand(p, launch)) for p in probes if not p.per_rail]
     sections += [
         Section(f"{p.name}:{r.netdev}", _fill(p, r)) for r in rails for p in probes if p.per_rail
     ]
     marker = "@@BENCH@@"
     return build_script(sections, marker), [s.key for s in sections], marker
+
+
+def _by_hand(probe: Any, launch: str) -> str:
+    """A node-wide probe's command as the by-hand set runs it. mpirun's login check is a login
+    from the launch node to each peer's management address (fabwiz runs those on the launch
+    node); one command for every node cannot name a different peer on each, so each node logs
+    in to the launch node instead: as many real logins, each a node's to another node."""
+    from wizard import readiness
+    from wizard.sweep import _fill
+
+    if probe.name == readiness.MPIRUN_SSH.name:
+        return readiness.peer_ssh_command(launch)
+    return _fill(probe, None)
+
+
+async def _management_address(inventory: Path, node: str) -> str:
+    """`node`'s management address, as fabwiz's sweep finds it (its default route's address)."""
+    from wizard import readiness
+    from wizard.inventory import load_inventory
+    from wizard.transports.ssh import SshTarget, SshTransport
+
+    inv = load_inventory(inventory)
+    spec = next(n for n in inv.nodes if n.name == node)
+    async with SshTransport([SshTarget.from_spec(spec)], ssh_config=None) as ssh:
+        route = await ssh.run(node, readiness.MGMT_ROUTE.command)
+        addr = await ssh.run(node, "ip -j addr")
+    found = readiness.management(route.stdout, addr.stdout)
+    if found is None:
+        raise RuntimeError(f"{node} has no management address: {route.stdout!r}")
+    return found[1]
 
 
 @dataclass
