@@ -11,6 +11,7 @@ for its own. This module loads no more than the transports and the inventory.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,8 +71,6 @@ class EarlyConnections:
     async def opened(self, timeout: float) -> bool:
         """Wait until every handshake and login `begin` began has ended (either way), at most
         `timeout` seconds in all. True when they all have."""
-        import asyncio
-
         waits = [
             self.ssh.started(timeout),
             *(api.started(timeout) for api in self.switches.values()),

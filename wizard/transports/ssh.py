@@ -221,6 +221,7 @@ class SshTransport:
         """Begin the handshakes of `names` now, in the background, so that a caller overlaps
         their round trips with work of its own (loading the checks). The next `connect` of each
         node waits for that handshake: still one try per node."""
+        self._begun = [f for f in self._begun if not f.done()]
         for name in names:
             if name not in self._starting and name not in self._conns:
                 self._starting[name] = asyncio.ensure_future(self._connect(name))
@@ -360,6 +361,7 @@ class SshTransport:
     async def close(self) -> None:
         starting = list(self._starting.values())
         self._starting.clear()
+        self._begun.clear()
         for fut in starting:
             fut.cancel()
         await asyncio.gather(*starting, return_exceptions=True)
