@@ -306,6 +306,7 @@ class RouterOsTransport:
 
     async def close(self) -> None:
         started, self._starting = self._starting, None
+        self._begun = None
         if started is not None:
             started.cancel()
             await asyncio.gather(started, return_exceptions=True)
