@@ -287,10 +287,13 @@ def fabwiz_ok(r: Run, nodes: int) -> bool:
 # --- import time --------------------------------------------------------------------------------
 
 IMPORT_PROBE = """
-import time
+import os, sys, time
 t0 = time.perf_counter()
+sys.path[0] = os.path.dirname(sys.executable)  # as the console script's process has it
+import screens.importcache
+screens.importcache.install()  # as `fabwiz` (screens.boot) starts
 import screens.cli, screens.codecache
-screens.codecache.install()  # as `fabwiz` starts
+screens.codecache.install()
 screens.cli.pause_collector_for_startup()
 import screens.commands.check, wizard.inventory
 t1 = time.perf_counter()

@@ -39,19 +39,21 @@ sys.path.insert(0, str(ROOT))
 
 from _apphook import PATCH_APP  # noqa: E402  # beside this file (bench/ is on sys.path as run)
 
-# `fabwiz demo` as a user starts it (the console script's `screens.cli.main`: the start-up cache,
-# the collector's start-up pause, click, the demo command), with Textual's headless driver; the
-# process leaves at the first painted frame, before the engine and the lab start.
+# `fabwiz demo` as a user starts it (the console script's `screens.boot.main`: the import cache,
+# the start-up code cache, the collector's start-up pause, click, the demo command), with
+# Textual's headless driver; the process leaves at the first painted frame, before the engine and
+# the lab start. sys.path as the console script has it (its folder first, not the current one).
 FIRST_SCREEN = (
     """
 import time
 t0 = time.perf_counter()
 import os, sys
+sys.path[0] = os.path.dirname(sys.executable)
 
 def painted():
     print(time.perf_counter() - t0, flush=True)
-    from screens import codecache
-    codecache.save()  # what `fabwiz` keeps for its next start
+    from screens.cli import save_startup_caches
+    save_startup_caches()  # what `fabwiz` keeps for its next start
     os._exit(0)
 
 def patch(module):
@@ -66,8 +68,8 @@ def patch(module):
     + PATCH_APP
     + """
 sys.argv = ["fabwiz", "demo"]
-import screens.cli
-screens.cli.main()
+import screens.boot
+screens.boot.main()
 """
 )
 
@@ -78,6 +80,7 @@ PREFLIGHT_RUN = (
 import time
 t0 = time.perf_counter()
 import os, sys
+sys.path[0] = os.path.dirname(sys.executable)
 
 first = []
 
@@ -103,15 +106,18 @@ def done():
     + """
 inventory, sessions = sys.argv[1], sys.argv[2]
 sys.argv = ["fabwiz", "run", "-i", inventory, "--session-dir", sessions]
-import screens.cli
-screens.cli.main()
+import screens.boot
+screens.boot.main()
 """
 )
 
 # The app alone (no command, no engine factory): what the figure was before it took the demo's path.
 FIRST_SCREEN_APP = """
-import time
+import os, sys, time
 t0 = time.perf_counter()
+sys.path[0] = os.path.dirname(sys.executable)
+import screens.importcache
+screens.importcache.install()
 import screens.cli, screens.codecache
 screens.codecache.install()  # as `fabwiz demo` starts
 screens.cli.pause_collector_for_startup()
@@ -128,7 +134,7 @@ class Once(FabwizApp):
 
     def _painted(self) -> None:
         print(time.perf_counter() - t0)
-        screens.codecache.save()  # what `fabwiz` keeps for its next start
+        screens.cli.save_startup_caches()  # what `fabwiz` keeps for its next start
         self.exit(0)
 
 Once(None).run(headless=True, size=(120, 40))

@@ -107,9 +107,7 @@ def exit_now(code: int) -> NoReturn:
     the interpreter's teardown (freeing some 600 modules costs 0.1-0.4 s, longer than a small
     sweep): output is flushed, nothing else is left to do. Inside a caller, a plain exit."""
     if _STANDALONE:
-        from screens import codecache
-
-        codecache.save()
+        save_startup_caches()
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -148,14 +146,24 @@ def startup_done() -> None:
         _GC_PAUSED = False
         gc.freeze()
         gc.enable()
-        from screens import codecache
+        save_startup_caches()  # what start-up compiled and found, for the next start
 
-        codecache.save()  # what start-up compiled, for the next start
+
+def save_startup_caches() -> None:
+    """Keep what this start compiled (screens.codecache) and which modules it read from where
+    (screens.importcache), for the next start. Each writes only if it learned something."""
+    from screens import codecache, importcache
+
+    codecache.save()
+    importcache.save()
 
 
 def main() -> None:
     global _STANDALONE
     _STANDALONE = True
+    from screens import importcache
+
+    importcache.install()  # as `fabwiz` (screens.boot) does, for `python -m screens.cli`
     pause_collector_for_startup()
     cli(prog_name="fabwiz")
 

@@ -59,9 +59,9 @@ def demo(scenario: str, time_scale: float | None, session_dir: Path | None) -> N
     factory = wizard_factory(lab=scenario, time_scale=time_scale, session_dir=session_dir)
     app = FabwizApp(factory, sub_title=f"demo · {scenario}")
     code = app.run()
-    from screens import codecache
+    from screens.cli import save_startup_caches
 
-    codecache.save()  # what the session parsed or compiled after start-up (its dialogs' CSS)
+    save_startup_caches()  # what the session parsed, compiled or imported after start-up
     if app.exit_message():
         click.echo(app.exit_message(), err=True)
     raise SystemExit(2 if code is None else code)
