@@ -1,6 +1,7 @@
-"""`fabwiz`, the console script: the import cache goes in first, so that every module the
-command imports after it (click, asyncio, asyncssh, the checks...) is found and read from it
-(`screens.importcache`), then the command line runs (`screens.cli`)."""
+"""`fabwiz`, the console script: the start-up caches go in first, so that every module the
+command imports after them (click, asyncio, asyncssh, the checks...) is found and read from one
+file (`screens.importcache`) and their dataclasses and regular expressions come compiled
+(`screens.codecache`); then the command line runs (`screens.cli`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ def main() -> None:
     from screens import importcache
 
     importcache.install()
+    from screens import codecache
+
+    codecache.install()  # before click, which compiles its regular expressions as it loads
     from screens.cli import main as cli_main
 
     cli_main()
