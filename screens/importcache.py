@@ -9,10 +9,10 @@ into memory on start.
 
 A module is taken from here only when the usual search would find the same file with the same
 content:
-- its name is looked for where it was found before: the same `sys.path` (every folder on it
-  unchanged since, so no new module can shadow it), or the same package folder;
-- the folder holding it has not changed since (nothing was added, removed or renamed there: a
-  package or extension module of the same name would come first);
+- the folders searched before it, and the one holding it, are the same as when it was found
+  (the start of `sys.path` for a top-level name, its package's folder for a submodule), and
+  none of them has changed since: nothing was added, removed or renamed there, so no module,
+  package or extension of the same name can come first;
 - the source file's modification time (to the nanosecond) and size are the ones its code was
   compiled from (a `.pyc` compares whole seconds and size).
 Anything else (another file, a changed one, a folder that changed, a module served by another
@@ -50,24 +50,29 @@ else:
 
 __all__ = ["ImportCache", "default_path", "install", "save", "uninstall"]
 
-FORMAT = 1
+FORMAT = 2
 MAGIC = b"fabwiz-imports\n"
 MAX_ENTRIES = 4000  # past this many (modules of older versions), a save keeps the used ones
 _HEADER = len(MAGIC) + 8  # the magic, then the index's length
 
-# name -> (origin, is package, folder looked in, its mtime_ns, source mtime_ns, size,
-#          the code's offset in the file's body, its length)
-Entry = tuple[str, bool, str, int, int, int, int, int]
+# the folders searched for a name up to the one it was found in, each with its mtime_ns then
+Where = tuple[tuple[str, int], ...]
+# name -> (origin, is package, where, source mtime_ns, size, the code's offset in the file's
+#          body, its length)
+Entry = tuple[str, bool, Where, int, int, int, int]
 
 
 class _Loader(SourceFileLoader):
     """The standard source loader, handed the module's code when the cache holds it; either
     way the code it runs is kept for the next start."""
 
-    def __init__(self, name: str, path: str, cache: ImportCache, code: Any = None) -> None:
+    def __init__(
+        self, name: str, path: str, cache: ImportCache, code: Any = None, where: Where = ()
+    ) -> None:
         super().__init__(name, path)
         self._cache = cache
         self._code = code  # marshalled code from the cache's file, or None
+        self._where = where  # how the path finder found it (a miss), to be remembered
 
     def get_code(self, fullname: str) -> CodeType:  # type: ignore[override]  # never None here
         data, self._code = self._code, None
@@ -80,7 +85,8 @@ class _Loader(SourceFileLoader):
                 return code
         code = super().get_code(fullname)
         assert code is not None  # a source file always compiles to code (or raises)
-        self._cache.remember(fullname, self.path, code)
+        if self._where:
+            self._cache.remember(fullname, self.path, self._where, code)
         return code
 
 
@@ -90,14 +96,15 @@ class ImportCache:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.entries: dict[str, Entry] = {}
-        self.body: Any = b""  # the file's code section (mapped), which entries point into
+        # the entries and the file's code section (mapped) they point into, swapped as one (an
+        # import in another thread reads them while a save replaces them)
+        self.table: tuple[dict[str, Entry], Any] = ({}, b"")
         self.fresh: dict[str, tuple[Entry, bytes]] = {}  # learned in this process
         self.used: set[str] = set()
         self.hits = 0
-        self._sys_path: list[str] | None = None  # the sys.path the file's entries were found on
-        self._folders: dict[str, int | None] = {}  # folder -> its mtime_ns now (once a process)
-        self._lock = _thread.allocate_lock()
+        self._folders: dict[str, int] = {}  # folder -> its mtime_ns now (once a process), or -1
+        self._lock = _thread.allocate_lock()  # the learned entries
+        self._saving = _thread.allocate_lock()  # one save at a time (it reads the last one's table)
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -122,8 +129,8 @@ class ImportCache:
                 return
             if index.get("optimize") != sys.flags.optimize:
                 return
-            entries, sys_path = index.get("entries"), index.get("path")
-            if not isinstance(entries, dict) or not isinstance(sys_path, list):
+            entries = index.get("entries")
+            if not isinstance(entries, dict):
                 return
             body = _map(fd, _HEADER + size, st.st_size)
         except (OSError, EOFError, ValueError, TypeError, OverflowError, MemoryError):
@@ -132,41 +139,43 @@ class ImportCache:
             os.close(fd)
         if body is None:
             return
-        self.entries, self.body = entries, body
-        # the entries found on sys.path hold while every folder on it is as it was
-        folders = index.get("folders")
-        if sys_path == sys.path and folders == [self._mtime(p) for p in sys_path]:
-            self._sys_path = list(sys_path)
+        self.table = (entries, body)
 
-    def _mtime(self, folder: str) -> int | None:
-        found = self._folders.get(folder, 0)
-        if found == 0:
+    def _mtime(self, folder: str) -> int:
+        """When `folder` (or a zip on sys.path) last changed; -1 while it does not exist (it can
+        then hold nothing: created later, it has another time)."""
+        found = self._folders.get(folder)
+        if found is None:
             try:
-                found = os.stat(folder or ".").st_mtime_ns
-            except OSError:
-                found = None
+                found = os.stat(folder).st_mtime_ns
+            except (OSError, ValueError):
+                found = -1
             self._folders[folder] = found
         return found
 
+    @property
+    def entries(self) -> dict[str, Entry]:
+        return self.table[0]
+
     def _hit(self, name: str, path: Any) -> ModuleSpec | None:
-        entry = self.entries.get(name)
+        entries, body = self.table
+        entry = entries.get(name)
         if entry is None:
             return None
-        origin, is_package, folder, folder_mtime, mtime, size, offset, length = entry
-        if path is None:  # a top-level name: looked for along sys.path
-            if self._sys_path is None or sys.path != self._sys_path:
+        origin, is_package, where, mtime, size, offset, length = entry
+        searched = sys.path if path is None else path  # a top-level name, or a submodule
+        if len(searched) < len(where):
+            return None
+        for (folder, folder_mtime), now in zip(where, searched, strict=False):
+            if folder != now or self._mtime(folder) != folder_mtime:
                 return None
-        elif list(path) != [folder]:  # a submodule: looked for in its package's one folder
-            return None
-        if self._mtime(folder) != folder_mtime:
-            return None
         try:
             st = os.stat(origin)
         except OSError:
             return None
         if st.st_mtime_ns != mtime or st.st_size != size:
             return None
-        data = memoryview(self.body)[offset : offset + length]
+        data = memoryview(body)[offset : offset + length]
         if len(data) != length:
             return None
         self.hits += 1
@@ -187,28 +196,40 @@ class ImportCache:
             and spec.origin.endswith(".py")
             and spec.has_location
         ):
-            # what the path finder found, loaded by the same loader that remembers its code
-            spec.loader = _Loader(name, spec.origin, self)
+            where = self._where(spec.origin, sys.path if path is None else path)
+            if where:
+                # loaded by the same loader, which remembers the code for the next start
+                spec.loader = _Loader(name, spec.origin, self, where=where)
         return spec
+
+    def _where(self, origin: str, searched: Any) -> Where:
+        """The folders the path finder searched up to the one holding `origin` (a module, or a
+        package's `__init__.py`), with their times now; () when that folder is not one of them
+        as written (a relative or unusual entry: not cached)."""
+        home = os.path.dirname(origin)
+        folder = os.path.dirname(home) if os.path.basename(origin) == "__init__.py" else home
+        try:
+            searched = list(searched)
+            k = searched.index(folder)
+        except ValueError:
+            return ()
+        if not all(isinstance(p, str) and p for p in searched[: k + 1]):
+            return ()  # the current folder ('') or something else than a path: not cached
+        return tuple((p, self._mtime(p)) for p in searched[: k + 1])
 
     def invalidate_caches(self) -> None:
         self._folders.clear()
 
     # --- learning and writing --------------------------------------------------------------
 
-    def remember(self, name: str, origin: str, code: CodeType) -> None:
+    def remember(self, name: str, origin: str, where: Where, code: CodeType) -> None:
         try:
             st = os.stat(origin)
             data = marshal.dumps(code)
         except (OSError, ValueError):
             return
         is_package = os.path.basename(origin) == "__init__.py"
-        home = os.path.dirname(origin)
-        folder = os.path.dirname(home) if is_package else home
-        mtime = self._mtime(folder)
-        if mtime is None:
-            return
-        entry: Entry = (origin, is_package, folder, mtime, st.st_mtime_ns, st.st_size, 0, 0)
+        entry: Entry = (origin, is_package, where, st.st_mtime_ns, st.st_size, 0, 0)
         with self._lock:
             self.fresh[name] = (entry, data)
             self.used.add(name)
@@ -216,35 +237,32 @@ class ImportCache:
     def save(self) -> None:
         """Write what this process learned, with what the file held (atomically; silently not
         at all on error)."""
+        with self._saving:
+            self._save()
+
+    def _save(self) -> None:
         with self._lock:
             if not self.fresh:
                 return
             fresh, self.fresh = self.fresh, {}
-            kept = {k: v for k, v in self.entries.items() if k not in fresh}
+            old, old_body = self.table
+            kept = {k: v for k, v in old.items() if k not in fresh}
             if len(kept) + len(fresh) > MAX_ENTRIES:
                 kept = {k: v for k, v in kept.items() if k in self.used}
         parts: list[bytes] = []
         entries: dict[str, Entry] = {}
         offset = 0
-        body = memoryview(self.body)
-        for name, (origin, pkg, folder, fmtime, mtime, size, off, length) in kept.items():
+        body = memoryview(old_body)
+        for name, (origin, pkg, where, mtime, size, off, length) in kept.items():
             chunk = bytes(body[off : off + length])
-            entries[name] = (origin, pkg, folder, fmtime, mtime, size, offset, length)
+            entries[name] = (origin, pkg, where, mtime, size, offset, length)
             parts.append(chunk)
             offset += length
-        for name, ((origin, pkg, folder, fmtime, mtime, size, _o, _l), data) in fresh.items():
-            entries[name] = (origin, pkg, folder, fmtime, mtime, size, offset, len(data))
+        for name, ((origin, pkg, where, mtime, size, _o, _l), data) in fresh.items():
+            entries[name] = (origin, pkg, where, mtime, size, offset, len(data))
             parts.append(data)
             offset += len(data)
-        index = marshal.dumps(
-            {
-                "v": FORMAT,
-                "optimize": sys.flags.optimize,
-                "path": list(sys.path),
-                "folders": [self._mtime(p) for p in sys.path],
-                "entries": entries,
-            }
-        )
+        index = marshal.dumps({"v": FORMAT, "optimize": sys.flags.optimize, "entries": entries})
         folder = os.path.dirname(self.path)
         head = MAGIC + len(index).to_bytes(8, "little") + index
         tmp = os.path.join(folder, f".imports-{os.getpid()}-{os.urandom(6).hex()}")
@@ -268,8 +286,7 @@ class ImportCache:
         finally:
             os.close(fd)
         if body is not None:
-            with self._lock:
-                self.entries, self.body = entries, body
+            self.table = (entries, body)
 
 
 class _suppressed:

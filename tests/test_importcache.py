@@ -234,9 +234,11 @@ def test_fabwiz_starts_from_the_cache_it_wrote(tmp_path: Path) -> None:
         "print('HITS', importcache._ACTIVE.hits, 'click' in importcache._ACTIVE.used)\n"
         "importcache.save()\n"
     )
+    script = tmp_path / "bin" / "fabwiz"  # a console script: its folder first on sys.path
+    _write(script, code)
     runs = [
         subprocess.run(
-            [sys.executable, "-c", code],
+            [sys.executable, str(script)],
             check=False,
             capture_output=True,
             text=True,
@@ -251,3 +253,40 @@ def test_fabwiz_starts_from_the_cache_it_wrote(tmp_path: Path) -> None:
     first, second = (r.stdout.split("HITS ")[1].split() for r in runs)
     assert first == ["0", "True"]  # click found the usual way, remembered
     assert int(second[0]) > 20 and second[1] == "True"  # click and its modules from the cache
+
+
+def test_a_shadow_added_while_the_module_was_not_imported_still_wins(
+    tree: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A run that does not import a module saves the file with it in: that entry still holds
+    what the folders before it were when it was found, not what they are at that save."""
+    folder, cache = tree
+    front = tmp_path / "front"
+    front.mkdir()
+    _run(folder, cache, NAMES, front=front)
+    _write(front / "fw_mod.py", "VALUE = 'in front'\n")
+    _touch_folder(front)
+    assert _run(folder, cache, ["fw_pkg"], front=front)["hits"] == []  # re-found, saved
+    assert _modules(_run(folder, cache, NAMES, front=front))["fw_mod"]["value"] == "in front"
+
+
+def test_a_change_further_down_the_path_leaves_what_was_found_before_it(
+    tree: tuple[Path, Path], tmp_path: Path
+) -> None:
+    folder, cache = tree
+    back = tmp_path / "back"
+    back.mkdir()
+    code = PROBE.format(folders=[str(folder), str(back)], cache=str(cache), names=NAMES)
+    env = {k: v for k, v in os.environ.items() if k != "FABWIZ_CODE_CACHE"}
+
+    def run() -> dict[str, object]:
+        proc = subprocess.run(
+            [sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env
+        )
+        result: dict[str, object] = json.loads(proc.stdout)
+        return result
+
+    run()
+    _write(back / "unrelated.py", "VALUE = 1\n")
+    _touch_folder(back)
+    assert run()["hits"] == NAMES
