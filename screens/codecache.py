@@ -20,6 +20,12 @@ keeps, per (pattern, flags), the arguments `re` handed the engine, and a hit han
 again: the same pattern object, without the parse. Only str and bytes patterns are kept, and
 never with `re.DEBUG`.
 
+The typing module compiles the text of each forward reference (`"Widget"` in
+`Optional["Widget"]`; ~350 as Textual and asyncssh load) and `collections.namedtuple` the text of
+each named tuple's `__new__`: both look `compile` and `eval` up in their module's globals first,
+as dataclasses does `exec`, and get them from here the same way (same text, same mode, no
+`__future__` flags in either module).
+
 Textual's parsed stylesheets are kept too. Every start, Textual tokenizes and parses the app's
 stylesheet and each widget class's `DEFAULT_CSS` (~25 texts, about a tenth of the first screen's
 time); the parse of one text depends on the text, where it was read from, its defaults /
@@ -134,18 +140,53 @@ class CodeCache:
             self.used.add(key)
             self.new += 1
 
-    def code(self, source: str) -> CodeType:
-        found = _entry(self.codes, source, CodeType)
+    def code(self, source: str, mode: str = "exec") -> CodeType:
+        """The code compiled from `source` (as `compile(source, "<string>", mode)` from a
+        module without `__future__` imports), from the cache or compiled and remembered."""
+        key: Any = source if mode == "exec" else (mode, source)
+        found = _entry(self.codes, key, CodeType)
         if found is not None:
             self.hits += 1
-            self.used.add(source)
+            self.used.add(key)
             return found
-        compiled = compile(source, "<string>", "exec", dont_inherit=True)
+        compiled = compile(source, "<string>", mode, dont_inherit=True)
         with self._lock:
-            self.codes[source] = compiled
-            self.used.add(source)
+            self.codes[key] = compiled
+            self.used.add(key)
             self.new += 1
         return compiled
+
+    def compile(
+        self,
+        source: Any,
+        filename: Any,
+        mode: str,
+        flags: int = 0,
+        dont_inherit: bool = False,
+        optimize: int = -1,
+    ) -> Any:
+        """`compile` as the typing module calls it for each forward reference (`"Widget"` in
+        `Optional["Widget"]`: hundreds as Textual and asyncssh load); anything else as the
+        builtin does it."""
+        if (
+            type(source) is str
+            and filename == "<string>"
+            and mode == "eval"
+            and not flags
+            and optimize == -1
+        ):
+            return self.code(source, "eval")
+        return builtins.compile(source, filename, mode, flags, dont_inherit, optimize)
+
+    def eval(self, source: Any, globals_: Any = None, locals_: Any = None, /) -> Any:
+        """`eval` as `collections.namedtuple` calls it (each named tuple's `__new__`, written
+        as text), with the compiled code of `source`."""
+        if type(source) is str and globals_ is not None:
+            source = self.code(source, "eval")
+        elif globals_ is None:  # the caller's own namespace, as the builtin would take it
+            frame = sys._getframe(1)
+            globals_, locals_ = frame.f_globals, frame.f_locals if locals_ is None else locals_
+        return builtins.eval(source, globals_, locals_)  # noqa: S307  # namedtuple's own text
 
     def exec(self, source: Any, globals_: Any = None, locals_: Any = None, /) -> None:
         """`exec` as the dataclasses module calls it, with the compiled code of `source`."""
@@ -292,6 +333,15 @@ def install(path: Path | None = None) -> CodeCache | None:
     cache = CodeCache(path or default_path())
     cache.load()
     dataclasses.exec = cache.exec  # type: ignore[attr-defined]
+    # typing and collections look `compile` and `eval` up in their globals first, as
+    # dataclasses does `exec`
+    import collections
+    import typing
+
+    if "compile" not in vars(typing):
+        typing.compile = cache.compile  # type: ignore[attr-defined]
+    if "eval" not in vars(collections):
+        collections.eval = cache.eval  # type: ignore[attr-defined]
     compiler = re._compiler  # type: ignore[attr-defined]
     if compiler.compile is _RE_COMPILE and compiler._sre is _sre:
         compiler._sre = _ENGINE
@@ -395,6 +445,13 @@ def uninstall() -> None:
 
     if _ACTIVE is not None and vars(dataclasses).get("exec") == _ACTIVE.exec:
         del dataclasses.exec  # type: ignore[attr-defined]
+    import collections
+    import typing
+
+    if _ACTIVE is not None and vars(typing).get("compile") == _ACTIVE.compile:
+        del typing.compile  # type: ignore[attr-defined]
+    if _ACTIVE is not None and vars(collections).get("eval") == _ACTIVE.eval:
+        del collections.eval  # type: ignore[attr-defined]
     compiler = re._compiler  # type: ignore[attr-defined]
     if _ACTIVE is not None and compiler.compile == _ACTIVE.compile_regex:
         compiler.compile = _RE_COMPILE

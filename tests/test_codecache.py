@@ -265,3 +265,38 @@ async def test_the_first_screen_from_a_warm_cache_is_the_same_screen(cache_file:
     codecache.cache_stylesheets()
     assert await screen() == plain  # every stylesheet from the cache
     assert warm.css and warm.new == 0 and warm.hits > 0
+
+
+def test_forward_references_and_named_tuples_come_compiled_and_behave_as_without_it(
+    cache_file: Path,
+) -> None:
+    import collections
+    import typing
+
+    cache = codecache.install(cache_file)
+    assert cache is not None
+    assert typing.compile == cache.compile and collections.eval == cache.eval
+    ref = typing.ForwardRef("dict[str, int]")
+    assert ("eval", "dict[str, int]") in cache.codes
+    assert typing._eval_type(ref, {}, {}) == dict[str, int]  # type: ignore[attr-defined]
+    with pytest.raises(SyntaxError, match="Forward reference must be an expression"):
+        typing.ForwardRef("not an expression !")
+    Port = collections.namedtuple("Port", ["name", "mtu"], defaults=[9000])
+    assert Port("qsfp56-dd-1-1") == ("qsfp56-dd-1-1", 9000)
+    assert Port(name="a", mtu=1500).mtu == 1500
+    codecache.save()
+    codecache.uninstall()
+    assert "compile" not in vars(typing) and "eval" not in vars(collections)
+    again = codecache.install(cache_file)
+    assert again is not None
+    typing.ForwardRef("dict[str, int]")
+    collections.namedtuple("Port", ["name", "mtu"], defaults=[9000])
+    assert again.new == 0 and again.hits >= 2  # both texts from the file
+
+
+def test_eval_without_a_namespace_takes_the_callers(cache_file: Path) -> None:
+    cache = codecache.install(cache_file)
+    assert cache is not None
+    mtu = 9000  # noqa: F841  # read by the text eval runs in this frame
+    assert cache.eval("mtu + 1") == 9001
+    assert cache.eval("mtu", None, {"mtu": 1500}) == 1500
