@@ -334,9 +334,16 @@ _ACTIVE: ImportCache | None = None
 
 
 def default_path() -> str:
+    """One file per interpreter version and environment: two virtualenvs (a checkout and a pipx
+    install) find their modules in different places, and would otherwise replace each other's
+    entries on every start."""
+    import zlib
+
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     version = ".".join(map(str, sys.version_info[:3]))
-    return os.path.join(base, "fabwiz", f"imports-{sys.implementation.cache_tag}-{version}.bin")
+    env = f"{zlib.crc32(sys.prefix.encode(errors='surrogateescape')):08x}"
+    name = f"imports-{sys.implementation.cache_tag}-{version}-{env}.bin"
+    return os.path.join(base, "fabwiz", name)
 
 
 def install(path: str | None = None) -> ImportCache | None:

@@ -290,3 +290,23 @@ def test_a_change_further_down_the_path_leaves_what_was_found_before_it(
     _write(back / "unrelated.py", "VALUE = 1\n")
     _touch_folder(back)
     assert run()["hits"] == NAMES
+
+
+def test_each_environment_has_a_file_of_its_own(tmp_path: Path) -> None:
+    """A checkout's virtualenv and a pipx install find asyncssh in different places: in one file
+    they would replace each other's entries on every start."""
+    code = (
+        "import sys\n"
+        "from screens import importcache\n"
+        "print(importcache.default_path())\n"
+        "sys.prefix = '/opt/pipx/venvs/fabwiz'\n"
+        "print(importcache.default_path())\n"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env, cwd=ROOT
+    )
+    here, there = proc.stdout.split()
+    assert here != there
+    assert Path(here).parent == Path(there).parent == tmp_path / "fabwiz"
+    assert Path(here).name.startswith("imports-") and Path(here).name.endswith(".bin")
