@@ -324,7 +324,9 @@ def install(path: Path | None = None) -> CodeCache | None:
     global _ACTIVE
     if _ACTIVE is not None:
         return _ACTIVE
-    if os.environ.get("FABWIZ_CODE_CACHE", "").lower() in ("off", "0", "no"):
+    from screens.importcache import switched_off
+
+    if switched_off():
         return None
     import dataclasses
 

@@ -346,12 +346,17 @@ def default_path() -> str:
     return os.path.join(base, "fabwiz", name)
 
 
+def switched_off() -> bool:
+    """`FABWIZ_CODE_CACHE=off` (or 0, no): every start-up cache is off."""
+    return os.environ.get("FABWIZ_CODE_CACHE", "").lower() in ("off", "0", "no")
+
+
 def install(path: str | None = None) -> ImportCache | None:
     """Put the cache just before the path finder (once per process)."""
     global _ACTIVE
     if _ACTIVE is not None:
         return _ACTIVE
-    if os.environ.get("FABWIZ_CODE_CACHE", "").lower() in ("off", "0", "no"):
+    if switched_off():
         return None
     if PathFinder not in sys.meta_path:  # an unusual interpreter: leave its imports alone
         return None

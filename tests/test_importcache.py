@@ -132,12 +132,18 @@ def test_an_edited_module_is_read_anew(tree: tuple[Path, Path]) -> None:
     assert _modules(_run(folder, cache, NAMES))["fw_mod"]["value"] == "secnd"
 
 
+@pytest.fixture
+def front(tmp_path: Path) -> Path:
+    """A folder before the tree's on sys.path, empty to begin with."""
+    folder = tmp_path / "front"
+    folder.mkdir()
+    return folder
+
+
 def test_a_module_added_earlier_on_the_path_shadows_the_cached_one(
-    tree: tuple[Path, Path], tmp_path: Path
+    tree: tuple[Path, Path], front: Path
 ) -> None:
     folder, cache = tree
-    front = tmp_path / "front"
-    front.mkdir()
     assert _run(folder, cache, NAMES, front=front)["hits"] == []
     assert _run(folder, cache, NAMES, front=front)["hits"] == NAMES
     _write(front / "fw_mod.py", "VALUE = 'in front'\n")
@@ -256,13 +262,11 @@ def test_fabwiz_starts_from_the_cache_it_wrote(tmp_path: Path) -> None:
 
 
 def test_a_shadow_added_while_the_module_was_not_imported_still_wins(
-    tree: tuple[Path, Path], tmp_path: Path
+    tree: tuple[Path, Path], front: Path
 ) -> None:
     """A run that does not import a module saves the file with it in: that entry still holds
     what the folders before it were when it was found, not what they are at that save."""
     folder, cache = tree
-    front = tmp_path / "front"
-    front.mkdir()
     _run(folder, cache, NAMES, front=front)
     _write(front / "fw_mod.py", "VALUE = 'in front'\n")
     _touch_folder(front)
