@@ -100,6 +100,8 @@ def patch(module):
 
 def done():
     print(first[0], time.perf_counter() - t0, flush=True)  # the first paint, the verdicts
+    from screens.cli import save_startup_caches
+    save_startup_caches()  # as `fabwiz run` does two seconds in (the collector's pause ends)
     os._exit(0)
 """
     + PATCH_APP

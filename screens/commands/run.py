@@ -291,9 +291,9 @@ def run(inventory: Path, accept_new_host_keys: bool, session_dir: Path | None) -
             # while Textual was loading
             if factory.early is not None:
                 runner.run(factory.early.release())
-    from screens import codecache
+    from screens.cli import save_startup_caches
 
-    codecache.save()  # what the session parsed or compiled after start-up (its dialogs' CSS)
+    save_startup_caches()  # what the session parsed, compiled or imported after start-up
     if app.exit_message():
         click.echo(app.exit_message(), err=True)
     raise SystemExit(2 if code is None else code)
