@@ -64,9 +64,16 @@ class LazyGroup(click.Group):
             return None
         module, attr, _help = COMMANDS[cmd_name]
         if _STANDALONE:
+            import atexit
+
             from screens import codecache
 
             codecache.install()  # before the command's imports: their dataclasses compile from it
+            # a command that ends before its start-up is declared done (`report`, `replay`,
+            # `analyze`, `check --help`) keeps what it compiled and imported too (exit_now saves
+            # before its quick exit; `fabwiz --help` alone writes nothing)
+            atexit.unregister(save_startup_caches)
+            atexit.register(save_startup_caches)
         try:
             cmd = getattr(importlib.import_module(module), attr)
         except ModuleNotFoundError as exc:
