@@ -180,7 +180,8 @@ class ImportCache:
             return None
         self.hits += 1
         self.used.add(name)
-        return _spec(name, origin, is_package, _Loader(name, origin, self, data))
+        # `where` too: code that does not unmarshal is read the usual way and replaced
+        return _spec(name, origin, is_package, _Loader(name, origin, self, data, where))
 
     # --- the finder ------------------------------------------------------------------------
 
@@ -263,6 +264,8 @@ class ImportCache:
             parts.append(data)
             offset += len(data)
         index = marshal.dumps({"v": FORMAT, "optimize": sys.flags.optimize, "entries": entries})
+        import contextlib  # loaded by then (the code cache uses it): not at start
+
         folder = os.path.dirname(self.path)
         head = MAGIC + len(index).to_bytes(8, "little") + index
         tmp = os.path.join(folder, f".imports-{os.getpid()}-{os.urandom(6).hex()}")
@@ -280,23 +283,13 @@ class ImportCache:
             body = _map(fd, len(head), len(head) + offset)
             os.replace(tmp, self.path)
         except OSError:
-            with _suppressed():
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
             return
         finally:
             os.close(fd)
         if body is not None:
             self.table = (entries, body)
-
-
-class _suppressed:
-    """contextlib.suppress(OSError), without importing contextlib at start."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
-        return kind is not None and issubclass(kind, OSError)
 
 
 def _map(fd: int, start: int, end: int) -> Any:

@@ -5,6 +5,7 @@ interpreter (the import system is process-wide), with its own sys.path folder an
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import subprocess
 import sys
@@ -314,3 +315,26 @@ def test_each_environment_has_a_file_of_its_own(tmp_path: Path) -> None:
     assert here != there
     assert Path(here).parent == Path(there).parent == tmp_path / "fabwiz"
     assert Path(here).name.startswith("imports-") and Path(here).name.endswith(".bin")
+
+
+def test_a_damaged_entry_is_read_the_usual_way_and_replaced(tree: tuple[Path, Path]) -> None:
+    folder, cache = tree
+    _run(folder, cache, NAMES)
+    from screens import importcache
+
+    reader = importcache.ImportCache(str(cache))
+    reader.load()
+    _origin, _pkg, _where, _mtime, _size, offset, length = reader.entries["fw_mod"]
+    body_start = cache.stat().st_size - len(reader.table[1])
+    data = bytearray(cache.read_bytes())
+    data[body_start + offset : body_start + offset + length] = b"\x00" * length  # not code
+    cache.write_bytes(bytes(data))
+    damaged = _run(folder, cache, NAMES)
+    assert _modules(damaged)["fw_mod"]["value"] == "first"  # compiled from its source
+    assert "fw_mod" not in damaged["hits"]
+    again = importcache.ImportCache(str(cache))  # the entry was written anew: code again
+    again.load()
+    *_rest, offset, length = again.entries["fw_mod"]
+    code = marshal.loads(again.table[1][offset : offset + length])
+    assert code.co_filename == str(folder / "fw_mod.py")
+    assert _modules(_run(folder, cache, NAMES))["fw_mod"]["value"] == "first"
